@@ -1,0 +1,2 @@
+// @agent-sandbox/blueprint-bin: public door of the package.
+export {};

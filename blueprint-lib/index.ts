@@ -1,0 +1,2 @@
+// @agent-sandbox/blueprint-lib: public door of the package.
+export {};

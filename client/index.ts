@@ -1,0 +1,2 @@
+// @agent-sandbox/client: public door of the package.
+export {};

@@ -1,0 +1,2 @@
+// The contracts package's public door: ABIs and bytecode generated from forge's output.
+export * from './abi/index.ts';

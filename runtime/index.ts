@@ -1,0 +1,2 @@
+// @agent-sandbox/runtime: public door of the package.
+export {};

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Installs and starts what the project needs on a machine of this kind: the Docker engine
+# (Debian's docker.io), debootstrap for the sandbox image, and the npm dependencies (which bring
+# anvil/forge/cast and solc-js). Idempotent: a second run only checks.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+say() { printf '\033[1m[toolchain]\033[0m %s\n' "$*" >&2; }
+die() { printf '\033[31m[toolchain] error:\033[0m %s\n' "$*" >&2; exit 1; }
+
+need_apt=()
+command -v dockerd >/dev/null 2>&1 || need_apt+=(docker.io)
+command -v debootstrap >/dev/null 2>&1 || need_apt+=(debootstrap)
+if [ ${#need_apt[@]} -gt 0 ]; then
+  if [ "$(id -u)" != 0 ]; then
+    die "missing ${need_apt[*]}; run as root, or install them: sudo apt-get install -y ${need_apt[*]}"
+  fi
+  say "installing ${need_apt[*]} from Debian's packages (once)"
+  apt-get update -qq >/dev/null
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}" >/dev/null
+fi
+
+# The engine: reuse a running one (DOCKER_HOST or the default socket), else start dockerd.
+if ! docker info >/dev/null 2>&1; then
+  if [ "$(id -u)" != 0 ]; then
+    die "no Docker engine answers and this user cannot start one; start dockerd as root or set DOCKER_HOST"
+  fi
+  say "starting the Docker engine (log: /var/log/dockerd.log)"
+  nohup dockerd >/var/log/dockerd.log 2>&1 &
+  for _ in $(seq 1 60); do docker info >/dev/null 2>&1 && break; sleep 0.5; done
+  docker info >/dev/null 2>&1 || die "dockerd did not come up in 30 s; see /var/log/dockerd.log"
+fi
+
+# npm dependencies (anvil, forge, cast, solc-js ship inside npm packages).
+if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+  say "installing npm dependencies"
+  if [ -f package-lock.json ]; then npm ci --no-audit --no-fund --loglevel=error; else npm install --no-audit --no-fund --loglevel=error; fi
+fi
+say "ready: $(docker version --format 'engine {{.Server.Version}}'), node $(node --version)"

@@ -1,0 +1,2 @@
+// @agent-sandbox/sdk: public door of the package.
+export {};

@@ -1,0 +1,2 @@
+// @agent-sandbox/sidecar: public door of the package.
+export {};
