@@ -1,0 +1,55 @@
+// The runtime layer's one error type: a stable code, the HTTP status it maps to, and a message
+// that says what to do. Causes stay server-side (logged), never in a response.
+
+export const RuntimeErrorCodes = {
+  VALIDATION: 400,
+  UNAUTHORIZED: 401,
+  FORBIDDEN: 403,
+  NOT_FOUND: 404,
+  SANDBOX_NOT_FOUND: 404,
+  SESSION_NOT_FOUND: 404,
+  CONFLICT: 409,
+  SANDBOX_STOPPED: 409,
+  SANDBOX_NOT_RUNNING: 409,
+  CHAT_RUN_ACTIVE: 409,
+  PAYLOAD_TOO_LARGE: 413,
+  RATE_LIMITED: 429,
+  RESOURCES_EXCEED_LIMIT: 422,
+  IMAGE_NOT_ALLOWED: 422,
+  IMAGE_NOT_FOUND: 422,
+  INTERNAL: 500,
+  SIDECAR_ERROR: 502,
+  DOCKER_ERROR: 502,
+  PROVISION_FAILED: 500,
+  HEALTH_CHECK_TIMEOUT: 504,
+  CAPACITY_EXHAUSTED: 503,
+  CIRCUIT_OPEN: 503,
+  STORE_UNAVAILABLE: 503,
+  STORE_KEY_MISMATCH: 500,
+  SIDECAR_TIMEOUT: 504,
+} as const;
+
+export type RuntimeErrorCode = keyof typeof RuntimeErrorCodes;
+
+export class RuntimeError extends Error {
+  override readonly name = 'RuntimeError';
+  readonly code: RuntimeErrorCode;
+  readonly status: number;
+  /** Extra public facts for the response (e.g. retry_after_ms); never secrets. */
+  readonly details: Record<string, unknown> | undefined;
+
+  constructor(
+    code: RuntimeErrorCode,
+    message: string,
+    options: { cause?: unknown; details?: Record<string, unknown> } = {},
+  ) {
+    super(message, { cause: options.cause });
+    this.code = code;
+    this.status = RuntimeErrorCodes[code];
+    this.details = options.details;
+  }
+}
+
+export function isRuntimeError(e: unknown, code?: RuntimeErrorCode): e is RuntimeError {
+  return e instanceof RuntimeError && (code === undefined || e.code === code);
+}
