@@ -26,7 +26,10 @@ export const RuntimeErrorCodes = {
   CIRCUIT_OPEN: 503,
   STORE_UNAVAILABLE: 503,
   STORE_KEY_MISMATCH: 500,
+  STORE_CORRUPT: 500,
+  CONFIG_INVALID: 500,
   SIDECAR_TIMEOUT: 504,
+  REQUEST_TIMEOUT: 504,
 } as const;
 
 export type RuntimeErrorCode = keyof typeof RuntimeErrorCodes;
