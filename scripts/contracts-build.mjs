@@ -29,7 +29,8 @@ for (const dir of readdirSync(out)) {
     if (!file.endsWith('.json')) continue;
     const art = JSON.parse(readFileSync(join(out, dir, file), 'utf8'));
     // forge writes no AST unless asked; the metadata's compilationTarget names the source too.
-    const source = art.ast?.absolutePath ?? Object.keys(art.metadata?.settings?.compilationTarget ?? {})[0] ?? '';
+    const source =
+      art.ast?.absolutePath ?? Object.keys(art.metadata?.settings?.compilationTarget ?? {})[0] ?? '';
     if (!source.startsWith('contracts/src/')) continue; // tests and scripts are not exported
     const name = file.replace(/\.json$/, '');
     if (names.includes(name)) throw new Error(`two contracts named ${name}: rename one`);
