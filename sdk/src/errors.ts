@@ -1,0 +1,47 @@
+// The SDK's one error type: a stable machine-readable code and a message that says what to do.
+
+export const SdkErrorCodes = [
+  /** The environment is missing or has malformed variables (all of them are listed at once). */
+  'CONFIG',
+  /** The keystore cannot be read, decrypted, or is not allowed in this mode. */
+  'KEYSTORE',
+  /** A job's input bytes match neither the flat nor the single-tuple ABI encoding. */
+  'JOB_INPUT_DECODE',
+  /** A handler's value cannot be ABI-encoded as the job's result tuple. */
+  'JOB_RESULT_ENCODE',
+  /** A route is declared twice or with an invalid job index. */
+  'ROUTER',
+  /** The durable job cursor file cannot be read or written. */
+  'CURSOR',
+  /** An RPC call failed (after retries where the caller retries). */
+  'RPC',
+  /** A result transaction was rejected for a reason that retrying will not fix. */
+  'SUBMIT',
+  /** Operator registration failed. */
+  'REGISTRATION',
+  /** The runner was used in a state that does not allow the call (e.g. started twice). */
+  'RUNNER_STATE',
+] as const;
+
+export type SdkErrorCode = (typeof SdkErrorCodes)[number];
+
+export class SdkError extends Error {
+  override readonly name = 'SdkError';
+  readonly code: SdkErrorCode;
+  /** Public facts about the failure (never secrets), e.g. the list of bad env variables. */
+  readonly details: Record<string, unknown> | undefined;
+
+  constructor(
+    code: SdkErrorCode,
+    message: string,
+    options: { cause?: unknown; details?: Record<string, unknown> } = {},
+  ) {
+    super(message, { cause: options.cause });
+    this.code = code;
+    this.details = options.details;
+  }
+}
+
+export function isSdkError(e: unknown, code?: SdkErrorCode): e is SdkError {
+  return e instanceof SdkError && (code === undefined || e.code === code);
+}
