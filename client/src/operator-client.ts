@@ -123,13 +123,13 @@ export class OperatorClient {
     return this.http.parse(res, Provision, 'GET /api/provisions');
   }
 
-  capabilities(): Promise<Record<string, unknown>> {
+  async capabilities(): Promise<Record<string, unknown>> {
     return this.http.json('GET', '/api/capabilities', z.record(z.string(), z.unknown()), { auth: false });
   }
 
   // ---- sandboxes ----------------------------------------------------------------------------
 
-  list(): Promise<Sandbox[]> {
+  async list(): Promise<Sandbox[]> {
     return this.http.json('GET', '/api/sandboxes', SandboxList);
   }
 
@@ -182,21 +182,21 @@ export class OperatorClient {
     });
   }
 
-  stop(id: string): Promise<LifecycleResult> {
+  async stop(id: string): Promise<LifecycleResult> {
     return this.http.json('POST', this.path(id, '/stop'), LifecycleResult);
   }
 
-  resume(id: string): Promise<LifecycleResult> {
+  async resume(id: string): Promise<LifecycleResult> {
     return this.http.json('POST', this.path(id, '/resume'), LifecycleResult);
   }
 
-  snapshot(id: string): Promise<Record<string, unknown>> {
+  async snapshot(id: string): Promise<Record<string, unknown>> {
     return this.http.json('POST', this.path(id, '/snapshot'), z.record(z.string(), z.unknown()));
   }
 
   // ---- secrets (names only ever come back) --------------------------------------------------
 
-  setSecrets(id: string, env: Record<string, string>): Promise<Record<string, unknown>> {
+  async setSecrets(id: string, env: Record<string, string>): Promise<Record<string, unknown>> {
     const n = Object.keys(env).length;
     if (n < 1 || n > 256) throw new ClientError('USAGE', `secrets take 1 to 256 keys, got ${n}`);
     for (const [k, v] of Object.entries(env)) {
@@ -209,11 +209,11 @@ export class OperatorClient {
     });
   }
 
-  wipeSecrets(id: string): Promise<Record<string, unknown>> {
+  async wipeSecrets(id: string): Promise<Record<string, unknown>> {
     return this.http.json('DELETE', this.path(id, '/secrets'), z.record(z.string(), z.unknown()));
   }
 
-  listSecrets(id: string): Promise<string[]> {
+  async listSecrets(id: string): Promise<string[]> {
     return this.http.json('GET', this.path(id, '/secrets'), SecretNames);
   }
 
@@ -247,7 +247,7 @@ export class OperatorClient {
     };
   }
 
-  run(id: string, runId: string): Promise<RunInfo> {
+  async run(id: string, runId: string): Promise<RunInfo> {
     return this.http.json('GET', this.path(id, `/runs/${encodeURIComponent(runId)}`), RunInfo);
   }
 
@@ -284,7 +284,7 @@ export class OperatorClient {
     return this.http.json('POST', this.path(id, '/terminals'), TerminalCreated, { body: options });
   }
 
-  listTerminals(id: string): Promise<unknown> {
+  async listTerminals(id: string): Promise<unknown> {
     return this.http.json('GET', this.path(id, '/terminals'), z.unknown());
   }
 
