@@ -1,6 +1,18 @@
-// Ensures the sandbox image for the test run (filled in by the sidecar/image work).
+// Ensures the sandbox image for the test run (built once, reused by content-hash tag) and provides its tag.
+import { ensureSandboxImage } from '@agent-sandbox/sidecar';
 import type { TestProject } from 'vitest/node';
 
-export async function setupImage(_project: TestProject): Promise<() => Promise<void>> {
+declare module 'vitest' {
+  export interface ProvidedContext {
+    sandboxImage: string;
+  }
+}
+
+export async function setupImage(project: TestProject): Promise<() => Promise<void>> {
+  const { tag } = await ensureSandboxImage({
+    onProgress: (line) => process.stderr.write(`[image] ${line}\n`),
+  });
+  project.provide('sandboxImage', tag);
+  // The image is a cache shared by every run: it is kept, not removed.
   return async () => {};
 }

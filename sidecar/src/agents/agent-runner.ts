@@ -1,0 +1,172 @@
+// Runs one agent turn: the chosen harness (or SIDECAR_AGENT_COMMAND) as the agent user, streaming its output.
+import { randomUUID } from 'node:crypto';
+import { StringDecoder } from 'node:string_decoder';
+import type { Logger } from 'pino';
+import type { SidecarConfig } from '../config.ts';
+import { SidecarError } from '../errors.ts';
+import { childEnv } from '../exec/child-env.ts';
+import { identity, runProcess } from '../exec/run-process.ts';
+import * as z from '../schema.ts';
+import { assertInstalled, chooseHarness, harnessArgv } from './harness.ts';
+
+export const AgentRunBody = z.object({
+  identifier: z._default(z.string().check(z.minLength(1)), 'default'),
+  message: z.string({ error: 'message is required' }).check(z.minLength(1, 'message is required')),
+  sessionId: z.optional(z.string().check(z.minLength(1), z.maxLength(200))),
+  backend: z.optional(
+    z.object({
+      type: z.optional(z.string()),
+      model: z.optional(z.string()),
+      profile: z.optional(z.string()),
+    }),
+  ),
+  metadata: z.optional(z.record(z.string(), z.unknown())),
+  timeout: z.optional(z.int().check(z.positive(), z.maximum(86_400_000))),
+});
+export type AgentRunRequest = z.infer<typeof AgentRunBody>;
+
+export interface AgentPart {
+  id: string;
+  type: 'text' | 'reasoning' | 'tool';
+  text: string;
+  content: string;
+  state?: 'running' | 'completed';
+}
+
+export interface AgentRunResult {
+  finalText: string;
+  traceId: string;
+  sessionId: string;
+  durationMs: number;
+  usage: { inputTokens: number; outputTokens: number };
+}
+
+export interface AgentRunHooks {
+  onStarted?(info: { sessionId: string; traceId: string }): void;
+  onPart?(part: AgentPart): void;
+  signal?: AbortSignal;
+}
+
+export class AgentRunner {
+  readonly #running = new Map<string, { sessionId: string; controller: AbortController }>();
+  /** Sessions a harness has seen, so the next turn resumes instead of starting over. */
+  readonly #sessions = new Set<string>();
+  constructor(
+    private readonly config: SidecarConfig,
+    private readonly log: Logger,
+  ) {}
+
+  get runningCount(): number {
+    return this.#running.size;
+  }
+
+  /** Cancels every running turn (or those of one session): TERM to the whole process group, KILL after 2 s. */
+  cancel(sessionId?: string): number {
+    let n = 0;
+    for (const run of this.#running.values()) {
+      if (sessionId && run.sessionId !== sessionId) continue;
+      run.controller.abort();
+      n++;
+    }
+    return n;
+  }
+
+  #invocation(req: AgentRunRequest, sessionId: string, traceId: string) {
+    const model = req.backend?.model;
+    if (this.config.agentCommand) {
+      const env = childEnv(this.config, {
+        SIDECAR_AGENT_MESSAGE: req.message,
+        SIDECAR_AGENT_MODEL: model ?? '',
+        SIDECAR_AGENT_SESSION_ID: sessionId,
+        SIDECAR_AGENT_TRACE_ID: traceId,
+      });
+      return { harness: 'custom', argv: ['/bin/bash', '-lc', this.config.agentCommand], env };
+    }
+    const env = childEnv(this.config);
+    const harness = chooseHarness(req.identifier, req.backend?.type, env, this.config.defaultHarness);
+    const argv = harnessArgv(harness, req.message, {
+      model,
+      sessionId,
+      resume: this.#sessions.has(sessionId),
+    });
+    assertInstalled(harness, argv[0]!, env['PATH']);
+    return { harness, argv, env };
+  }
+
+  async run(req: AgentRunRequest, hooks: AgentRunHooks = {}): Promise<AgentRunResult> {
+    const sessionId = req.sessionId ?? randomUUID();
+    const traceId = randomUUID();
+    const inv = this.#invocation(req, sessionId, traceId);
+    const log = this.log.child({ traceId, sessionId, harness: inv.harness });
+    const controller = new AbortController();
+    const onOuterAbort = () => controller.abort();
+    hooks.signal?.addEventListener('abort', onOuterAbort, { once: true });
+    this.#running.set(traceId, { sessionId, controller });
+    hooks.onStarted?.({ sessionId, traceId });
+    log.info('agent run started');
+
+    const partId = `part_${traceId}`;
+    const decoder = new StringDecoder('utf8');
+    let text = '';
+    let pending = '';
+    const limit = this.config.outputLimitBytes;
+    const emit = (state: AgentPart['state']) =>
+      hooks.onPart?.({ id: partId, type: 'text', text, content: text, state });
+    try {
+      const r = await runProcess({
+        argv: inv.argv,
+        cwd: this.config.workspaceRoot,
+        env: inv.env,
+        ...identity(this.config.uid, this.config.gid),
+        timeoutMs: req.timeout ?? this.config.agentTimeoutMs,
+        outputLimitBytes: limit,
+        signal: controller.signal,
+        onStdout: (chunk) => {
+          pending += decoder.write(chunk);
+          const nl = pending.lastIndexOf('\n');
+          if (nl < 0) return;
+          // Whole lines only, so a client never renders half a line; accumulated text is capped like exec output.
+          if (text.length < limit) text = (text + pending.slice(0, nl + 1)).slice(0, limit);
+          pending = pending.slice(nl + 1);
+          emit('running');
+        },
+      });
+      pending += decoder.end();
+      if (pending && text.length < limit) text = (text + pending).slice(0, limit);
+      if (r.cancelled) throw new SidecarError('AGENT_EXECUTION_FAILED', 'agent run cancelled', 500);
+      if (r.timedOut) {
+        throw new SidecarError(
+          'AGENT_EXECUTION_FAILED',
+          `agent run timed out after ${req.timeout ?? this.config.agentTimeoutMs} ms`,
+          500,
+        );
+      }
+      if (r.exitCode !== 0) {
+        const tail = r.stderr.trim().slice(-2000);
+        throw new SidecarError(
+          'AGENT_EXECUTION_FAILED',
+          `agent '${inv.harness}' exited with code ${r.exitCode}${tail ? `: ${tail}` : ''}`,
+          500,
+        );
+      }
+      const finalText = text.trim();
+      emit('completed');
+      this.#sessions.add(sessionId);
+      log.info({ ms: r.durationMs }, 'agent run finished');
+      return {
+        finalText,
+        traceId,
+        sessionId,
+        durationMs: r.durationMs,
+        usage: { inputTokens: 0, outputTokens: 0 },
+      };
+    } catch (err) {
+      log.warn({ code: (err as SidecarError).code }, 'agent run failed');
+      if (err instanceof SidecarError && err.code !== 'SPAWN_FAILED') throw err;
+      throw new SidecarError('AGENT_EXECUTION_FAILED', `agent run failed: ${(err as Error).message}`, 500);
+    } finally {
+      this.#running.delete(traceId);
+      hooks.signal?.removeEventListener('abort', onOuterAbort);
+    }
+  }
+}

@@ -1,0 +1,92 @@
+// The sidecar's configuration: read once from the container env at startup, validated, with documented defaults.
+import * as z from './schema.ts';
+
+const intFrom = (def: number) => z._default(z.coerce.number().check(z.int(), z.positive()), def);
+
+const EnvSchema = z.object({
+  SIDECAR_PORT: z._default(z.coerce.number().check(z.int(), z.minimum(0), z.maximum(65535)), 8080),
+  SIDECAR_HOST: z._default(z.string(), '0.0.0.0'),
+  SIDECAR_AUTH_TOKEN: z
+    .string({ error: 'SIDECAR_AUTH_TOKEN is required: the operator sets a per-sandbox bearer token' })
+    .check(z.minLength(16, 'SIDECAR_AUTH_TOKEN must be at least 16 characters')),
+  AGENT_WORKSPACE_ROOT: z._default(z.string().check(z.startsWith('/')), '/home/agent'),
+  AGENT_HOME: z._default(z.string().check(z.startsWith('/')), '/home/agent'),
+  AGENT_SUBPROCESS_UID: z._default(z.coerce.number().check(z.int(), z.minimum(0)), 1000),
+  AGENT_SUBPROCESS_GID: z._default(z.coerce.number().check(z.int(), z.minimum(0)), 1000),
+  SIDECAR_EXEC_TIMEOUT_MS: intFrom(300_000),
+  SIDECAR_AGENT_TIMEOUT_MS: intFrom(1_800_000),
+  SIDECAR_OUTPUT_LIMIT_BYTES: intFrom(1024 * 1024),
+  SIDECAR_MAX_BODY_BYTES: intFrom(32 * 1024 * 1024),
+  SIDECAR_MAX_FILE_BYTES: intFrom(16 * 1024 * 1024),
+  SIDECAR_MAX_TERMINALS: intFrom(32),
+  SIDECAR_SSE_KEEPALIVE_MS: intFrom(15_000),
+  SIDECAR_DEFAULT_HARNESS: z.optional(z.string()),
+  SIDECAR_AGENT_COMMAND: z.optional(z.string()),
+  SIDECAR_LOG_LEVEL: z._default(
+    z.enum(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent']),
+    'info',
+  ),
+});
+
+export interface SidecarConfig {
+  port: number;
+  host: string;
+  authToken: string;
+  workspaceRoot: string;
+  agentHome: string;
+  uid: number;
+  gid: number;
+  execTimeoutMs: number;
+  agentTimeoutMs: number;
+  outputLimitBytes: number;
+  maxBodyBytes: number;
+  maxFileBytes: number;
+  maxTerminals: number;
+  sseKeepAliveMs: number;
+  defaultHarness: string | undefined;
+  agentCommand: string | undefined;
+  logLevel: string;
+  /** The environment every child starts from: the sandbox's env minus the sidecar's own token. */
+  childEnv: Record<string, string>;
+}
+
+/** Keys a child process must never see, whatever the request says. */
+export const PRIVATE_ENV_KEYS = ['SIDECAR_AUTH_TOKEN'] as const;
+
+export function stripPrivateEnv(env: Record<string, string | undefined>): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(env)) {
+    if (v === undefined || (PRIVATE_ENV_KEYS as readonly string[]).includes(k)) continue;
+    out[k] = v;
+  }
+  return out;
+}
+
+export function loadConfig(env: Record<string, string | undefined> = process.env): SidecarConfig {
+  const parsed = EnvSchema.safeParse(env);
+  if (!parsed.success) {
+    const msg = parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ');
+    throw new Error(`invalid sidecar environment: ${msg}`);
+  }
+  const e = parsed.data;
+  return {
+    port: e.SIDECAR_PORT,
+    host: e.SIDECAR_HOST,
+    authToken: e.SIDECAR_AUTH_TOKEN,
+    workspaceRoot: e.AGENT_WORKSPACE_ROOT,
+    agentHome: e.AGENT_HOME,
+    uid: e.AGENT_SUBPROCESS_UID,
+    gid: e.AGENT_SUBPROCESS_GID,
+    execTimeoutMs: e.SIDECAR_EXEC_TIMEOUT_MS,
+    agentTimeoutMs: e.SIDECAR_AGENT_TIMEOUT_MS,
+    outputLimitBytes: e.SIDECAR_OUTPUT_LIMIT_BYTES,
+    maxBodyBytes: e.SIDECAR_MAX_BODY_BYTES,
+    maxFileBytes: e.SIDECAR_MAX_FILE_BYTES,
+    maxTerminals: e.SIDECAR_MAX_TERMINALS,
+    sseKeepAliveMs: e.SIDECAR_SSE_KEEPALIVE_MS,
+    defaultHarness: e.SIDECAR_DEFAULT_HARNESS || undefined,
+    agentCommand: e.SIDECAR_AGENT_COMMAND || undefined,
+    logLevel: e.SIDECAR_LOG_LEVEL,
+    childEnv: stripPrivateEnv(env),
+  };
+}

@@ -1,0 +1,39 @@
+// Bearer-token auth for every route but /health: constant-time comparison, `?token=` allowed on SSE routes.
+import { createHash, timingSafeEqual } from 'node:crypto';
+import type { IncomingMessage } from 'node:http';
+import { SidecarError } from '../errors.ts';
+
+const digest = (s: string) => createHash('sha256').update(s).digest();
+
+export class BearerAuth {
+  readonly #expected: Buffer;
+  constructor(token: string) {
+    // Hashing first makes both sides equal length, so timingSafeEqual never leaks the length.
+    this.#expected = digest(token);
+  }
+
+  /** Throws 401 when no token was sent, 403 when it is wrong. */
+  check(req: IncomingMessage, query: URLSearchParams, allowQueryToken: boolean): void {
+    const header = req.headers.authorization;
+    let given: string | undefined;
+    if (header) {
+      const m = /^Bearer[ \t]+(\S+)\s*$/i.exec(header);
+      if (!m) throw new SidecarError('UNAUTHORIZED', 'Authorization header must be "Bearer <token>"', 401);
+      given = m[1];
+    } else if (allowQueryToken) {
+      given = query.get('token') ?? undefined;
+    }
+    if (!given) {
+      throw new SidecarError(
+        'UNAUTHORIZED',
+        allowQueryToken
+          ? 'missing token: send Authorization: Bearer <token> or ?token=<token>'
+          : 'missing token: send Authorization: Bearer <token>',
+        401,
+      );
+    }
+    if (!timingSafeEqual(digest(given), this.#expected)) {
+      throw new SidecarError('FORBIDDEN', 'invalid token', 403);
+    }
+  }
+}

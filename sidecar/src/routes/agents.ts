@@ -1,0 +1,76 @@
+// /agents routes: list, run (JSON), run/stream (SSE events), cancel.
+
+import { AgentRunBody, type AgentRunner } from '../agents/agent-runner.ts';
+import { AGENTS } from '../agents/harness.ts';
+import type { SidecarConfig } from '../config.ts';
+import { SidecarError } from '../errors.ts';
+import { ok, parseBody, type Reply, type Router, STREAMED } from '../http/router.ts';
+import { openSse } from '../http/sse.ts';
+import * as z from '../schema.ts';
+
+const CancelBody = z.object({ sessionId: z.optional(z.string()) });
+
+export function addAgentRoutes(router: Router, config: SidecarConfig, runner: AgentRunner): void {
+  router
+    .add('GET', '/agents', () => ok({ agents: AGENTS, count: AGENTS.length }))
+    .add('POST', '/agents/run', async (ctx) => {
+      const req = parseBody(AgentRunBody, await ctx.body());
+      const r = await runner.run(req);
+      return ok({
+        success: true,
+        response: r.finalText,
+        data: { finalText: r.finalText },
+        traceId: r.traceId,
+        durationMs: r.durationMs,
+        sessionId: r.sessionId,
+        usage: r.usage,
+      });
+    })
+    .add(
+      'POST',
+      '/agents/run/stream',
+      async (ctx): Promise<Reply> => {
+        // Validation errors still answer as JSON 400, before the stream opens.
+        const req = parseBody(AgentRunBody, await ctx.body());
+        const sse = openSse(ctx.res, config.sseKeepAliveMs);
+        const send = (event: string, data: unknown) => sse.send(JSON.stringify(data), event);
+        // A client that goes away cancels its run: nobody would see the result.
+        const abort = new AbortController();
+        sse.onClose(() => abort.abort());
+        const started = Date.now();
+        let announced = false;
+        try {
+          const r = await runner.run(req, {
+            signal: abort.signal,
+            onStarted: ({ sessionId }) => {
+              announced = true;
+              send('execution.started', { sessionId });
+            },
+            onPart: (part) => send('message.part.updated', { part }),
+          });
+          send('result', {
+            finalText: r.finalText,
+            response: r.finalText,
+            metadata: { sessionId: r.sessionId, traceId: r.traceId },
+            usage: r.usage,
+            timing: { totalMs: Date.now() - started },
+          });
+        } catch (err) {
+          const e =
+            err instanceof SidecarError ? err : new SidecarError('AGENT_EXECUTION_FAILED', String(err), 500);
+          if (!announced) send('execution.started', { sessionId: req.sessionId ?? null });
+          send('error', { code: e.code, message: e.message });
+        } finally {
+          sse.close();
+        }
+        return STREAMED;
+      },
+      { sse: true },
+    )
+    .add('POST', '/agents/run/cancel', async (ctx) => {
+      const { sessionId } = parseBody(CancelBody, await ctx.body());
+      const cancelled = runner.cancel(sessionId);
+      ctx.log.info({ cancelled }, 'agent runs cancelled');
+      return ok({ success: true, cancelled });
+    });
+}
