@@ -10,6 +10,8 @@ export const ExitCode = {
   CONFLICT: 4,
   REMOTE: 5,
   CHAIN: 6,
+  /** `exec` only: the command ran and exited non-zero. */
+  COMMAND_FAILED: 7,
   INTERRUPTED: 130,
 } as const;
 export type ExitCode = (typeof ExitCode)[keyof typeof ExitCode];

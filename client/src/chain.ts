@@ -1,0 +1,302 @@
+// SandboxChain: the owner's side of jobs 0/1 on Tangle with viem — submit from the owner's
+// account, find the call id and the assigned operator in the receipt, and wait for the
+// operator's posted result. ABIs come only from forge's output ('@agent-sandbox/contracts').
+import { agentSandboxBlueprintAbi, iTangleAbi } from '@agent-sandbox/contracts';
+import {
+  type Address,
+  BaseError,
+  ContractFunctionRevertedError,
+  createPublicClient,
+  createWalletClient,
+  getAbiItem,
+  type Hex,
+  http,
+  type LocalAccount,
+  type Log,
+  type PublicClient,
+  parseEventLogs,
+  toEventSelector,
+} from 'viem';
+import { ClientError } from './errors.ts';
+import {
+  type CreateOutput,
+  decodeCreateOutput,
+  decodeDeleteOutput,
+  encodeCreateInput,
+  encodeDeleteInput,
+  JOB_SANDBOX_CREATE,
+  JOB_SANDBOX_DELETE,
+  type SandboxCreateRequest,
+} from './job-io.ts';
+
+export interface SandboxChainOptions {
+  rpcUrl: string;
+  /** The Tangle core contract (proxy) address. */
+  tangle: Address;
+  serviceId: bigint;
+  /** The sandbox owner's key; needed to submit jobs, not to read. */
+  account?: LocalAccount;
+  /** Poll interval for logs, ms. Default 1000. */
+  pollMs?: number;
+}
+
+export interface SubmittedJob {
+  callId: bigint;
+  txHash: Hex;
+  blockNumber: bigint;
+  /** The operator the blueprint assigned (job 0) or routed to (job 1), from the same receipt. */
+  operator: Address | undefined;
+}
+
+export interface JobResult {
+  operator: Address;
+  output: Hex;
+  txHash: Hex;
+  blockNumber: bigint;
+}
+
+export interface WaitOptions {
+  /** First block to search; pass the submit receipt's block. Default: 0. */
+  fromBlock?: bigint;
+  /** Default 10 minutes (a cold image build can take a while). */
+  timeoutMs?: number;
+  signal?: AbortSignal;
+}
+
+const jobSubmittedTopic = toEventSelector(getAbiItem({ abi: iTangleAbi, name: 'JobSubmitted' }));
+
+/** Errors from both contracts, so a revert inside the blueprint's onJobCall decodes by name. */
+const revertAbi = [...iTangleAbi, ...agentSandboxBlueprintAbi.filter((i) => i.type === 'error')];
+
+/** A viem failure as a CHAIN ClientError naming the revert, without dumping request internals. */
+export function chainError(e: unknown, what: string): ClientError {
+  if (e instanceof ClientError) return e;
+  if (e instanceof BaseError) {
+    const revert = e.walk((x) => x instanceof ContractFunctionRevertedError);
+    if (revert instanceof ContractFunctionRevertedError) {
+      const name = revert.data?.errorName ?? revert.reason ?? 'unknown reason';
+      const args = revert.data?.args?.map(String).join(', ');
+      return new ClientError('CHAIN', `${what} reverted: ${name}${args ? `(${args})` : ''}`, {
+        cause: e,
+        details: { revert: name },
+      });
+    }
+    return new ClientError('CHAIN', `${what} failed: ${e.shortMessage}`, { cause: e });
+  }
+  return new ClientError('CHAIN', `${what} failed: ${(e as Error)?.message ?? String(e)}`, { cause: e });
+}
+
+const sleep = (ms: number, signal?: AbortSignal) =>
+  new Promise<void>((resolve) => {
+    const t = setTimeout(resolve, ms);
+    signal?.addEventListener(
+      'abort',
+      () => {
+        clearTimeout(t);
+        resolve();
+      },
+      { once: true },
+    );
+  });
+
+export class SandboxChain {
+  readonly tangle: Address;
+  readonly serviceId: bigint;
+  readonly publicClient: PublicClient;
+  private readonly account: LocalAccount | undefined;
+  private readonly rpcUrl: string;
+  private readonly pollMs: number;
+
+  constructor(options: SandboxChainOptions) {
+    this.tangle = options.tangle;
+    this.serviceId = options.serviceId;
+    this.account = options.account;
+    this.rpcUrl = options.rpcUrl;
+    this.pollMs = options.pollMs ?? 1000;
+    this.publicClient = createPublicClient({ transport: http(options.rpcUrl) });
+  }
+
+  /** Job 0 from the owner's account, inputs flat-encoded. */
+  submitCreate(request: SandboxCreateRequest, options: { value?: bigint } = {}): Promise<SubmittedJob> {
+    return this.submitJob(JOB_SANDBOX_CREATE, encodeCreateInput(request), options);
+  }
+
+  /** Job 1 from the owner's account (the blueprint reverts for anyone else). */
+  submitDelete(sandboxId: string, options: { value?: bigint } = {}): Promise<SubmittedJob> {
+    return this.submitJob(JOB_SANDBOX_DELETE, encodeDeleteInput(sandboxId), options);
+  }
+
+  async submitJob(jobIndex: number, inputs: Hex, options: { value?: bigint } = {}): Promise<SubmittedJob> {
+    const account = this.account;
+    if (!account)
+      throw new ClientError('USAGE', 'submitting a job needs the owner’s key (--private-key or --keystore)');
+    const what = `submitJob(service ${this.serviceId}, job ${jobIndex})`;
+    const wallet = createWalletClient({ account, transport: http(this.rpcUrl) });
+    let txHash: Hex;
+    try {
+      // Simulate first: a revert (no capacity, not permitted, unknown sandbox) surfaces by name
+      // and costs nothing.
+      const { request } = await this.publicClient.simulateContract({
+        account,
+        address: this.tangle,
+        abi: revertAbi,
+        functionName: 'submitJob',
+        args: [this.serviceId, jobIndex, inputs],
+        ...(options.value === undefined ? {} : { value: options.value }),
+      });
+      txHash = await wallet.writeContract({ ...request, chain: null });
+    } catch (e) {
+      throw chainError(e, what);
+    }
+    let receipt: Awaited<ReturnType<PublicClient['waitForTransactionReceipt']>>;
+    try {
+      receipt = await this.publicClient.waitForTransactionReceipt({ hash: txHash });
+    } catch (e) {
+      throw chainError(e, `waiting for ${txHash}`);
+    }
+    if (receipt.status !== 'success') {
+      throw new ClientError('CHAIN', `${what} transaction ${txHash} reverted`, { details: { txHash } });
+    }
+    const callId = this.callIdFrom(receipt.logs);
+    if (callId === undefined) {
+      throw new ClientError(
+        'CHAIN',
+        `transaction ${txHash} emitted no JobSubmitted for service ${this.serviceId}`,
+      );
+    }
+    return {
+      callId,
+      txHash,
+      blockNumber: receipt.blockNumber,
+      operator: this.operatorFrom(receipt.logs, callId),
+    };
+  }
+
+  /**
+   * The call id from JobSubmitted. Read straight from the topics: serviceId and callId are the
+   * first two indexed fields in both the real layout (jobIndex in data) and the published one
+   * (jobIndex as a 4th topic), so this works whichever a deployment emits.
+   */
+  private callIdFrom(logs: readonly Log[]): bigint | undefined {
+    for (const log of logs) {
+      if (log.address.toLowerCase() !== this.tangle.toLowerCase()) continue;
+      const [t0, t1, t2] = log.topics;
+      if (t0 !== jobSubmittedTopic || !t1 || !t2) continue;
+      if (BigInt(t1) === this.serviceId) return BigInt(t2);
+    }
+    return undefined;
+  }
+
+  /** OperatorAssigned (create) or OperatorRouted (delete) for this call, if present in `logs`. */
+  private operatorFrom(logs: Log[], callId: bigint): Address | undefined {
+    const events = parseEventLogs({
+      abi: agentSandboxBlueprintAbi,
+      logs,
+      eventName: ['OperatorAssigned', 'OperatorRouted'],
+      strict: false,
+    });
+    for (const ev of events) {
+      const args = ev.args as { serviceId?: bigint; callId?: bigint; operator?: Address };
+      if (args.serviceId === this.serviceId && args.callId === callId && args.operator) return args.operator;
+    }
+    return undefined;
+  }
+
+  /** Which operator the blueprint assigned to a create call (reads OperatorAssigned logs). */
+  async assignedOperator(callId: bigint, fromBlock = 0n): Promise<Address | undefined> {
+    try {
+      const logs = await this.publicClient.getContractEvents({
+        abi: agentSandboxBlueprintAbi,
+        eventName: 'OperatorAssigned',
+        args: { serviceId: this.serviceId, callId },
+        fromBlock,
+        toBlock: 'latest',
+      });
+      return logs[0]?.args.operator;
+    } catch (e) {
+      throw chainError(e, 'reading OperatorAssigned');
+    }
+  }
+
+  /** The `rpcAddress` an operator registered with (Tangle's OperatorRegistered), latest first. */
+  async operatorRpcAddress(operator: Address): Promise<string | undefined> {
+    try {
+      const logs = await this.publicClient.getContractEvents({
+        address: this.tangle,
+        abi: iTangleAbi,
+        eventName: 'OperatorRegistered',
+        args: { operator },
+        fromBlock: 0n,
+        toBlock: 'latest',
+      });
+      return logs.at(-1)?.args.rpcAddress;
+    } catch (e) {
+      throw chainError(e, 'reading OperatorRegistered');
+    }
+  }
+
+  /** Polls for the first JobResultSubmitted of this call; a timeout or abort is an error. */
+  async waitForResult(callId: bigint, options: WaitOptions = {}): Promise<JobResult> {
+    const deadline = Date.now() + (options.timeoutMs ?? 600_000);
+    for (;;) {
+      if (options.signal?.aborted) throw new ClientError('INTERRUPTED', `stopped waiting for call ${callId}`);
+      const found = await this.findResult(callId, options.fromBlock ?? 0n);
+      if (found) return found;
+      if (Date.now() >= deadline) {
+        throw new ClientError(
+          'TIMEOUT',
+          `no result for call ${callId} on service ${this.serviceId} yet; is an operator running?`,
+          {
+            exitCode: 6,
+            details: { callId: callId.toString() },
+          },
+        );
+      }
+      await sleep(this.pollMs, options.signal);
+    }
+  }
+
+  /** The posted result of a call, if any yet. */
+  async findResult(callId: bigint, fromBlock = 0n): Promise<JobResult | undefined> {
+    try {
+      const logs = await this.publicClient.getContractEvents({
+        address: this.tangle,
+        abi: iTangleAbi,
+        eventName: 'JobResultSubmitted',
+        args: { serviceId: this.serviceId, callId },
+        fromBlock,
+        toBlock: 'latest',
+      });
+      const log = logs[0];
+      if (
+        !log?.args.operator ||
+        !log.args.output ||
+        log.blockNumber === null ||
+        log.transactionHash === null
+      ) {
+        return undefined;
+      }
+      return {
+        operator: log.args.operator,
+        output: log.args.output,
+        txHash: log.transactionHash,
+        blockNumber: log.blockNumber,
+      };
+    } catch (e) {
+      throw chainError(e, 'reading JobResultSubmitted');
+    }
+  }
+
+  /** Waits for and decodes a create result; a failed provision has an empty sandboxId. */
+  async waitForCreateResult(
+    callId: bigint,
+    options: WaitOptions = {},
+  ): Promise<CreateOutput & { operator: Address }> {
+    const r = await this.waitForResult(callId, options);
+    return { ...decodeCreateOutput(r.output), operator: r.operator };
+  }
+
+  async waitForDeleteResult(callId: bigint, options: WaitOptions = {}): Promise<Record<string, unknown>> {
+    return decodeDeleteOutput((await this.waitForResult(callId, options)).output);
+  }
+}

@@ -1,0 +1,308 @@
+// The CLI's grammar: global flags, each command's own flags and positionals, and the help text
+// generated from the same table, so `--help` always matches what the parser accepts.
+import { parseArgs } from 'node:util';
+import { ClientError } from '../errors.ts';
+
+type OptSpec = { type: 'string' | 'boolean'; multiple?: boolean; short?: string; help: string; arg?: string };
+
+export const GLOBAL_OPTIONS: Record<string, OptSpec> = {
+  operator: { type: 'string', arg: 'URL', help: 'operator API URL (env AGENT_SANDBOX_OPERATOR)' },
+  rpc: { type: 'string', arg: 'URL', help: 'chain JSON-RPC URL (env AGENT_SANDBOX_RPC)' },
+  tangle: { type: 'string', arg: 'ADDR', help: 'Tangle contract address (env AGENT_SANDBOX_TANGLE)' },
+  service: {
+    type: 'string',
+    arg: 'ID',
+    help: 'service id of the sandbox blueprint (env AGENT_SANDBOX_SERVICE)',
+  },
+  devnet: {
+    type: 'string',
+    arg: 'FILE',
+    help: 'fill rpc/tangle/service/key from a devnet.json (scripts/devnet)',
+  },
+  account: { type: 'string', arg: 'NAME', help: 'which devnet account signs (default: user)' },
+  'private-key': {
+    type: 'string',
+    arg: 'HEX',
+    help: 'owner key, development only (env AGENT_SANDBOX_PRIVATE_KEY)',
+  },
+  keystore: {
+    type: 'string',
+    arg: 'FILE',
+    help: 'owner key from a V3 keystore; password from env AGENT_SANDBOX_KEYSTORE_PASSWORD or a prompt',
+  },
+  json: { type: 'boolean', help: 'machine-readable output on stdout (errors as JSON on stderr)' },
+  help: { type: 'boolean', short: 'h', help: 'show help for the command' },
+};
+
+export interface CommandSpec {
+  summary: string;
+  usage: string;
+  positionals: Array<{ name: string; required: boolean; rest?: boolean }>;
+  options: Record<string, OptSpec>;
+  details?: string;
+  examples?: string[];
+}
+
+const id = { name: 'id', required: true };
+
+export const COMMANDS: Record<string, CommandSpec> = {
+  login: {
+    summary: 'sign in to an operator with the owner key and cache the session',
+    usage: 'login [--show-token]',
+    positionals: [],
+    options: {
+      'show-token': { type: 'boolean', help: 'also print the session token (a bearer credential)' },
+    },
+    details:
+      "Signs the operator's EIP-191 challenge and caches the session token in ~/.config/agent-sandbox/sessions.json (mode 0600), keyed by operator URL and address. Later commands reuse it and sign in again when it expires, if a key is given.",
+    examples: ['agent-sandbox login --operator http://127.0.0.1:9090 --keystore ~/.keys/owner.json'],
+  },
+  logout: {
+    summary: 'revoke the cached session on the operator and forget it',
+    usage: 'logout',
+    positionals: [],
+    options: {},
+  },
+  create: {
+    summary: 'create a sandbox (job 0 from the owner account); waits until it is running',
+    usage: 'create [--name N] [--image I] [--cpu N] [--memory MB] [--disk GB] [--env K=V]… [options]',
+    positionals: [],
+    options: {
+      name: { type: 'string', arg: 'NAME', help: 'sandbox name' },
+      image: { type: 'string', arg: 'IMAGE', help: 'image to run (operator default when empty)' },
+      stack: { type: 'string', arg: 'STACK', help: 'software stack' },
+      agent: { type: 'string', arg: 'ID', help: 'agent identifier (harness), e.g. codex, claude' },
+      env: {
+        type: 'string',
+        multiple: true,
+        arg: 'K=V',
+        help: 'non-secret env (public on chain!); repeatable',
+      },
+      'env-json': { type: 'string', arg: 'JSON', help: 'non-secret env as a JSON object' },
+      'metadata-json': { type: 'string', arg: 'JSON', help: 'metadata JSON object' },
+      'ssh-key': {
+        type: 'string',
+        arg: 'KEY|FILE',
+        help: 'enable SSH with this public key (or a .pub file)',
+      },
+      'no-web-terminal': { type: 'boolean', help: 'disable the web terminal' },
+      lifetime: { type: 'string', arg: 'SECONDS', help: 'max lifetime (default 3600)' },
+      'idle-timeout': { type: 'string', arg: 'SECONDS', help: 'idle timeout (default 900)' },
+      cpu: { type: 'string', arg: 'N', help: 'CPU cores (default 1)' },
+      memory: { type: 'string', arg: 'MB', help: 'memory in MB (default 1024)' },
+      disk: { type: 'string', arg: 'GB', help: 'disk in GB (default 5)' },
+      tee: { type: 'string', arg: 'TYPE', help: 'require a TEE: tdx, nitro or sev' },
+      'attestation-nonce': { type: 'string', arg: 'NONCE', help: 'nonce to bind into the TEE attestation' },
+      'capabilities-json': { type: 'string', arg: 'JSON', help: 'capabilities JSON' },
+      timeout: { type: 'string', arg: 'SECONDS', help: 'give up waiting after this long (default 600)' },
+    },
+    details:
+      'Job inputs are public on chain: put credentials in `agent-sandbox secrets set` after create. Env names that look like secrets are refused. Progress (queued → image_pull → container_create → container_start → health_check → ready) is printed as it happens; the command returns only when the operator reports the sandbox running, or fails naming the phase.',
+    examples: [
+      'agent-sandbox create --devnet .devnet/devnet.json --operator http://127.0.0.1:9090 --name demo',
+    ],
+  },
+  list: { summary: 'list your sandboxes on the operator', usage: 'list', positionals: [], options: {} },
+  get: {
+    summary: 'show one sandbox (exact id); exit 3 when it does not exist',
+    usage: 'get <id>',
+    positionals: [id],
+    options: {},
+  },
+  exec: {
+    summary: 'run a command in a running sandbox',
+    usage: 'exec <id> [--cwd DIR] [--env K=V]… [--timeout MS] -- <command…>',
+    positionals: [id, { name: 'command', required: true, rest: true }],
+    options: {
+      cwd: { type: 'string', arg: 'DIR', help: 'working directory' },
+      env: { type: 'string', multiple: true, arg: 'K=V', help: 'extra env for this command; repeatable' },
+      timeout: { type: 'string', arg: 'MS', help: 'command timeout in ms (server default 30000)' },
+    },
+    details: "Prints the command's stdout and stderr. Exits 7 when the command ran but exited non-zero.",
+    examples: ["agent-sandbox exec sb-123 -- 'ls -la /home/agent'"],
+  },
+  prompt: {
+    summary: 'send a prompt to the sandbox agent and stream the run (Ctrl-C cancels it)',
+    usage: 'prompt <id> [--session ID] [--backend TYPE] [--model M] <message…>',
+    positionals: [id, { name: 'message', required: true, rest: true }],
+    options: {
+      session: { type: 'string', arg: 'ID', help: 'continue this agent session' },
+      backend: { type: 'string', arg: 'TYPE', help: 'agent backend (codex, claude, opencode, gemini)' },
+      model: { type: 'string', arg: 'MODEL', help: 'model name' },
+      timeout: { type: 'string', arg: 'MS', help: 'run timeout in ms' },
+      run: { type: 'string', arg: 'RUN_ID', help: 'follow an existing run instead of starting one' },
+      'last-event-id': { type: 'string', arg: 'ID', help: 'with --run: resume after this event' },
+    },
+    details: 'With --json, prints one JSON event per line (id, event, data).',
+  },
+  terminal: {
+    summary: 'open an interactive shell in the sandbox (Ctrl-] to leave)',
+    usage: 'terminal <id>',
+    positionals: [id],
+    options: { cwd: { type: 'string', arg: 'DIR', help: 'start directory' } },
+    details:
+      'Raw-mode terminal: keys go to the remote shell (Ctrl-C included); the window size follows yours. Exits when the shell exits or on Ctrl-].',
+  },
+  secrets: {
+    summary: 'manage the sandbox secrets: set K=V… | wipe | list',
+    usage: 'secrets set <id> K=V|K… | secrets wipe <id> | secrets list <id>',
+    positionals: [{ name: 'action', required: true }, id, { name: 'pairs', required: false, rest: true }],
+    options: {},
+    details:
+      'set replaces all user secrets (the container is recreated with the same id). A bare K takes its value from your environment, so the value never appears in shell history or `ps`. list prints names only.',
+    examples: ['OPENAI_API_KEY=sk-… agent-sandbox secrets set sb-123 OPENAI_API_KEY'],
+  },
+  stop: { summary: 'stop a sandbox (keeps its disk)', usage: 'stop <id>', positionals: [id], options: {} },
+  resume: { summary: 'resume a stopped sandbox', usage: 'resume <id>', positionals: [id], options: {} },
+  snapshot: {
+    summary: "commit the sandbox's filesystem",
+    usage: 'snapshot <id>',
+    positionals: [id],
+    options: {},
+  },
+  delete: {
+    summary: 'delete a sandbox (job 1 from the owner account)',
+    usage: 'delete <id> [--no-wait]',
+    positionals: [id],
+    options: {
+      'no-wait': {
+        type: 'boolean',
+        help: 'return after the job is on chain, without waiting for the result',
+      },
+      timeout: { type: 'string', arg: 'SECONDS', help: 'give up waiting after this long (default 300)' },
+    },
+  },
+  help: {
+    summary: 'show help for a command',
+    usage: 'help [command]',
+    positionals: [{ name: 'command', required: false }],
+    options: {},
+  },
+};
+
+export interface ParsedArgs {
+  command: string;
+  globals: Record<string, string | boolean | undefined>;
+  options: Record<string, string | boolean | string[] | undefined>;
+  positionals: string[];
+  help: boolean;
+}
+
+const valueFlags = new Set(
+  Object.entries(GLOBAL_OPTIONS)
+    .filter(([, s]) => s.type === 'string')
+    .map(([k]) => `--${k}`),
+);
+
+/** Splits argv into command, global flags, command flags and positionals; USAGE errors otherwise. */
+export function parseCli(argv: string[]): ParsedArgs {
+  // The command is the first bare word that is not the value of a global flag.
+  let commandIndex = -1;
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i]!;
+    if (a === '--') break;
+    if (a.startsWith('-')) {
+      if (valueFlags.has(a)) i++;
+      continue;
+    }
+    commandIndex = i;
+    break;
+  }
+  const command = commandIndex === -1 ? '' : argv[commandIndex]!;
+  const rest = commandIndex === -1 ? argv : [...argv.slice(0, commandIndex), ...argv.slice(commandIndex + 1)];
+  const spec = command ? COMMANDS[command] : undefined;
+  if (command && !spec) {
+    throw new ClientError('USAGE', `unknown command "${command}"; run \`agent-sandbox --help\` for the list`);
+  }
+  const optionSpecs = { ...GLOBAL_OPTIONS, ...(spec?.options ?? {}) };
+  const options = Object.fromEntries(
+    Object.entries(optionSpecs).map(([k, s]) => [
+      k,
+      { type: s.type, ...(s.multiple ? { multiple: true } : {}), ...(s.short ? { short: s.short } : {}) },
+    ]),
+  );
+  let parsed: ReturnType<typeof parseArgs>;
+  try {
+    parsed = parseArgs({ args: rest, options, allowPositionals: true, strict: true });
+  } catch (e) {
+    const msg = (e as Error).message.split('\n')[0];
+    throw new ClientError('USAGE', `${msg}; run \`agent-sandbox ${command ? `${command} ` : ''}--help\``);
+  }
+  const values = parsed.values as Record<string, string | boolean | string[] | undefined>;
+  const globals: ParsedArgs['globals'] = {};
+  const own: ParsedArgs['options'] = {};
+  for (const [k, v] of Object.entries(values)) {
+    if (k in GLOBAL_OPTIONS && !(spec && k in spec.options)) globals[k] = v as string | boolean | undefined;
+    else own[k] = v;
+  }
+  const help = values.help === true;
+  const positionals = parsed.positionals;
+  if (spec && !help && command !== 'help') {
+    const required = spec.positionals.filter((p) => p.required);
+    if (positionals.length < required.length) {
+      const missing = required[positionals.length]!.name;
+      throw new ClientError('USAGE', `${command}: missing <${missing}>; usage: agent-sandbox ${spec.usage}`);
+    }
+    const hasRest = spec.positionals.some((p) => p.rest);
+    if (!hasRest && positionals.length > spec.positionals.length) {
+      throw new ClientError(
+        'USAGE',
+        `${command}: unexpected argument "${positionals[spec.positionals.length]}"; usage: agent-sandbox ${spec.usage}`,
+      );
+    }
+  }
+  return { command, globals, options: own, positionals, help };
+}
+
+function optionLines(opts: Record<string, OptSpec>): string[] {
+  return Object.entries(opts).map(([k, s]) => {
+    const flag = `${s.short ? `-${s.short}, ` : ''}--${k}${s.arg ? ` ${s.arg}` : ''}`;
+    return `  ${flag.padEnd(30)} ${s.help}`;
+  });
+}
+
+export const EXIT_CODES_HELP = `Exit codes:
+  0    ok
+  1    usage: bad flags or arguments, invalid input
+  2    auth: no/expired session, wrong key or password, not the owner
+  3    not found: no such sandbox (or run, terminal)
+  4    conflict/state: sandbox not running, a run already active
+  5    remote: operator unreachable or failing, provisioning failed
+  6    chain: RPC error, reverted transaction, no result on chain
+  7    exec only: the command ran and exited non-zero
+  130  interrupted (Ctrl-C)`;
+
+export function globalHelp(): string {
+  const width = Math.max(...Object.keys(COMMANDS).map((c) => c.length));
+  return [
+    'agent-sandbox: create and use Tangle agent sandboxes as their owner',
+    '',
+    'Usage: agent-sandbox <command> [options]',
+    '',
+    'Commands:',
+    ...Object.entries(COMMANDS).map(([name, c]) => `  ${name.padEnd(width)}  ${c.summary}`),
+    '',
+    'Global options:',
+    ...optionLines(GLOBAL_OPTIONS),
+    '',
+    EXIT_CODES_HELP,
+    '',
+    'Sessions: `login` caches a bearer token in ~/.config/agent-sandbox/sessions.json (mode 0600;',
+    'AGENT_SANDBOX_CONFIG_DIR overrides the directory). Anyone who reads it can act as you on that',
+    'operator until it expires (1 h); `logout` revokes it.',
+    '',
+    'Run `agent-sandbox <command> --help` for a command’s options.',
+  ].join('\n');
+}
+
+export function commandHelp(command: string): string {
+  const spec = COMMANDS[command];
+  if (!spec) return globalHelp();
+  const lines = [`agent-sandbox ${command}: ${spec.summary}`, '', `Usage: agent-sandbox ${spec.usage}`];
+  if (spec.details) lines.push('', spec.details);
+  if (Object.keys(spec.options).length) lines.push('', 'Options:', ...optionLines(spec.options));
+  lines.push('', 'Global options:', ...optionLines(GLOBAL_OPTIONS));
+  if (spec.examples?.length) lines.push('', 'Examples:', ...spec.examples.map((e) => `  ${e}`));
+  lines.push('', EXIT_CODES_HELP);
+  return lines.join('\n');
+}

@@ -1,0 +1,164 @@
+// The CLI's operator-API commands: login/logout, list/get, exec, secrets, stop/resume/snapshot.
+import type { Sandbox } from '../api-types.ts';
+import { ClientError, ExitCode } from '../errors.ts';
+import type { CliContext } from './context.ts';
+
+export type Command = (ctx: CliContext) => Promise<number>;
+
+/** `K=V` pairs (and, with `fromEnv`, bare `K` read from the environment). */
+export function parsePairs(
+  pairs: string[],
+  what: string,
+  fromEnv?: NodeJS.ProcessEnv,
+): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const p of pairs) {
+    const eq = p.indexOf('=');
+    if (eq === -1 && fromEnv) {
+      const v = fromEnv[p];
+      if (v === undefined)
+        throw new ClientError('USAGE', `${what}: ${p} has no value and is not set in your environment`);
+      out[p] = v;
+      continue;
+    }
+    if (eq <= 0) throw new ClientError('USAGE', `${what}: expected K=V, got "${p.slice(0, 40)}"`);
+    out[p.slice(0, eq)] = p.slice(eq + 1);
+  }
+  return out;
+}
+
+function sandboxLine(s: Sandbox): string {
+  const extra = ['name', 'cpu_cores', 'memory_mb', 'created_at']
+    .filter((k) => s[k] !== undefined && s[k] !== null)
+    .map((k) => `${k}=${String(s[k])}`)
+    .join(' ');
+  return `${s.id}\t${s.state}${extra ? `\t${extra}` : ''}`;
+}
+
+export const login: Command = async (ctx) => {
+  const account = await ctx.requireAccount('login');
+  const client = await ctx.operator();
+  const session = await client.login();
+  const expiresAt = session.expires_at;
+  if (ctx.json) {
+    ctx.printJson({
+      operator: client.baseUrl,
+      address: account.address,
+      expires_at: expiresAt,
+      ...(ctx.args.options['show-token'] ? { token: session.token } : {}),
+    });
+  } else {
+    ctx.out(`signed in to ${client.baseUrl} as ${account.address}`);
+    ctx.note(`session cached in ${ctx.cache.sessionsFile} (mode 0600)`);
+    if (ctx.args.options['show-token']) ctx.out(session.token);
+  }
+  return 0;
+};
+
+export const logout: Command = async (ctx) => {
+  const client = await ctx.operator();
+  const account = await ctx.account();
+  const cached = await ctx.cache.get(client.baseUrl, account?.address);
+  await client.logout().catch((e) => {
+    // A session the operator already refuses is as good as revoked.
+    if (!(e instanceof ClientError && e.exitCode === 2)) throw e;
+  });
+  if (cached) await ctx.cache.remove(client.baseUrl, cached.address);
+  if (ctx.json) ctx.printJson({ revoked: true, operator: client.baseUrl });
+  else ctx.out(`signed out of ${client.baseUrl}`);
+  return 0;
+};
+
+export const list: Command = async (ctx) => {
+  const client = await ctx.operator();
+  const sandboxes = await client.list();
+  if (ctx.json) ctx.printJson(sandboxes);
+  else if (sandboxes.length === 0) ctx.note('no sandboxes');
+  else for (const s of sandboxes) ctx.out(sandboxLine(s));
+  return 0;
+};
+
+export const get: Command = async (ctx) => {
+  const id = ctx.args.positionals[0]!;
+  const client = await ctx.operator(id);
+  const sandbox = await client.get(id);
+  if (!sandbox) throw new ClientError('NOT_FOUND', `sandbox ${id} does not exist on ${client.baseUrl}`);
+  if (ctx.json) ctx.printJson(sandbox);
+  else
+    for (const [k, v] of Object.entries(sandbox))
+      ctx.out(`${k}: ${typeof v === 'object' ? JSON.stringify(v) : String(v)}`);
+  return 0;
+};
+
+export const exec: Command = async (ctx) => {
+  const [id, ...words] = ctx.args.positionals as [string, ...string[]];
+  const command = words.join(' ');
+  const o = ctx.args.options;
+  const timeout = o.timeout as string | undefined;
+  if (timeout !== undefined && !/^\d+$/.test(timeout))
+    throw new ClientError('USAGE', '--timeout must be milliseconds');
+  const client = await ctx.operator(id);
+  const r = await client.exec(id, command, {
+    ...(o.cwd ? { cwd: o.cwd as string } : {}),
+    ...(o.env ? { env: parsePairs(o.env as string[], '--env') } : {}),
+    ...(timeout ? { timeoutMs: Number(timeout) } : {}),
+  });
+  if (ctx.json) ctx.printJson(r);
+  else {
+    ctx.io.stdout.write(r.stdout);
+    ctx.io.stderr.write(r.stderr);
+    if (r.exit_code !== 0) ctx.note(`[exit ${r.exit_code}]`);
+  }
+  return r.exit_code === 0 ? ExitCode.OK : ExitCode.COMMAND_FAILED;
+};
+
+export const secrets: Command = async (ctx) => {
+  const [action, id, ...pairs] = ctx.args.positionals as [string, string, ...string[]];
+  const client = await ctx.operator(id);
+  switch (action) {
+    case 'set': {
+      if (pairs.length === 0)
+        throw new ClientError('USAGE', 'secrets set: give at least one K=V (or K from your env)');
+      const env = parsePairs(pairs, 'secrets set', ctx.io.env);
+      const r = await client.setSecrets(id, env);
+      // Echo names only: values never reach the terminal or a log.
+      if (ctx.json) ctx.printJson({ ...r, names: Object.keys(env) });
+      else ctx.out(`secrets set on ${id}: ${Object.keys(env).join(', ')}`);
+      return 0;
+    }
+    case 'wipe': {
+      if (pairs.length) throw new ClientError('USAGE', 'secrets wipe takes only the sandbox id');
+      const r = await client.wipeSecrets(id);
+      if (ctx.json) ctx.printJson(r);
+      else ctx.out(`secrets wiped on ${id}`);
+      return 0;
+    }
+    case 'list': {
+      if (pairs.length) throw new ClientError('USAGE', 'secrets list takes only the sandbox id');
+      const names = await client.listSecrets(id);
+      if (ctx.json) ctx.printJson(names);
+      else for (const n of names) ctx.out(n);
+      return 0;
+    }
+    default:
+      throw new ClientError('USAGE', `secrets: unknown action "${action}"; use set, wipe or list`);
+  }
+};
+
+function lifecycle(kind: 'stop' | 'resume' | 'snapshot'): Command {
+  return async (ctx) => {
+    const id = ctx.args.positionals[0]!;
+    const client = await ctx.operator(id);
+    const r = await client[kind](id);
+    if (ctx.json) ctx.printJson(r);
+    else
+      ctx.out(
+        `${id}: ${typeof r.state === 'string' ? r.state : kind === 'snapshot' ? 'snapshot taken' : 'ok'}`,
+      );
+    return 0;
+  };
+}
+
+export const stop = lifecycle('stop');
+export const resume = lifecycle('resume');
+export const snapshot = lifecycle('snapshot');

@@ -1,0 +1,180 @@
+// What every CLI command needs, resolved once from flags, env and the devnet file: the operator
+// URL, the owner's key (only when a command needs it), the session cache, and the chain handle.
+import { isAddress, type LocalAccount } from 'viem';
+import { SandboxChain } from '../chain.ts';
+import { type Devnet, loadDevnet } from '../devnet.ts';
+import { ClientError } from '../errors.ts';
+import { accountFromKeystore, accountFromPrivateKey } from '../keys.ts';
+import { OperatorClient } from '../operator-client.ts';
+import { configDir, normalizeOperatorUrl, SessionCache } from '../session-cache.ts';
+import type { ParsedArgs } from './args.ts';
+
+export interface CliIO {
+  stdout: { write(s: string): unknown; isTTY?: boolean; columns?: number; rows?: number };
+  stderr: { write(s: string): unknown; isTTY?: boolean };
+  stdin: NodeJS.ReadableStream & { isTTY?: boolean; setRawMode?: (raw: boolean) => unknown };
+  env: NodeJS.ProcessEnv;
+  /** Asks for a secret without echo (TTY only); undefined when there is no terminal to ask on. */
+  readSecret?: (prompt: string) => Promise<string>;
+  /** Aborted on Ctrl-C. */
+  signal: AbortSignal;
+  /** Test hook: the fetch the SDK uses. */
+  fetch?: typeof fetch;
+}
+
+export class CliContext {
+  readonly args: ParsedArgs;
+  readonly io: CliIO;
+  readonly json: boolean;
+  readonly cache: SessionCache;
+  private devnetPromise: Promise<Devnet | undefined> | undefined;
+  private accountPromise: Promise<LocalAccount | undefined> | undefined;
+
+  constructor(args: ParsedArgs, io: CliIO) {
+    this.args = args;
+    this.io = io;
+    this.json = args.globals.json === true;
+    this.cache = new SessionCache(configDir(io.env));
+  }
+
+  private flag(name: string, envName?: string): string | undefined {
+    const v = this.args.globals[name];
+    if (typeof v === 'string' && v !== '') return v;
+    const e = envName ? this.io.env[envName] : undefined;
+    return e === '' ? undefined : e;
+  }
+
+  devnet(): Promise<Devnet | undefined> {
+    this.devnetPromise ??= (async () => {
+      const path = this.flag('devnet', 'AGENT_SANDBOX_DEVNET');
+      return path ? loadDevnet(path) : undefined;
+    })();
+    return this.devnetPromise;
+  }
+
+  /** The owner key from --private-key / env / --keystore / the devnet; undefined when none given. */
+  account(): Promise<LocalAccount | undefined> {
+    this.accountPromise ??= (async () => {
+      const pk = this.flag('private-key', 'AGENT_SANDBOX_PRIVATE_KEY');
+      if (pk) return accountFromPrivateKey(pk);
+      const keystore = this.flag('keystore', 'AGENT_SANDBOX_KEYSTORE');
+      if (keystore) {
+        let password = this.io.env.AGENT_SANDBOX_KEYSTORE_PASSWORD;
+        if (password === undefined) {
+          if (!this.io.readSecret) {
+            throw new ClientError(
+              'USAGE',
+              'the keystore needs a password: set AGENT_SANDBOX_KEYSTORE_PASSWORD or run in a terminal',
+            );
+          }
+          password = await this.io.readSecret(`Password for ${keystore}: `);
+        }
+        return accountFromKeystore(keystore, password);
+      }
+      const devnet = await this.devnet();
+      if (devnet) {
+        const name = this.flag('account') ?? 'user';
+        const acct = devnet.accounts[name];
+        if (!acct) {
+          throw new ClientError(
+            'USAGE',
+            `devnet has no account "${name}"; it has: ${Object.keys(devnet.accounts).join(', ') || 'none'}`,
+          );
+        }
+        return accountFromPrivateKey(acct.privateKey);
+      }
+      return undefined;
+    })();
+    return this.accountPromise;
+  }
+
+  async requireAccount(what: string): Promise<LocalAccount> {
+    const a = await this.account();
+    if (!a) {
+      throw new ClientError(
+        'USAGE',
+        `${what} needs the owner key: pass --keystore FILE, --private-key HEX or --devnet FILE`,
+      );
+    }
+    return a;
+  }
+
+  /** --operator / env / the operator remembered for this sandbox / the devnet's. */
+  async operatorUrl(sandboxId?: string): Promise<string> {
+    const explicit = this.flag('operator', 'AGENT_SANDBOX_OPERATOR');
+    if (explicit) return normalizeOperatorUrl(explicit);
+    if (sandboxId) {
+      const remembered = await this.cache.operatorFor(sandboxId);
+      if (remembered) return remembered;
+    }
+    const devnet = await this.devnet();
+    if (devnet?.operatorUrls[0]) return normalizeOperatorUrl(devnet.operatorUrls[0]);
+    throw new ClientError('USAGE', 'which operator? pass --operator URL or set AGENT_SANDBOX_OPERATOR');
+  }
+
+  /** An OperatorClient with the cached session (if any) and the key (if any) to renew it. */
+  async operator(sandboxId?: string): Promise<OperatorClient> {
+    const baseUrl = await this.operatorUrl(sandboxId);
+    const account = await this.account();
+    const cached = await this.cache.get(baseUrl, account?.address);
+    if (!account && !cached) {
+      throw new ClientError(
+        'UNAUTHORIZED',
+        `not signed in to ${baseUrl}; run \`agent-sandbox login --operator ${baseUrl}\` with your key`,
+      );
+    }
+    return new OperatorClient({
+      baseUrl,
+      ...(account ? { account } : {}),
+      ...(cached
+        ? { token: cached.token, ...(cached.expiresAt ? { tokenExpiresAt: cached.expiresAt } : {}) }
+        : {}),
+      onSession: (s) =>
+        this.cache.put({ operator: baseUrl, address: s.address, token: s.token, expiresAt: s.expiresAt }),
+      ...(this.io.fetch ? { fetch: this.io.fetch } : {}),
+    });
+  }
+
+  /** The chain handle for jobs: --rpc/--tangle/--service, env, or the devnet file. */
+  async chain(): Promise<SandboxChain> {
+    const devnet = await this.devnet();
+    const rpcUrl = this.flag('rpc', 'AGENT_SANDBOX_RPC') ?? devnet?.rpcUrl;
+    const tangle = this.flag('tangle', 'AGENT_SANDBOX_TANGLE') ?? devnet?.tangle;
+    const serviceText = this.flag('service', 'AGENT_SANDBOX_SERVICE');
+    const missing = [
+      !rpcUrl && '--rpc',
+      !tangle && '--tangle',
+      serviceText === undefined && devnet?.serviceId === undefined && '--service',
+    ]
+      .filter(Boolean)
+      .join(', ');
+    if (missing) throw new ClientError('USAGE', `on-chain jobs need ${missing} (or --devnet FILE)`);
+    if (!isAddress(tangle!, { strict: false }))
+      throw new ClientError('USAGE', `--tangle "${tangle}" is not an address`);
+    if (serviceText !== undefined && !/^\d+$/.test(serviceText)) {
+      throw new ClientError('USAGE', `--service must be a non-negative integer, got "${serviceText}"`);
+    }
+    const account = await this.account();
+    return new SandboxChain({
+      rpcUrl: rpcUrl!,
+      tangle: tangle as `0x${string}`,
+      serviceId: serviceText !== undefined ? BigInt(serviceText) : devnet!.serviceId!,
+      ...(account ? { account } : {}),
+    });
+  }
+
+  out(line: string): void {
+    this.io.stdout.write(`${line}\n`);
+  }
+
+  /** Progress and notes go to stderr, so stdout stays clean for data (and for --json). */
+  note(line: string): void {
+    this.io.stderr.write(`${line}\n`);
+  }
+
+  printJson(value: unknown): void {
+    this.io.stdout.write(
+      `${JSON.stringify(value, (_k, v) => (typeof v === 'bigint' ? v.toString() : v), 2)}\n`,
+    );
+  }
+}

@@ -1,0 +1,115 @@
+// `agent-sandbox prompt`: start (or follow) an agent run and print it as it streams; Ctrl-C
+// cancels the run on the operator before exiting 130.
+import { ClientError } from '../errors.ts';
+import type { PromptRun, RunEvent } from '../operator-client.ts';
+import type { Command } from './commands.ts';
+import type { CliContext } from './context.ts';
+
+interface Part {
+  id?: string;
+  type?: string;
+  text?: string;
+  content?: string;
+}
+
+/** Turns the sidecar's cumulative part updates into printable deltas. */
+export class RunPrinter {
+  private readonly seen = new Map<string, string>();
+  private printedText = false;
+  private endsWithNewline = true;
+  error: { code?: string; message?: string } | undefined;
+  sessionId: string | undefined;
+
+  constructor(private readonly ctx: Pick<CliContext, 'io' | 'note'>) {}
+
+  private write(s: string): void {
+    if (!s) return;
+    this.ctx.io.stdout.write(s);
+    this.printedText = true;
+    this.endsWithNewline = s.endsWith('\n');
+  }
+
+  handle(ev: RunEvent): void {
+    const data = (ev.data && typeof ev.data === 'object' ? ev.data : {}) as Record<string, unknown>;
+    switch (ev.event) {
+      case 'execution.started':
+        if (typeof data.sessionId === 'string') this.sessionId = data.sessionId;
+        return;
+      case 'message.part.updated': {
+        const part = (data.part ?? {}) as Part;
+        const text = part.text ?? part.content ?? '';
+        const key = part.id ?? part.type ?? 'part';
+        const before = this.seen.get(key) ?? '';
+        this.seen.set(key, text);
+        // Parts carry the whole text so far; print what is new (all of it if it was rewritten).
+        const delta = text.startsWith(before) ? text.slice(before.length) : `\n${text}`;
+        if (part.type === 'tool') {
+          if (delta.trim()) this.ctx.note(`[tool] ${delta.trim()}`);
+        } else if (part.type === 'reasoning') {
+          // thinking is not the answer: keep stdout for the answer
+        } else {
+          this.write(delta);
+        }
+        return;
+      }
+      case 'result': {
+        const final =
+          typeof data.finalText === 'string'
+            ? data.finalText
+            : typeof data.response === 'string'
+              ? data.response
+              : '';
+        if (!this.printedText && final) this.write(final);
+        if (!this.endsWithNewline) this.write('\n');
+        return;
+      }
+      case 'error':
+        this.error = { code: data.code as string | undefined, message: data.message as string | undefined };
+        return;
+      default:
+        return;
+    }
+  }
+}
+
+export const prompt: Command = async (ctx) => {
+  const [id, ...words] = ctx.args.positionals as [string, ...string[]];
+  const o = ctx.args.options;
+  const client = await ctx.operator(id);
+  const timeout = o.timeout as string | undefined;
+  if (timeout !== undefined && !/^\d+$/.test(timeout))
+    throw new ClientError('USAGE', '--timeout must be milliseconds');
+  let run: PromptRun;
+  if (typeof o.run === 'string') {
+    run = client.runHandle(id, { run_id: o.run });
+  } else {
+    run = await client.prompt(id, words.join(' '), {
+      ...(typeof o.session === 'string' ? { sessionId: o.session } : {}),
+      ...(typeof o.backend === 'string' ? { backendType: o.backend } : {}),
+      ...(typeof o.model === 'string' ? { model: o.model } : {}),
+      ...(timeout ? { timeoutMs: Number(timeout) } : {}),
+    });
+    ctx.note(`run ${run.runId}${run.sessionId ? ` (session ${run.sessionId})` : ''}`);
+  }
+  const printer = new RunPrinter(ctx);
+  const lastEventId = typeof o['last-event-id'] === 'string' ? o['last-event-id'] : undefined;
+  for await (const ev of run.events({ signal: ctx.io.signal, ...(lastEventId ? { lastEventId } : {}) })) {
+    if (ctx.json) ctx.io.stdout.write(`${JSON.stringify(ev)}\n`);
+    else printer.handle(ev);
+    if (ev.event === 'error' && ctx.json) printer.handle(ev);
+  }
+  if (ctx.io.signal.aborted) {
+    await run.cancel().catch(() => {});
+    throw new ClientError('INTERRUPTED', `cancelled run ${run.runId}`);
+  }
+  if (printer.error) {
+    throw new ClientError(
+      printer.error.code ?? 'REMOTE',
+      `run ${run.runId} failed: ${printer.error.message ?? 'no message'}`,
+      {
+        exitCode: 5,
+      },
+    );
+  }
+  return 0;
+};

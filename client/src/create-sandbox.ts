@@ -1,0 +1,210 @@
+// createSandbox: submit job 0, follow the assigned operator's provisioning phases live and the
+// on-chain result, and return only once the operator reports the sandbox running (seed 000:
+// "create() returns a ready environment"), or throw naming the failed phase and its reason.
+import type { Address, LocalAccount } from 'viem';
+import { type Provision, provisionFailureReason, type Sandbox } from './api-types.ts';
+import type { SandboxChain } from './chain.ts';
+import { ClientError } from './errors.ts';
+import {
+  buildCreateRequest,
+  type CreateOutput,
+  decodeCreateOutput,
+  operatorUrlFromResult,
+  type SandboxCreateRequestInput,
+} from './job-io.ts';
+import { OperatorClient } from './operator-client.ts';
+import type { OperatorHttpOptions } from './operator-http.ts';
+
+export type CreateProgress =
+  | { stage: 'submitted'; callId: bigint; txHash: `0x${string}` }
+  | { stage: 'assigned'; callId: bigint; operator: Address | undefined; operatorUrl: string | undefined }
+  | { stage: 'phase'; callId: bigint; phase: string; provision: Provision }
+  | { stage: 'result'; callId: bigint; sandboxId: string; operator: Address }
+  | { stage: 'running'; callId: bigint; sandbox: Sandbox };
+
+export interface CreateSandboxOptions {
+  chain: SandboxChain;
+  /** The owner: submits the job and signs in to the operator. */
+  account: LocalAccount;
+  request?: SandboxCreateRequestInput;
+  /**
+   * Where the assigned operator's API is, for live progress before the result names it: a URL,
+   * or a lookup by operator address. Default: the `rpcAddress` the operator registered with, if
+   * it is an http(s) URL; otherwise progress comes from the chain alone until the result.
+   */
+  operatorUrl?:
+    | string
+    | ((operator: Address | undefined) => Promise<string | undefined> | string | undefined);
+  onProgress?: (p: CreateProgress) => void;
+  /** Called after the client signs in to the operator (e.g. to cache the session). */
+  onSession?: (
+    session: Parameters<NonNullable<OperatorHttpOptions['onSession']>>[0] & { operatorUrl: string },
+  ) => void | Promise<void>;
+  fetch?: typeof fetch;
+  /** Whole create, submit to running. Default 10 minutes. */
+  timeoutMs?: number;
+  pollMs?: number;
+  signal?: AbortSignal;
+}
+
+export interface CreatedSandbox {
+  sandbox: Sandbox;
+  sandboxId: string;
+  callId: bigint;
+  txHash: `0x${string}`;
+  operator: Address;
+  operatorUrl: string;
+  /** The public result document the operator posted on chain. */
+  result: Record<string, unknown>;
+  /** Signed in as the owner, ready for exec/prompt. */
+  client: OperatorClient;
+}
+
+const sleep = (ms: number, signal?: AbortSignal) =>
+  new Promise<void>((resolve) => {
+    const t = setTimeout(resolve, ms);
+    signal?.addEventListener(
+      'abort',
+      () => {
+        clearTimeout(t);
+        resolve();
+      },
+      { once: true },
+    );
+  });
+
+function provisionFailed(callId: bigint, phase: string, reason: string): ClientError {
+  return new ClientError('PROVISION_FAILED', `sandbox provisioning failed at ${phase}: ${reason}`, {
+    details: { callId: callId.toString(), phase, reason },
+  });
+}
+
+export async function createSandbox(options: CreateSandboxOptions): Promise<CreatedSandbox> {
+  const { chain, account, signal } = options;
+  const pollMs = options.pollMs ?? 1000;
+  const deadline = Date.now() + (options.timeoutMs ?? 600_000);
+  const emit = (p: CreateProgress) => options.onProgress?.(p);
+  const request = buildCreateRequest(options.request ?? {});
+
+  const submitted = await chain.submitCreate(request);
+  const { callId, txHash } = submitted;
+  emit({ stage: 'submitted', callId, txHash });
+  const interrupted = () =>
+    new ClientError('INTERRUPTED', `stopped following create call ${callId}; the job stays submitted`, {
+      details: { callId: callId.toString(), txHash },
+    });
+
+  const assigned = submitted.operator ?? (await chain.assignedOperator(callId, submitted.blockNumber));
+  let operatorUrl = await resolveOperatorUrl(options, chain, assigned);
+  emit({ stage: 'assigned', callId, operator: assigned, operatorUrl });
+
+  // Phase 1: until the result is on chain, watch the operator's public provision progress.
+  let lastPhase = 'queued';
+  let output: (CreateOutput & { operator: Address }) | undefined;
+  let progressClient = operatorUrl
+    ? new OperatorClient({ baseUrl: operatorUrl, ...fetchOpt(options) })
+    : undefined;
+  while (!output) {
+    if (signal?.aborted) throw interrupted();
+    if (progressClient) {
+      const p = await progressClient.provision(callId, signal).catch((e) => {
+        // Progress is best-effort (the chain result is authoritative): keep going on a blip.
+        if (e instanceof ClientError && (e.code === 'NETWORK' || e.code === 'TIMEOUT')) return null;
+        throw e;
+      });
+      if (p && p.phase !== lastPhase) {
+        emit({ stage: 'phase', callId, phase: p.phase, provision: p });
+        if (p.phase === 'failed') {
+          const failedAt = typeof p.failed_phase === 'string' ? p.failed_phase : lastPhase;
+          throw provisionFailed(callId, failedAt, provisionFailureReason(p));
+        }
+        lastPhase = p.phase;
+      }
+    }
+    const r = await chain.findResult(callId, submitted.blockNumber);
+    if (r) {
+      output = { ...decodeCreateOutput(r.output), operator: r.operator };
+      break;
+    }
+    if (Date.now() >= deadline) {
+      throw new ClientError(
+        'TIMEOUT',
+        `create call ${callId} has no result yet (last phase: ${lastPhase}); is the operator running?`,
+        {
+          details: { callId: callId.toString(), phase: lastPhase },
+        },
+      );
+    }
+    await sleep(pollMs, signal);
+  }
+
+  if (!output.sandboxId) {
+    const phase = typeof output.json.phase === 'string' ? output.json.phase : lastPhase;
+    const reason = typeof output.json.error === 'string' ? output.json.error : 'the operator gave no reason';
+    throw provisionFailed(callId, phase, reason);
+  }
+  emit({ stage: 'result', callId, sandboxId: output.sandboxId, operator: output.operator });
+  operatorUrl ??= operatorUrlFromResult(output.json);
+  if (!operatorUrl) {
+    throw new ClientError(
+      'REMOTE',
+      `sandbox ${output.sandboxId} was created but its operator's API URL is unknown; pass --operator to reach it`,
+      { details: { sandboxId: output.sandboxId, callId: callId.toString() } },
+    );
+  }
+
+  // Phase 2: read the platform's answer back; only `running` is a finished create.
+  const client = new OperatorClient({
+    baseUrl: operatorUrl,
+    account,
+    ...fetchOpt(options),
+    ...(options.onSession
+      ? { onSession: (sess) => options.onSession?.({ ...sess, operatorUrl: operatorUrl as string }) }
+      : {}),
+  });
+  progressClient = undefined;
+  for (;;) {
+    if (signal?.aborted) throw interrupted();
+    const sandbox = await client.get(output.sandboxId);
+    if (sandbox?.state === 'running') {
+      emit({ stage: 'running', callId, sandbox });
+      return {
+        sandbox,
+        sandboxId: output.sandboxId,
+        callId,
+        txHash,
+        operator: output.operator,
+        operatorUrl,
+        result: output.json,
+        client,
+      };
+    }
+    if (sandbox && ['failed', 'stopped', 'expired', 'deleted'].includes(sandbox.state)) {
+      throw provisionFailed(callId, 'ready', `the sandbox reports ${sandbox.state}, not running`);
+    }
+    if (Date.now() >= deadline) {
+      throw new ClientError(
+        'TIMEOUT',
+        `sandbox ${output.sandboxId} ${sandbox ? `is still ${sandbox.state}` : 'is not visible on its operator'}; check it with \`agent-sandbox get ${output.sandboxId}\``,
+        { details: { sandboxId: output.sandboxId, callId: callId.toString() } },
+      );
+    }
+    await sleep(pollMs, signal);
+  }
+}
+
+function fetchOpt(options: CreateSandboxOptions): { fetch?: typeof fetch } {
+  return options.fetch ? { fetch: options.fetch } : {};
+}
+
+async function resolveOperatorUrl(
+  options: CreateSandboxOptions,
+  chain: SandboxChain,
+  operator: Address | undefined,
+): Promise<string | undefined> {
+  if (typeof options.operatorUrl === 'string') return options.operatorUrl;
+  if (typeof options.operatorUrl === 'function') return (await options.operatorUrl(operator)) ?? undefined;
+  if (!operator) return undefined;
+  const rpc = await chain.operatorRpcAddress(operator).catch(() => undefined);
+  return rpc && /^https?:\/\//.test(rpc) ? rpc : undefined;
+}

@@ -1,0 +1,344 @@
+// Jobs 0 and 1 on the wire (spec/contract.md): the SandboxCreateRequest input taken from the
+// generated blueprint ABI, its validation (nothing secret may go on chain), the flat encodings
+// front-ends send, and decoding of the outputs the operator posts back.
+import { agentSandboxBlueprintAbi } from '@agent-sandbox/contracts';
+import { type AbiParameter, decodeAbiParameters, encodeAbiParameters, type Hex } from 'viem';
+import { z } from 'zod';
+import { ClientError } from './errors.ts';
+
+export const JOB_SANDBOX_CREATE = 0;
+export const JOB_SANDBOX_DELETE = 1;
+
+/** SandboxCreateRequest's fields in their on-chain order, as the blueprint's ABI names them. */
+export interface SandboxCreateRequest {
+  name: string;
+  image: string;
+  stack: string;
+  agent_identifier: string;
+  env_json: string;
+  metadata_json: string;
+  ssh_enabled: boolean;
+  ssh_public_key: string;
+  web_terminal_enabled: boolean;
+  max_lifetime_seconds: bigint;
+  idle_timeout_seconds: bigint;
+  cpu_cores: bigint;
+  memory_mb: bigint;
+  disk_gb: bigint;
+  tee_required: boolean;
+  /** 0 none, 1 TDX, 2 Nitro, 3 SEV. */
+  tee_type: number;
+  attestation_nonce: string;
+  capabilities_json: string;
+}
+
+export const FIELD_ORDER: ReadonlyArray<keyof SandboxCreateRequest> = [
+  'name',
+  'image',
+  'stack',
+  'agent_identifier',
+  'env_json',
+  'metadata_json',
+  'ssh_enabled',
+  'ssh_public_key',
+  'web_terminal_enabled',
+  'max_lifetime_seconds',
+  'idle_timeout_seconds',
+  'cpu_cores',
+  'memory_mb',
+  'disk_gb',
+  'tee_required',
+  'tee_type',
+  'attestation_nonce',
+  'capabilities_json',
+];
+
+type ParamLike = AbiParameter & { internalType?: string; components?: readonly ParamLike[] };
+interface AbiItemLike {
+  inputs?: readonly ParamLike[];
+  outputs?: readonly ParamLike[];
+}
+
+/** The components of the first parameter anywhere in `abi` whose internalType is `struct …Name`. */
+export function findStructComponents(
+  abi: readonly unknown[],
+  struct: string,
+): readonly AbiParameter[] | undefined {
+  const visit = (params: readonly ParamLike[] | undefined): readonly AbiParameter[] | undefined => {
+    for (const p of params ?? []) {
+      const t = (p.internalType ?? '').replace(/\[\d*\]$/, '');
+      if (p.components && (t === `struct ${struct}` || t.endsWith(`.${struct}`))) return p.components;
+      const inner = visit(p.components);
+      if (inner) return inner;
+    }
+    return undefined;
+  };
+  for (const item of abi as readonly AbiItemLike[]) {
+    const hit = visit(item.inputs) ?? visit(item.outputs);
+    if (hit) return hit;
+  }
+  return undefined;
+}
+
+/**
+ * FALLBACK ONLY, the one place the client spells SandboxCreateRequest's types: the blueprint's
+ * ABI does not (yet) expose the struct (no function, event or error takes it), so the types are
+ * taken from spec/contract.md. Whenever the generated ABI carries the struct, its components
+ * are used instead and must match these (checked below and in job-io.test.ts).
+ */
+const SPEC_CREATE_REQUEST_TYPES: Record<keyof SandboxCreateRequest, string> = {
+  name: 'string',
+  image: 'string',
+  stack: 'string',
+  agent_identifier: 'string',
+  env_json: 'string',
+  metadata_json: 'string',
+  ssh_enabled: 'bool',
+  ssh_public_key: 'string',
+  web_terminal_enabled: 'bool',
+  max_lifetime_seconds: 'uint64',
+  idle_timeout_seconds: 'uint64',
+  cpu_cores: 'uint64',
+  memory_mb: 'uint64',
+  disk_gb: 'uint64',
+  tee_required: 'bool',
+  tee_type: 'uint8',
+  attestation_nonce: 'string',
+  capabilities_json: 'string',
+};
+
+export const SPEC_CREATE_REQUEST_COMPONENTS: readonly AbiParameter[] = FIELD_ORDER.map((name) => ({
+  name,
+  type: SPEC_CREATE_REQUEST_TYPES[name],
+}));
+
+let cached: { components: readonly AbiParameter[]; source: 'abi' | 'spec' } | undefined;
+
+/**
+ * The struct's components: from the generated ABI when it exposes SandboxCreateRequest (checked
+ * against the documented fields, so a renamed or reordered field fails here, before anything
+ * reaches the chain), else the spec-derived fallback above.
+ */
+export function sandboxCreateRequestLayout(): {
+  components: readonly AbiParameter[];
+  source: 'abi' | 'spec';
+} {
+  if (cached) return cached;
+  const found = findStructComponents(agentSandboxBlueprintAbi, 'SandboxCreateRequest');
+  if (!found) {
+    cached = { components: SPEC_CREATE_REQUEST_COMPONENTS, source: 'spec' };
+    return cached;
+  }
+  const got = found.map((c) => `${c.name}:${c.type}`).join(',');
+  const want = SPEC_CREATE_REQUEST_COMPONENTS.map((c) => `${c.name}:${c.type}`).join(',');
+  if (got !== want) {
+    throw new ClientError(
+      'CHAIN',
+      `SandboxCreateRequest in the ABI is (${got}), not the documented (${want})`,
+    );
+  }
+  cached = { components: found, source: 'abi' };
+  return cached;
+}
+
+export function sandboxCreateRequestComponents(): readonly AbiParameter[] {
+  return sandboxCreateRequestLayout().components;
+}
+
+/**
+ * The create job's output and the delete job's input have no ABI item to read them from (the
+ * contract only sees output bytes), so they are declared here, once, from spec/contract.md:
+ * create output `(string sandboxId, string json)` as a single tuple; delete input `(string)`;
+ * delete output `(string json)`.
+ */
+const CREATE_OUTPUT = [
+  {
+    type: 'tuple',
+    components: [
+      { name: 'sandboxId', type: 'string' },
+      { name: 'json', type: 'string' },
+    ],
+  },
+] as const;
+const CREATE_OUTPUT_FLAT = [
+  { name: 'sandboxId', type: 'string' },
+  { name: 'json', type: 'string' },
+] as const;
+const DELETE_INPUT = [{ name: 'sandbox_id', type: 'string' }] as const;
+const DELETE_OUTPUT = [{ name: 'json', type: 'string' }] as const;
+
+/** Env names that look like credentials: they belong in `secrets set`, never on chain. */
+const SECRET_NAME = /(SECRET|TOKEN|PASSWORD|PASSWD|PRIVATE|CREDENTIAL|API_?KEY|ACCESS_?KEY|_KEY$)/i;
+
+const u64 = (what: string) =>
+  z
+    .union([z.bigint(), z.number().int(), z.string().regex(/^\d+$/)])
+    .transform((v) => BigInt(v))
+    .refine((v) => v >= 0n && v < 2n ** 64n, `${what} must fit in uint64`);
+
+const jsonText = (what: string, kind: 'object' | 'array' | 'any') =>
+  z.string().refine(
+    (s) => {
+      try {
+        const v = JSON.parse(s);
+        if (kind === 'object') return v !== null && typeof v === 'object' && !Array.isArray(v);
+        if (kind === 'array') return Array.isArray(v);
+        return true;
+      } catch {
+        return false;
+      }
+    },
+    `${what} must be JSON${kind === 'any' ? '' : ` (an ${kind})`}`,
+  );
+
+const CreateRequestSchema = z
+  .object({
+    name: z.string().max(255).default(''),
+    image: z.string().max(512).default(''),
+    stack: z.string().max(255).default(''),
+    agent_identifier: z.string().max(255).default(''),
+    env_json: jsonText('env_json', 'object').default('{}'),
+    metadata_json: jsonText('metadata_json', 'object').default('{}'),
+    ssh_enabled: z.boolean().default(false),
+    ssh_public_key: z.string().max(16_384).default(''),
+    web_terminal_enabled: z.boolean().default(true),
+    max_lifetime_seconds: u64('max_lifetime_seconds').default(3600n),
+    idle_timeout_seconds: u64('idle_timeout_seconds').default(900n),
+    cpu_cores: u64('cpu_cores').default(1n),
+    memory_mb: u64('memory_mb').default(1024n),
+    disk_gb: u64('disk_gb').default(5n),
+    tee_required: z.boolean().default(false),
+    tee_type: z.number().int().min(0).max(3).default(0),
+    attestation_nonce: z.string().max(1024).default(''),
+    capabilities_json: jsonText('capabilities_json', 'any').default('{}'),
+  })
+  .strict()
+  .superRefine((r, ctx) => {
+    if (r.tee_required && r.tee_type === 0) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['tee_type'],
+        message: 'tee_required needs a tee_type (1 TDX, 2 Nitro, 3 SEV)',
+      });
+    }
+    if (r.ssh_enabled && !r.ssh_public_key) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['ssh_public_key'],
+        message: 'ssh_enabled needs an ssh_public_key',
+      });
+    }
+    const env = JSON.parse(r.env_json) as Record<string, unknown>;
+    for (const [k, v] of Object.entries(env)) {
+      if (typeof v !== 'string') {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['env_json', k],
+          message: `env value of ${k} must be a string`,
+        });
+      }
+      if (SECRET_NAME.test(k)) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['env_json', k],
+          message: `${k} looks like a secret, and job inputs are public on chain; set it after create with \`agent-sandbox secrets set\``,
+        });
+      }
+    }
+  });
+
+export type SandboxCreateRequestInput = z.input<typeof CreateRequestSchema>;
+
+/** Fills defaults and validates; every problem is a USAGE error naming the field. */
+export function buildCreateRequest(input: SandboxCreateRequestInput = {}): SandboxCreateRequest {
+  const parsed = CreateRequestSchema.safeParse(input);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    const where = issue.path.length ? `${issue.path.join('.')}: ` : '';
+    throw new ClientError('USAGE', `invalid create request: ${where}${issue.message}`);
+  }
+  return parsed.data;
+}
+
+/** Job 0 input, flat: `encodeAbiParameters(fields, values)` as Tangle front-ends send it. */
+export function encodeCreateInput(req: SandboxCreateRequest): Hex {
+  return encodeAbiParameters(
+    sandboxCreateRequestComponents(),
+    FIELD_ORDER.map((k) => req[k]),
+  );
+}
+
+/** Job 1 input, flat `(string sandbox_id)`. */
+export function encodeDeleteInput(sandboxId: string): Hex {
+  if (!sandboxId || Buffer.byteLength(sandboxId) > 255) {
+    throw new ClientError('USAGE', 'sandbox id must be 1–255 bytes');
+  }
+  return encodeAbiParameters(DELETE_INPUT, [sandboxId]);
+}
+
+export interface CreateOutput {
+  /** Empty when provisioning failed. */
+  sandboxId: string;
+  /** The result document: sandboxId, the operator API URL and public facts; `error`/`phase` on failure. */
+  json: Record<string, unknown>;
+}
+
+function parseResultJson(text: string): Record<string, unknown> {
+  try {
+    const v = JSON.parse(text);
+    return v && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : { value: v };
+  } catch {
+    return { raw: text };
+  }
+}
+
+/**
+ * Decodes the create output: a single tuple per the spec; a flat pair is accepted too. Each form
+ * must re-encode to the same bytes, so one form is never misread as the other.
+ */
+export function decodeCreateOutput(output: Hex): CreateOutput {
+  const same = (a: Hex, b: Hex) => a.toLowerCase() === b.toLowerCase();
+  try {
+    const [v] = decodeAbiParameters(CREATE_OUTPUT, output);
+    if (same(encodeAbiParameters(CREATE_OUTPUT, [v]), output))
+      return { sandboxId: v.sandboxId, json: parseResultJson(v.json) };
+  } catch {
+    // not the tuple form
+  }
+  try {
+    const [sandboxId, json] = decodeAbiParameters(CREATE_OUTPUT_FLAT, output);
+    if (same(encodeAbiParameters(CREATE_OUTPUT_FLAT, [sandboxId, json]), output)) {
+      return { sandboxId, json: parseResultJson(json) };
+    }
+  } catch {
+    // not the flat form either
+  }
+  throw new ClientError('CHAIN', 'the operator posted a create result this client cannot decode');
+}
+
+export function decodeDeleteOutput(output: Hex): Record<string, unknown> {
+  try {
+    const [json] = decodeAbiParameters(DELETE_OUTPUT, output);
+    return parseResultJson(json);
+  } catch (e) {
+    throw new ClientError('CHAIN', 'the operator posted a delete result this client cannot decode', {
+      cause: e,
+    });
+  }
+}
+
+/** The operator API URL a create result names (field spellings vary between writers). */
+export function operatorUrlFromResult(json: Record<string, unknown>): string | undefined {
+  for (const k of [
+    'operatorApiUrl',
+    'operator_api_url',
+    'operatorUrl',
+    'operator_url',
+    'apiUrl',
+    'api_url',
+  ]) {
+    const v = json[k];
+    if (typeof v === 'string' && /^https?:\/\//.test(v)) return v;
+  }
+  return undefined;
+}
