@@ -27,5 +27,28 @@ export {
 export { deriveKey, parseAuthSecret } from './src/crypto.ts';
 export type { RuntimeErrorCode } from './src/errors.ts';
 export { isRuntimeError, RuntimeError, RuntimeErrorCodes } from './src/errors.ts';
+export type {
+  AgentRunRequest,
+  AgentRunResult,
+  CallOptions,
+  CircuitBreakerOptions,
+  CircuitPermit,
+  CircuitState,
+  ExecRequest,
+  ExecResult,
+  SidecarClientOptions,
+  SidecarEndpoint,
+  SidecarOperation,
+  SidecarTimeouts,
+  SseEvent,
+  TerminalCreateRequest,
+} from './src/sidecar-client/index.ts';
+export {
+  CircuitBreaker,
+  DEFAULT_SIDECAR_TIMEOUTS,
+  isSidecarHealthFailure,
+  parseSse,
+  SidecarClient,
+} from './src/sidecar-client/index.ts';
 export type { EncryptedStoreOptions, StoreCollection } from './src/store/index.ts';
 export { EncryptedStore } from './src/store/index.ts';
