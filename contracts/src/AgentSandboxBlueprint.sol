@@ -129,7 +129,9 @@ contract AgentSandboxBlueprint is BlueprintServiceManagerBase {
 
     mapping(uint64 => address) public serviceOwner;
     mapping(uint64 => bytes) private _requestConfig;
-    mapping(uint64 => bytes) private _serviceConfig;
+    /// serviceId => requestId + 1: the config stays where onRequest put it, because copying
+    /// ~1 KB of storage would not fit the 500k gas a best-effort hook gets.
+    mapping(uint64 => uint256) private _serviceRequest;
     mapping(uint64 => mapping(address => Provision)) private _provisions;
     mapping(uint64 => address[]) private _provisioned;
     mapping(address => uint32) public operatorProvisionCount;
@@ -249,8 +251,10 @@ contract AgentSandboxBlueprint is BlueprintServiceManagerBase {
         if (!instanceMode) return;
         try this.checkJobInputs(JOB_SANDBOX_CREATE, config) {}
         catch (bytes memory reason) {
-            if (reason.length == 0) revert InvalidServiceConfig();
-            _bubble(reason);
+            // Keep a TEE refusal's own name; any other failure is an undecodable config.
+            bytes4 sel = reason.length >= 4 ? bytes4(reason) : bytes4(0);
+            if (sel == InvalidTeeType.selector || sel == TeeRequired.selector) _bubble(reason);
+            revert InvalidServiceConfig();
         }
         _requestConfig[requestId] = config;
     }
@@ -261,10 +265,7 @@ contract AgentSandboxBlueprint is BlueprintServiceManagerBase {
         onlyFromTangle
     {
         serviceOwner[serviceId] = owner;
-        if (instanceMode) {
-            _serviceConfig[serviceId] = _requestConfig[requestId];
-            delete _requestConfig[requestId];
-        }
+        if (instanceMode) _serviceRequest[serviceId] = uint256(requestId) + 1;
     }
 
     // ── jobs ──────────────────────────────────────────────────────────────────────────────────
@@ -571,8 +572,10 @@ contract AgentSandboxBlueprint is BlueprintServiceManagerBase {
         return _provisions[serviceId][operator].attestationHash;
     }
 
+    /// The instance's spec: the request's config (an ABI-encoded SandboxCreateRequest, as given).
     function getServiceConfig(uint64 serviceId) external view returns (bytes memory) {
-        return _serviceConfig[serviceId];
+        uint256 r = _serviceRequest[serviceId];
+        return r == 0 ? bytes("") : _requestConfig[uint64(r - 1)];
     }
 
     // ── pricing ───────────────────────────────────────────────────────────────────────────────

@@ -316,8 +316,10 @@ contract AgentSandboxBlueprintCloudTest is BlueprintFixture {
     function _createWorkflow(bytes memory inputs) internal returns (uint64 wid) {
         vm.prank(USER);
         wid = tangle.submitJob(sid, 2, inputs);
+        vm.recordLogs();
         vm.prank(operatorAt(0));
         tangle.submitResult(sid, wid, abi.encode("{}"));
+        requireNoHookFailure();
     }
 
     function test_workflow_createTriggerCancel() public {

@@ -4,6 +4,7 @@ pragma solidity ^0.8.20;
 import {Vm} from "./TestBase.sol";
 import {TangleFixture} from "./TangleFixture.sol";
 import {LocalTangle} from "../src/tangle/LocalTangle.sol";
+import {ITangle} from "../src/tangle/ITangle.sol";
 import {AgentSandboxBlueprint} from "../src/AgentSandboxBlueprint.sol";
 
 /// A LocalTangle with the AgentSandboxBlueprint as a blueprint's manager, and job helpers.
@@ -20,7 +21,15 @@ abstract contract BlueprintFixture is TangleFixture {
         for (uint256 i = 0; i < n; i++) {
             register(bp, operatorAt(i), capacity == 0 ? bytes("") : abi.encode(capacity));
         }
+        vm.recordLogs();
         sid = newService(bp, USER, ops(n), config);
+        requireNoHookFailure();
+        vm.assertEq(bsm.serviceOwner(sid), USER, "onServiceInitialized ran");
+    }
+
+    /// Best-effort hooks must fit their gas cap: no ManagerHookFailed since recordLogs.
+    function requireNoHookFailure() internal {
+        vm.assertEq(countLogs(vm.getRecordedLogs(), address(tangle), ITangle.ManagerHookFailed.selector), 0, "hook failed");
     }
 
     function createReq(string memory name) internal pure returns (AgentSandboxBlueprint.SandboxCreateRequest memory r) {
@@ -73,15 +82,19 @@ abstract contract BlueprintFixture is TangleFixture {
     function createSandbox(address caller, string memory id) internal returns (address op) {
         uint64 callId;
         (callId, op) = submitCreate(caller, abi.encode(createReq(id)));
+        vm.recordLogs();
         vm.prank(op);
         tangle.submitResult(sid, callId, abi.encode(id, "{\"sandboxId\":\"x\"}"));
+        requireNoHookFailure();
     }
 
     function deleteSandbox(address caller, string memory id) internal returns (uint64 callId) {
         vm.prank(caller);
         callId = tangle.submitJob(sid, 1, abi.encode(id));
         address op = bsm.getSandboxOperator(id);
+        vm.recordLogs();
         vm.prank(op);
         tangle.submitResult(sid, callId, abi.encode("{}"));
+        requireNoHookFailure();
     }
 }

@@ -1,0 +1,183 @@
+// SPDX-License-Identifier: MIT
+pragma solidity ^0.8.20;
+
+import {BlueprintFixture} from "./BlueprintFixture.sol";
+import {ITangle} from "../src/tangle/ITangle.sol";
+import {LocalTangle} from "../src/tangle/LocalTangle.sol";
+import {AgentSandboxBlueprint} from "../src/AgentSandboxBlueprint.sol";
+
+/// Instance mode: the service is one sandbox per operator, described by the request's config.
+contract AgentSandboxBlueprintInstanceTest is BlueprintFixture {
+    bytes internal config;
+
+    function setUp() public {
+        config = abi.encode(createReq("instance"));
+        deployWorld(true, false, 2, 0, config);
+    }
+
+    function test_flags() public view {
+        vm.assertTrue(bsm.instanceMode(), "instance");
+        vm.assertFalse(bsm.teeRequired(), "no tee");
+    }
+
+    function test_configMovesToService_andOwnerRecorded() public view {
+        vm.assertEq(bsm.getServiceConfig(sid), config, "config kept");
+        vm.assertEq(bsm.serviceOwner(sid), USER, "owner");
+    }
+
+    function test_flatConfigAccepted() public {
+        bytes memory flatConfig = flat(abi.encode(createReq("flat")));
+        uint64 s2 = newService(bp, USER, ops(1), flatConfig);
+        vm.assertEq(bsm.getServiceConfig(s2), flatConfig, "flat config kept as given");
+    }
+
+    function test_badConfigRefusesRequest() public {
+        vm.startPrank(USER);
+        vm.expectRevert(AgentSandboxBlueprint.InvalidServiceConfig.selector);
+        tangle.requestService(bp, ops(1), hex"0badc0de", new address[](0), 0, address(0), 0, 0);
+        vm.expectRevert(AgentSandboxBlueprint.InvalidServiceConfig.selector);
+        tangle.requestService(bp, ops(1), "", new address[](0), 0, address(0), 0, 0);
+        AgentSandboxBlueprint.SandboxCreateRequest memory r = createReq("bad tee");
+        r.tee_type = 9;
+        vm.expectRevert(abi.encodeWithSelector(AgentSandboxBlueprint.InvalidTeeType.selector, 9));
+        tangle.requestService(bp, ops(1), abi.encode(r), new address[](0), 0, address(0), 0, 0);
+        vm.stopPrank();
+    }
+
+    function test_sandboxJobsRefused() public {
+        bytes memory create = abi.encode(createReq("x"));
+        vm.startPrank(USER);
+        vm.expectRevert(abi.encodeWithSelector(AgentSandboxBlueprint.JobNotInInstanceMode.selector, 0));
+        tangle.submitJob(sid, 0, create);
+        vm.expectRevert(abi.encodeWithSelector(AgentSandboxBlueprint.JobNotInInstanceMode.selector, 1));
+        tangle.submitJob(sid, 1, abi.encode("x"));
+        vm.stopPrank();
+    }
+
+    function test_pricing_instance() public view {
+        vm.assertEq(bsm.getJobPriceMultiplier(0), 0, "create unavailable");
+        vm.assertEq(bsm.getJobPriceMultiplier(1), 0, "delete unavailable");
+        vm.assertEq(bsm.getJobPriceMultiplier(3), 5, "trigger");
+        (uint8[] memory jobs, uint256[] memory rates) = bsm.getDefaultJobRates(3);
+        vm.assertEq(jobs.length, 3, "workflow jobs only");
+        vm.assertEq(jobs[0], 2, "first = WORKFLOW_CREATE");
+        vm.assertEq(rates[0], 6, "2 * 3");
+        vm.assertEq(rates[1], 15, "5 * 3");
+        vm.assertEq(rates[2], 3, "1 * 3");
+    }
+
+    function test_provisionCycle() public {
+        address op = operatorAt(0);
+        vm.expectEmit(true, true, false, true, address(bsm));
+        emit AgentSandboxBlueprint.OperatorProvisioned(sid, op, "inst-1", "http://127.0.0.1:7000");
+        vm.prank(op);
+        bsm.reportProvisioned(sid, "inst-1", "http://127.0.0.1:7000", 2222, "");
+        vm.assertTrue(bsm.isOperatorProvisioned(sid, op), "provisioned");
+        vm.assertEq(bsm.getAttestationHash(sid, op), bytes32(0), "no attestation");
+        (address[] memory who, string[] memory urls) = bsm.getOperatorEndpoints(sid);
+        vm.assertEq(who.length, 1, "one endpoint");
+        vm.assertEq(who[0], op, "operator");
+        vm.assertEq(urls[0], "http://127.0.0.1:7000", "url");
+        vm.assertEq(bsm.getProvision(sid, op).sshPort, 2222, "ssh port");
+        vm.assertFalse(bsm.canLeave(sid, op), "cannot leave while provisioned");
+        vm.expectRevert(abi.encodeWithSelector(AgentSandboxBlueprint.OperatorHasActiveSandboxes.selector, op, 0, 1));
+        vm.prank(address(tangle));
+        bsm.onUnregister(op);
+
+        vm.expectRevert(abi.encodeWithSelector(AgentSandboxBlueprint.AlreadyProvisioned.selector, sid, op));
+        vm.prank(op);
+        bsm.reportProvisioned(sid, "inst-1", "http://127.0.0.1:7000", 2222, "");
+
+        vm.prank(operatorAt(1));
+        bsm.reportProvisioned(sid, "inst-2", "http://127.0.0.1:7001", 0, "{\"kind\":\"none\"}");
+        vm.assertEq(bsm.getAttestationHash(sid, operatorAt(1)), keccak256("{\"kind\":\"none\"}"), "hash kept");
+
+        vm.expectEmit(true, true, false, true, address(bsm));
+        emit AgentSandboxBlueprint.OperatorDeprovisioned(sid, op);
+        vm.prank(op);
+        bsm.reportDeprovisioned(sid);
+        vm.assertFalse(bsm.isOperatorProvisioned(sid, op), "deprovisioned");
+        (who,) = bsm.getOperatorEndpoints(sid);
+        vm.assertEq(who.length, 1, "one left");
+        vm.assertEq(who[0], operatorAt(1), "the other");
+        vm.assertTrue(bsm.canLeave(sid, op), "can leave");
+        vm.prank(address(tangle));
+        bsm.onUnregister(op);
+        vm.expectRevert(abi.encodeWithSelector(AgentSandboxBlueprint.NotProvisioned.selector, sid, op));
+        vm.prank(op);
+        bsm.reportDeprovisioned(sid);
+    }
+
+    function test_provision_refusals() public {
+        vm.expectRevert(abi.encodeWithSelector(AgentSandboxBlueprint.NotServiceOperator.selector, sid, STRANGER));
+        vm.prank(STRANGER);
+        bsm.reportProvisioned(sid, "inst", "http://x", 0, "");
+        vm.startPrank(operatorAt(0));
+        vm.expectRevert(AgentSandboxBlueprint.InvalidSandboxId.selector);
+        bsm.reportProvisioned(sid, "", "http://x", 0, "");
+        vm.expectRevert(AgentSandboxBlueprint.InvalidEndpoint.selector);
+        bsm.reportProvisioned(sid, "inst", "", 0, "");
+        vm.stopPrank();
+    }
+
+    function test_workflowsTargetTheInstance() public {
+        AgentSandboxBlueprint.WorkflowCreateRequest memory r = workflowReq("");
+        vm.prank(USER);
+        uint64 wid = tangle.submitJob(sid, 2, abi.encode(r));
+        vm.prank(operatorAt(1));
+        tangle.submitResult(sid, wid, abi.encode("{}"));
+        vm.assertTrue(bsm.getWorkflow(wid).active, "stored");
+        vm.assertEq(bsm.getWorkflow(wid).target_kind, 1, "instance target");
+        r.target_sandbox_id = "sb";
+        vm.expectRevert(abi.encodeWithSelector(AgentSandboxBlueprint.InvalidWorkflowTarget.selector, 1, 2));
+        vm.prank(USER);
+        tangle.submitJob(sid, 2, abi.encode(r));
+        r.target_sandbox_id = "";
+        r.target_kind = 0;
+        vm.expectRevert(abi.encodeWithSelector(AgentSandboxBlueprint.InvalidWorkflowTarget.selector, 0, 0));
+        vm.prank(USER);
+        tangle.submitJob(sid, 2, abi.encode(r));
+    }
+}
+
+/// TEE instance mode: an attestation is mandatory, and the instance spec must ask for TEE.
+contract AgentSandboxBlueprintTeeTest is BlueprintFixture {
+    function teeConfig() internal pure returns (bytes memory) {
+        AgentSandboxBlueprint.SandboxCreateRequest memory r = createReq("tee");
+        r.tee_required = true;
+        r.tee_type = 1;
+        r.attestation_nonce = "nonce-1";
+        return abi.encode(r);
+    }
+
+    function setUp() public {
+        deployWorld(true, true, 1, 0, teeConfig());
+    }
+
+    function test_flags() public view {
+        vm.assertTrue(bsm.instanceMode(), "instance");
+        vm.assertTrue(bsm.teeRequired(), "tee");
+    }
+
+    function test_attestationRequired() public {
+        vm.expectRevert(AgentSandboxBlueprint.AttestationRequired.selector);
+        vm.prank(operatorAt(0));
+        bsm.reportProvisioned(sid, "tee-1", "http://127.0.0.1:7000", 0, "");
+    }
+
+    function test_attestationStored() public {
+        string memory att = "{\"tdx\":\"quote\"}";
+        vm.expectEmit(true, true, false, true, address(bsm));
+        emit AgentSandboxBlueprint.TeeAttestationStored(sid, operatorAt(0), keccak256(bytes(att)));
+        vm.prank(operatorAt(0));
+        bsm.reportProvisioned(sid, "tee-1", "http://127.0.0.1:7000", 0, att);
+        vm.assertEq(bsm.getAttestationHash(sid, operatorAt(0)), keccak256(bytes(att)), "hash");
+    }
+
+    function test_nonTeeConfigRefused() public {
+        bytes memory plain = abi.encode(createReq("plain"));
+        vm.expectRevert(AgentSandboxBlueprint.TeeRequired.selector);
+        vm.prank(USER);
+        tangle.requestService(bp, ops(1), plain, new address[](0), 0, address(0), 0, 0);
+    }
+}
