@@ -1,6 +1,29 @@
-// Starts the shared devnet for the test run (filled in by the devnet work).
+// Starts the shared devnet for the test run (anvil on a free port, contracts deployed) and stops it after.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { TestProject } from 'vitest/node';
+import { type DevnetInfo, startDevnet } from '../../scripts/devnet/index.ts';
 
-export async function setupDevnet(_project: TestProject): Promise<() => Promise<void>> {
-  return async () => {};
+declare module 'vitest' {
+  export interface ProvidedContext {
+    devnet: DevnetInfo;
+    /** Path of the devnet.json the shared devnet wrote (a temporary directory, not .devnet/). */
+    devnetStateFile: string;
+  }
+}
+
+export async function setupDevnet(project: TestProject): Promise<() => Promise<void>> {
+  // Its own state file, so a `npm run demo` devnet on 8545 is neither reused nor overwritten.
+  const dir = mkdtempSync(join(tmpdir(), 'agent-sandbox-devnet-'));
+  const stateFile = join(dir, 'devnet.json');
+  const t0 = Date.now();
+  const devnet = await startDevnet({ port: 0, stateFile });
+  process.stderr.write(`[devnet] up at ${devnet.info.rpcUrl} in ${Date.now() - t0} ms\n`);
+  project.provide('devnet', devnet.info);
+  project.provide('devnetStateFile', stateFile);
+  return async () => {
+    await devnet.stop();
+    rmSync(dir, { recursive: true, force: true });
+  };
 }

@@ -1,0 +1,29 @@
+// The devnet scripts' one error type (stable code, message saying what to do) and shared paths.
+import { dirname, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export type DevnetErrorCode =
+  | 'ANVIL_MISSING'
+  | 'ANVIL_EXITED'
+  | 'ANVIL_TIMEOUT'
+  | 'PORT_IN_USE'
+  | 'CONTRACTS_MISSING'
+  | 'DEPLOY_FAILED'
+  | 'STATE_INVALID';
+
+export class DevnetError extends Error {
+  override readonly name = 'DevnetError';
+  constructor(
+    readonly code: DevnetErrorCode,
+    message: string,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+  }
+}
+
+/** The repository root (scripts/devnet/ is two levels down). */
+export const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
+
+/** Where `up` writes the devnet's description unless told otherwise. */
+export const DEFAULT_STATE_FILE = resolve(REPO_ROOT, '.devnet/devnet.json');

@@ -1,0 +1,115 @@
+// The local devnet: anvil plus this project's contracts, blueprints, operators and services, in one call.
+import { mkdirSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
+import { startAnvil } from './anvil.ts';
+import { deployDevnet } from './deploy.ts';
+import { DEFAULT_STATE_FILE, DevnetError, REPO_ROOT } from './errors.ts';
+import {
+  type DevnetInfo,
+  isDevnetAlive,
+  readDevnetInfo,
+  removeDevnetInfo,
+  writeDevnetInfo,
+} from './state.ts';
+
+export { DEVNET_MNEMONIC, type DevnetAccount, devnetAccounts, uncompressedPublicKey } from './accounts.ts';
+export { DEVNET_CHAIN_ID, rpcChainId } from './anvil.ts';
+export { DEFAULT_STATE_FILE, DevnetError, type DevnetErrorCode } from './errors.ts';
+export {
+  encodeCreateOutput,
+  encodeSandboxCreateRequest,
+  encodeSandboxDelete,
+  type SandboxCreateRequest,
+  sampleSandboxCreateRequest,
+  sandboxCreateRequestComponents,
+} from './job-encoding.ts';
+export {
+  DEVNET_KINDS,
+  type DevnetInfo,
+  type DevnetKind,
+  devnetInfoSchema,
+  isDevnetAlive,
+  readDevnetInfo,
+} from './state.ts';
+
+export interface StartDevnetOptions {
+  /** Port for anvil's RPC; 0 (the default) picks a free one. */
+  port?: number;
+  /** Where to write devnet.json (default `.devnet/devnet.json` at the repository root). */
+  stateFile?: string;
+  log?: (line: string) => void;
+  /** Reuse the devnet `stateFile` describes when it is up (its RPC answers and its contracts have code). */
+  reuse?: boolean;
+  /** Let anvil outlive this process (its output goes to `anvil.log` beside the state file). */
+  detach?: boolean;
+}
+
+export interface StartedDevnet {
+  info: DevnetInfo;
+  /** Absolute path of the devnet.json written (or reused). */
+  stateFile: string;
+  /** True when an already running devnet was reused; stop() then leaves it running. */
+  reused: boolean;
+  /** anvil's pid (undefined when reused). */
+  pid: number | undefined;
+  /** Resolves if anvil exits (never, for a reused devnet). */
+  exited: Promise<void>;
+  /** Stops anvil (if this call started it) and removes the state file it wrote. */
+  stop(): Promise<void>;
+}
+
+/** Starts anvil, deploys and sets everything up, writes devnet.json; or reuses a running devnet. */
+export async function startDevnet(opts: StartDevnetOptions = {}): Promise<StartedDevnet> {
+  const stateFile = resolve(REPO_ROOT, opts.stateFile ?? DEFAULT_STATE_FILE);
+  const log = opts.log ?? (() => {});
+  if (opts.reuse) {
+    let existing: DevnetInfo | undefined;
+    try {
+      existing = readDevnetInfo(stateFile);
+    } catch (err) {
+      log(`${(err as Error).message}; starting a fresh devnet instead`);
+    }
+    if (existing && (await isDevnetAlive(existing))) {
+      log(`devnet already running at ${existing.rpcUrl} (started ${existing.startedAt})`);
+      return {
+        info: existing,
+        stateFile,
+        reused: true,
+        pid: undefined,
+        exited: new Promise(() => {}),
+        stop: async () => {},
+      };
+    }
+    if (existing) log(`${stateFile} describes a devnet that is not running; starting a fresh one`);
+  }
+
+  const t0 = Date.now();
+  mkdirSync(dirname(stateFile), { recursive: true });
+  const anvil = await startAnvil({
+    port: opts.port ?? 0,
+    detached: opts.detach ?? false,
+    logFile: resolve(stateFile, '../anvil.log'),
+    log,
+  });
+  let info: DevnetInfo;
+  try {
+    info = await deployDevnet(anvil.rpcUrl, anvil.wsUrl, log);
+    writeDevnetInfo(stateFile, info);
+  } catch (err) {
+    await anvil.stop();
+    if (err instanceof DevnetError) throw err;
+    throw new DevnetError('DEPLOY_FAILED', `devnet set-up failed: ${(err as Error).message}`, { cause: err });
+  }
+  log(`devnet up in ${Date.now() - t0} ms; wrote ${stateFile}`);
+  return {
+    info,
+    stateFile,
+    reused: false,
+    pid: anvil.pid,
+    exited: anvil.exited,
+    async stop() {
+      await anvil.stop();
+      removeDevnetInfo(stateFile, info);
+    },
+  };
+}
