@@ -15,7 +15,14 @@ const log = (m) => quiet || process.stderr.write(`[contracts] ${m}\n`);
 
 log('forge build (solc-js, offline)');
 const t0 = Date.now();
-execFileSync(join(root, 'node_modules/.bin/forge'), ['build', '--root', root], {
+// The npm shim (node_modules/.bin/forge) does not pass forge's exit code on (it always exits 0,
+// even when compilation fails), so call the platform binary it wraps when it is there.
+const nativeForge = join(
+  root,
+  `node_modules/@foundry-rs/forge-${process.platform}-${process.arch === 'x64' ? 'amd64' : process.arch}/bin/forge`,
+);
+const forgeBin = existsSync(nativeForge) ? nativeForge : join(root, 'node_modules/.bin/forge');
+execFileSync(forgeBin, ['build', '--root', root], {
   stdio: quiet ? ['ignore', 'ignore', 'inherit'] : 'inherit',
 });
 log(`compiled in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
