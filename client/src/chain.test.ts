@@ -1,0 +1,254 @@
+// SandboxChain and createSandbox on the shared devnet (real anvil, contracts deployed from forge
+// output). The operator's side is played by hand with the assigned operator's real key: it posts
+// results with submitResult, and the spec-speaking test server answers the operator API.
+import { iTangleAbi } from '@agent-sandbox/contracts';
+import {
+  createWalletClient,
+  decodeAbiParameters,
+  encodeAbiParameters,
+  type Hex,
+  http,
+  parseEventLogs,
+} from 'viem';
+import { privateKeyToAccount } from 'viem/accounts';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { SandboxChain } from './chain.ts';
+import { type CreateProgress, createSandbox } from './create-sandbox.ts';
+import { ExitCode, isClientError } from './errors.ts';
+import { buildCreateRequest, FIELD_ORDER, sandboxCreateRequestLayout } from './job-io.ts';
+import { type SpecOperator, startSpecOperator } from './testing/spec-operator.ts';
+
+const devnet = inject('devnet');
+const user = privateKeyToAccount(devnet.accounts.user.privateKey as Hex);
+const serviceId = BigInt(devnet.services.cloud);
+const tangle = devnet.contracts.tangle as Hex;
+const keyOf = (addr: string) =>
+  Object.values(devnet.accounts).find((a) => a.address.toLowerCase() === addr.toLowerCase())!
+    .privateKey as Hex;
+
+function chainFor(account = user) {
+  return new SandboxChain({ rpcUrl: devnet.rpcUrl, tangle, serviceId, account, pollMs: 100 });
+}
+
+const createOutput = (id: string, json: Record<string, unknown>): Hex =>
+  encodeAbiParameters(
+    [
+      {
+        type: 'tuple',
+        components: [
+          { name: 'sandboxId', type: 'string' },
+          { name: 'json', type: 'string' },
+        ],
+      },
+    ],
+    [{ sandboxId: id, json: JSON.stringify(json) }],
+  );
+
+/** Posts a result as `operator` (its real devnet key), like the operator program does. */
+async function postResult(operator: string, callId: bigint, output: Hex): Promise<void> {
+  const wallet = createWalletClient({
+    account: privateKeyToAccount(keyOf(operator)),
+    transport: http(devnet.rpcUrl),
+  });
+  const hash = await wallet.writeContract({
+    address: tangle,
+    abi: iTangleAbi,
+    functionName: 'submitResult',
+    args: [serviceId, callId, output],
+    chain: null,
+  });
+  await chainFor().publicClient.waitForTransactionReceipt({ hash });
+}
+
+let op: SpecOperator;
+beforeAll(async () => {
+  op = await startSpecOperator();
+});
+afterAll(async () => op.close());
+
+describe('SandboxChain', () => {
+  it('submits job 0 from the owner: call id, assigned operator, and inputs the chain decodes back', async () => {
+    const chain = chainFor();
+    const req = buildCreateRequest({ name: 'chain-test', cpu_cores: 2n, memory_mb: 512n });
+    const job = await chain.submitCreate(req);
+    expect(job.callId).toBeGreaterThanOrEqual(0n);
+    const operators = [devnet.accounts.operator1.address, devnet.accounts.operator2.address].map((a) =>
+      a.toLowerCase(),
+    );
+    expect(operators).toContain(job.operator?.toLowerCase());
+    expect(await chain.assignedOperator(job.callId, job.blockNumber)).toBe(job.operator);
+    // The bytes Tangle logged are our flat encoding, and decode back to the request.
+    const receipt = await chain.publicClient.getTransactionReceipt({ hash: job.txHash });
+    const [submitted] = parseEventLogs({ abi: iTangleAbi, eventName: 'JobSubmitted', logs: receipt.logs });
+    expect(submitted?.args.callId).toBe(job.callId);
+    const decoded = decodeAbiParameters(sandboxCreateRequestLayout().components, submitted!.args.inputs);
+    expect(Object.fromEntries(FIELD_ORDER.map((k, i) => [k, decoded[i]]))).toEqual(req);
+    // The operator registered its API URL as rpcAddress on the devnet.
+    expect(await chain.operatorRpcAddress(job.operator!)).toMatch(/^http:\/\/127\.0\.0\.1:909\d$/);
+  });
+
+  it('waits for the posted result and decodes it; delete is routed to the same operator', async () => {
+    const chain = chainFor();
+    const job = await chain.submitCreate(buildCreateRequest({ name: 'roundtrip' }));
+    const id = `sb-chain-${job.callId}`;
+    await postResult(job.operator!, job.callId, createOutput(id, { sandboxId: id, operatorApiUrl: op.url }));
+    const out = await chain.waitForCreateResult(job.callId, {
+      fromBlock: job.blockNumber,
+      timeoutMs: 10_000,
+    });
+    expect(out).toMatchObject({ sandboxId: id, json: { sandboxId: id, operatorApiUrl: op.url } });
+    expect(out.operator.toLowerCase()).toBe(job.operator!.toLowerCase());
+
+    // Another account may not delete it: the blueprint reverts, by name, before anything is sent.
+    const stranger = chainFor(privateKeyToAccount(devnet.accounts.serviceOwner.privateKey as Hex));
+    const err = await stranger.submitDelete(id).catch((e) => e);
+    expect(isClientError(err, 'CHAIN')).toBe(true);
+    expect(err.exitCode).toBe(ExitCode.CHAIN);
+    expect(err.message).toMatch(/NotSandboxOwner/);
+
+    const del = await chain.submitDelete(id);
+    expect(del.operator?.toLowerCase()).toBe(job.operator!.toLowerCase());
+    await postResult(
+      del.operator!,
+      del.callId,
+      encodeAbiParameters([{ type: 'string' }], ['{"deleted":true}']),
+    );
+    expect(
+      await chain.waitForDeleteResult(del.callId, { fromBlock: del.blockNumber, timeoutMs: 10_000 }),
+    ).toEqual({
+      deleted: true,
+    });
+  });
+
+  it('deleting an unknown sandbox reverts with UnknownSandbox', async () => {
+    const err = await chainFor()
+      .submitDelete('no-such-sandbox')
+      .catch((e) => e);
+    expect(isClientError(err, 'CHAIN')).toBe(true);
+    expect(err.message).toMatch(/UnknownSandbox/);
+  });
+
+  it('waitForResult times out with a clear chain error when no operator answers', async () => {
+    const chain = chainFor();
+    const job = await chain.submitCreate(buildCreateRequest({ name: 'nobody-answers' }));
+    const err = await chain
+      .waitForResult(job.callId, { fromBlock: job.blockNumber, timeoutMs: 300 })
+      .catch((e) => e);
+    expect(isClientError(err, 'TIMEOUT')).toBe(true);
+    expect(err.exitCode).toBe(ExitCode.CHAIN);
+  });
+
+  it('an unreachable RPC is a CHAIN error', async () => {
+    const chain = new SandboxChain({ rpcUrl: 'http://127.0.0.1:9', tangle, serviceId, account: user });
+    const err = await chain.submitCreate(buildCreateRequest({})).catch((e) => e);
+    expect(isClientError(err, 'CHAIN')).toBe(true);
+  });
+});
+
+describe('createSandbox', () => {
+  /** Plays the assigned operator once the job is assigned: phases on the API, then a result. */
+  function operatorPlays(
+    result: (callId: bigint) => { id: string; json: Record<string, unknown> },
+    failPhase?: string,
+  ) {
+    return async (p: CreateProgress) => {
+      if (p.stage !== 'assigned') return;
+      const key = String(p.callId);
+      op.provisions.set(key, { call_id: Number(p.callId), phase: 'image_pull' });
+      await new Promise((r) => setTimeout(r, 250));
+      if (failPhase) {
+        op.provisions.set(key, {
+          call_id: Number(p.callId),
+          phase: 'failed',
+          failed_phase: failPhase,
+          error: 'disk full',
+        });
+        return;
+      }
+      op.provisions.set(key, { call_id: Number(p.callId), phase: 'health_check' });
+      await new Promise((r) => setTimeout(r, 250));
+      const { id, json } = result(p.callId);
+      if (id) op.sandboxes.set(id, { id, owner: user.address.toLowerCase(), state: 'running', secrets: {} });
+      op.provisions.set(key, { call_id: Number(p.callId), phase: id ? 'ready' : 'failed', sandbox_id: id });
+      await postResult(p.operator!, p.callId, createOutput(id, json));
+    };
+  }
+
+  it('returns only when the operator reports the sandbox running, with phases on the way', async () => {
+    const seen: string[] = [];
+    let play: Promise<void> | undefined;
+    const actor = operatorPlays((callId) => ({
+      id: `sb-e2e-${callId}`,
+      json: { sandboxId: `sb-e2e-${callId}` },
+    }));
+    const created = await createSandbox({
+      chain: chainFor(),
+      account: user,
+      request: { name: 'e2e' },
+      operatorUrl: op.url,
+      pollMs: 100,
+      timeoutMs: 30_000,
+      onProgress: (p) => {
+        seen.push(p.stage === 'phase' ? `phase:${p.phase}` : p.stage);
+        if (p.stage === 'assigned') play = actor(p);
+      },
+    });
+    await play;
+    expect(created.sandbox.state).toBe('running');
+    expect(created.sandboxId).toBe(`sb-e2e-${created.callId}`);
+    expect(seen[0]).toBe('submitted');
+    expect(seen).toContain('phase:image_pull');
+    expect(seen).toContain('phase:health_check');
+    expect(seen.slice(-2)).toEqual(['result', 'running']);
+    expect(await created.client.exec(created.sandboxId, 'true')).toMatchObject({ exit_code: 0 });
+  });
+
+  it('throws with the failed phase and reason from the on-chain failure result', async () => {
+    let play: Promise<void> | undefined;
+    const actor = operatorPlays(() => ({ id: '', json: { error: 'image not found', phase: 'image_pull' } }));
+    const err = await createSandbox({
+      chain: chainFor(),
+      account: user,
+      operatorUrl: () => undefined, // no live progress: the chain result alone decides
+      pollMs: 100,
+      timeoutMs: 30_000,
+      onProgress: (p) => {
+        if (p.stage === 'assigned') play = actor({ ...p, operatorUrl: op.url });
+      },
+    }).catch((e) => e);
+    await play;
+    expect(isClientError(err, 'PROVISION_FAILED')).toBe(true);
+    expect(err.message).toBe('sandbox provisioning failed at image_pull: image not found');
+    expect(err.exitCode).toBe(ExitCode.REMOTE);
+  });
+
+  it('throws as soon as the operator reports the provision failed', async () => {
+    let play: Promise<void> | undefined;
+    const actor = operatorPlays(() => ({ id: '', json: {} }), 'container_start');
+    const err = await createSandbox({
+      chain: chainFor(),
+      account: user,
+      operatorUrl: op.url,
+      pollMs: 100,
+      timeoutMs: 30_000,
+      onProgress: (p) => {
+        if (p.stage === 'assigned') play = actor(p);
+      },
+    }).catch((e) => e);
+    await play;
+    expect(isClientError(err, 'PROVISION_FAILED')).toBe(true);
+    expect(err.details).toMatchObject({ phase: 'container_start', reason: 'disk full' });
+  });
+
+  it('refuses a request with a secret-looking env before anything goes on chain', async () => {
+    const submitted: string[] = [];
+    const err = await createSandbox({
+      chain: chainFor(),
+      account: user,
+      request: { env_json: '{"ANTHROPIC_API_KEY":"sk"}' },
+      onProgress: (p) => void submitted.push(p.stage),
+    }).catch((e) => e);
+    expect(isClientError(err, 'USAGE')).toBe(true);
+    expect(submitted).toEqual([]);
+  });
+});
