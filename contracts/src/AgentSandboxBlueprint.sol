@@ -175,6 +175,7 @@ contract AgentSandboxBlueprint is BlueprintServiceManagerBase {
     error NotProvisioned(uint64 serviceId, address operator);
     error AttestationRequired();
     error InvalidEndpoint();
+    error JobCallUnavailable(uint64 serviceId, uint64 callId);
     error OperatorHasActiveSandboxes(address operator, uint32 sandboxes, uint32 provisions);
 
     constructor(bool _instanceMode, bool _teeRequired) {
@@ -192,6 +193,8 @@ contract AgentSandboxBlueprint is BlueprintServiceManagerBase {
         if (inputs.length == 32 || (inputs.length > 32 && uint256(bytes32(inputs[:32])) != 0x20)) {
             uint256 word = uint256(bytes32(inputs[:32]));
             if (word > type(uint32).max) revert InvalidCapacity(word);
+            // word <= type(uint32).max is checked above.
+            // forge-lint: disable-next-line(unsafe-typecast)
             cap = uint32(word);
         }
         operatorCapacity[operator] = cap;
@@ -252,6 +255,8 @@ contract AgentSandboxBlueprint is BlueprintServiceManagerBase {
         try this.checkJobInputs(JOB_SANDBOX_CREATE, config) {}
         catch (bytes memory reason) {
             // Keep a TEE refusal's own name; any other failure is an undecodable config.
+            // takes the 4-byte error selector.
+            // forge-lint: disable-next-line(unsafe-typecast)
             bytes4 sel = reason.length >= 4 ? bytes4(reason) : bytes4(0);
             if (sel == InvalidTeeType.selector || sel == TeeRequired.selector) _bubble(reason);
             revert InvalidServiceConfig();
@@ -434,8 +439,13 @@ contract AgentSandboxBlueprint is BlueprintServiceManagerBase {
         }
     }
 
-    function _callerOf(uint64 serviceId, uint64 callId) private view returns (address) {
-        return ITangle(tangleCore).getJobCall(serviceId, callId).caller;
+    /// The job's caller from Tangle's record. Reads only the first two words (jobIndex, caller):
+    /// they lead in every tnt-core layout of JobCall, while later fields moved between versions.
+    function _callerOf(uint64 serviceId, uint64 callId) private view returns (address caller) {
+        (bool ok, bytes memory ret) =
+            tangleCore.staticcall(abi.encodeCall(ITangle.getJobCall, (serviceId, callId)));
+        if (!ok || ret.length < 64) revert JobCallUnavailable(serviceId, callId);
+        (, caller) = abi.decode(ret, (uint256, address));
     }
 
     function _key(uint64 serviceId, uint64 callId) private pure returns (uint256) {
@@ -476,6 +486,8 @@ contract AgentSandboxBlueprint is BlueprintServiceManagerBase {
     function _decodeSandboxId(bytes calldata data) private pure returns (string memory) {
         if (data.length >= 96 && _word(data, 0) == 0x20 && _word(data, 32) == 0x20) {
             uint256 len = _word(data, 64);
+            // rounds len up to a 32-byte multiple on purpose.
+            // forge-lint: disable-next-line(divide-before-multiply)
             if (len <= data.length && data.length == 96 + ((len + 31) / 32) * 32) {
                 return abi.decode(data[32:], (string));
             }
@@ -575,6 +587,8 @@ contract AgentSandboxBlueprint is BlueprintServiceManagerBase {
     /// The instance's spec: the request's config (an ABI-encoded SandboxCreateRequest, as given).
     function getServiceConfig(uint64 serviceId) external view returns (bytes memory) {
         uint256 r = _serviceRequest[serviceId];
+        // r - 1 is a uint64 request id stored +1.
+        // forge-lint: disable-next-line(unsafe-typecast)
         return r == 0 ? bytes("") : _requestConfig[uint64(r - 1)];
     }
 

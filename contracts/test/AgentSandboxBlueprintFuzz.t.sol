@@ -45,6 +45,8 @@ contract AgentSandboxBlueprintFuzzTest is BlueprintFixture {
             // Half the creates complete, so active and reserved slots both count.
             if (k % 2 == 0) {
                 vm.prank(op);
+                // k < 256.
+                // forge-lint: disable-next-line(unsafe-typecast)
                 tangle.submitResult(sid, uint64(k), abi.encode(string(abi.encodePacked("sb-", seed, k)), "{}"));
             }
         }
@@ -83,6 +85,8 @@ contract AgentSandboxBlueprintFuzzTest is BlueprintFixture {
     /// Garbage job inputs never get through: a named refusal, nothing recorded.
     function testFuzz_garbageInputsRefused(bytes memory junk, uint8 job) public {
         job = uint8(bound(job, 0, 2));
+        // the first word of junk.
+        // forge-lint: disable-next-line(unsafe-typecast)
         vm.assume(junk.length < 64 || uint256(bytes32(junk)) != 0x20); // not a plausible tuple
         vm.prank(USER);
         (bool ok, bytes memory ret) = address(tangle).call(abi.encodeCall(tangle.submitJob, (sid, job, junk)));

@@ -13,6 +13,8 @@ abstract contract TangleFixture is TestBase {
     address internal constant STRANGER = address(0xBAD);
 
     function operatorAt(uint256 i) internal pure returns (address) {
+        // small test addresses.
+        // forge-lint: disable-next-line(unsafe-typecast)
         return address(uint160(0x1000 + i));
     }
 

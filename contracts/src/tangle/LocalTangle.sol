@@ -352,6 +352,8 @@ contract LocalTangle is ITangle {
     function isServiceActive(uint64 serviceId) public view returns (bool) {
         ServiceRecord storage s = _services[serviceId];
         if (!s.exists || s.info.status != 1) return false;
+        // service TTL is in seconds, as in the protocol.
+        // forge-lint: disable-next-line(block-timestamp)
         return s.info.ttl == 0 || block.timestamp < uint256(s.info.createdAt) + s.info.ttl;
     }
 
@@ -487,6 +489,8 @@ contract LocalTangle is ITangle {
         if (!ok || ret.length < 32) return 1;
         uint256 n = abi.decode(ret, (uint256));
         if (n == 0) return operatorCount;
+        // n <= type(uint32).max in this branch.
+        // forge-lint: disable-next-line(unsafe-typecast)
         return n > type(uint32).max ? type(uint32).max : uint32(n);
     }
 
