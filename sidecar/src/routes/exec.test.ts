@@ -15,6 +15,7 @@ const exec = (body: unknown) => fx.call('POST', '/terminals/commands', body);
 describe('exec', () => {
   it('runs as uid/gid 1000 in the workspace with sandbox and request env, without the sidecar token', async () => {
     const r = await exec({
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: shell parameter expansion
       command: 'echo "$(id -u):$(id -g) $PWD $SANDBOX_SECRET $EXTRA ${SIDECAR_AUTH_TOKEN:-none}"',
       env: { EXTRA: 'from-request', SIDECAR_AUTH_TOKEN: 'smuggled' },
     });
