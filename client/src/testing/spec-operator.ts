@@ -125,6 +125,8 @@ export async function startSpecOperator(options: { tamperChallenge?: boolean } =
       if (method === 'POST' && rest === '/exec') {
         if (!running()) return;
         const b = await body(req);
+        const code = /^exit (\d+)$/.exec(String(b.command));
+        if (code) return send(res, 200, { exit_code: Number(code[1]), stdout: '', stderr: 'failed\n' });
         return send(res, 200, { exit_code: 0, stdout: `ran: ${String(b.command)}\n`, stderr: '' });
       }
       if (method === 'POST' && (rest === '/stop' || rest === '/resume')) {
