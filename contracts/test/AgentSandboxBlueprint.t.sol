@@ -122,6 +122,29 @@ contract AgentSandboxBlueprintCloudTest is BlueprintFixture {
         vm.assertEq(tangle.jobCallCount(sid), 0, "nothing submitted");
     }
 
+    /// Tangle-side bad input around this blueprint: nothing reaches the manager, nothing changes.
+    function test_tangleRefusals_leaveBlueprintStateAlone() public {
+        (uint64 callId, address op) = submitCreate(USER, abi.encode(createReq("sb")));
+        vm.expectRevert(abi.encodeWithSelector(ITangle.OperatorNotInService.selector, sid, STRANGER));
+        vm.prank(STRANGER);
+        tangle.submitResult(sid, callId, abi.encode("sb", "{}"));
+        vm.assertFalse(bsm.isSandboxActive("sb"), "a stranger's result records nothing");
+        vm.prank(op);
+        tangle.submitResult(sid, callId, abi.encode("sb", "{}"));
+        address other = op == operatorAt(0) ? operatorAt(1) : operatorAt(0);
+        vm.expectRevert(abi.encodeWithSelector(ITangle.JobAlreadyCompleted.selector, sid, callId));
+        vm.prank(other);
+        tangle.submitResult(sid, callId, abi.encode("sb-2", "{}"));
+        vm.expectRevert(abi.encodeWithSelector(ITangle.JobAlreadyCompleted.selector, sid, callId));
+        vm.prank(op);
+        tangle.submitResult(sid, callId, abi.encode("sb-2", "{}"));
+        vm.assertFalse(bsm.isSandboxActive("sb-2"), "late results record nothing");
+        vm.assertEq(bsm.totalActiveSandboxes(), 1, "one sandbox");
+        vm.expectRevert(abi.encodeWithSelector(ITangle.JobCallNotFound.selector, sid, 99));
+        vm.prank(op);
+        tangle.submitResult(sid, 99, abi.encode("sb-3", "{}"));
+    }
+
     function test_unknownJobIndex_refused() public {
         vm.expectRevert(abi.encodeWithSelector(AgentSandboxBlueprint.UnknownJob.selector, 5));
         vm.prank(USER);
