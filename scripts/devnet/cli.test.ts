@@ -1,9 +1,9 @@
-// The devnet CLI as a user runs it: up, up again, status, Ctrl-C/SIGTERM, --detach + down, --help, bad flags.
+// The devnet CLI as a user runs it: up, up again, status, SIGTERM, --detach + down, --help, bad input.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, inject, it } from 'vitest';
 import { rpcChainId } from './anvil.ts';
 import { REPO_ROOT } from './errors.ts';
 import type { DevnetInfo } from './state.ts';
@@ -48,7 +48,9 @@ function upForeground(
   return new Promise((resolve, reject) => {
     const onData = (d: Buffer) => {
       text += d;
-      if (text.includes('Ctrl-C stops it')) resolve({ child, out: () => text, exit });
+      // stdout (the summary) and stderr (progress) are separate pipes: wait for both.
+      if (text.includes('Ctrl-C stops it') && text.includes('everything above'))
+        resolve({ child, out: () => text, exit });
     };
     child.stdout?.on('data', onData);
     child.stderr?.on('data', onData);
@@ -57,7 +59,9 @@ function upForeground(
 }
 
 describe('devnet CLI', () => {
-  it('up runs in the foreground; a second up and status see it; SIGTERM stops anvil and cleans up', async () => {
+  it('up runs in the foreground; a second up and status see it; SIGTERM stops anvil and cleans up', {
+    timeout: 180_000,
+  }, async () => {
     const stateFile = join(dir, 'fg', 'devnet.json');
     const up = await upForeground(stateFile);
     expect(up.out()).toContain('chain id   31337');
@@ -85,7 +89,7 @@ describe('devnet CLI', () => {
     expect(after.stderr).toContain('no devnet');
   });
 
-  it('up --detach returns while anvil keeps running, and down stops it', async () => {
+  it('up --detach returns while anvil keeps running, and down stops it', { timeout: 120_000 }, async () => {
     const stateFile = join(dir, 'detached', 'devnet.json');
     const up = await run(['up', '--detach', '--port', '0', '--state', stateFile]);
     expect(up.code).toBe(0);
@@ -117,15 +121,11 @@ describe('devnet CLI', () => {
     expect(badFlag.code).toBe(2);
   });
 
-  it('refuses a port where another chain already answers, saying which', async () => {
-    const stateFile = join(dir, 'busy', 'devnet.json');
-    const up = await upForeground(stateFile);
-    const info = JSON.parse(readFileSync(stateFile, 'utf8')) as DevnetInfo;
-    const port = new URL(info.rpcUrl).port;
-    const other = await run(['up', '--fresh', '--port', port, '--state', join(dir, 'busy2', 'devnet.json')]);
+  it('refuses a port where another chain already answers, saying which', { timeout: 120_000 }, async () => {
+    const port = new URL(inject('devnet').rpcUrl).port; // the shared test devnet
+    const other = await run(['up', '--fresh', '--port', port, '--state', join(dir, 'busy', 'devnet.json')]);
     expect(other.code).toBe(1);
     expect(other.stderr).toContain(`port ${port} already serves a chain`);
-    up.child.kill('SIGINT');
-    expect(await up.exit).toBe(0);
+    expect(existsSync(join(dir, 'busy', 'devnet.json'))).toBe(false);
   });
 });

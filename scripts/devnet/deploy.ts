@@ -61,6 +61,7 @@ export async function deployDevnet(
   log: (l: string) => void,
 ): Promise<DevnetInfo> {
   const t0 = Date.now();
+  requireArtifacts();
   const accounts = devnetAccounts();
   const chain = devnetChain(rpcUrl);
   const pub = createPublicClient({ chain, transport: http(rpcUrl), pollingInterval: 20 }) as PublicClient;
@@ -208,6 +209,27 @@ export async function deployDevnet(
     services,
     accounts,
   };
+}
+
+/** Fails clearly when forge's output is missing (not built yet, or being regenerated right now). */
+function requireArtifacts(): void {
+  const artifacts: Record<string, unknown> = {
+    localTangleAbi,
+    localTangleBytecode,
+    agentSandboxBlueprintAbi,
+    agentSandboxBlueprintBytecode,
+    blueprintServiceManagerBaseAbi,
+    blueprintServiceManagerBaseBytecode,
+  };
+  const missing = Object.entries(artifacts)
+    .filter(([, v]) => v === undefined || v === '0x')
+    .map(([k]) => k);
+  if (missing.length > 0) {
+    throw new DevnetError(
+      'CONTRACTS_MISSING',
+      `contract artifacts missing (${missing.join(', ')}): run \`node scripts/contracts-build.mjs\` first`,
+    );
+  }
 }
 
 /** viem's chain object for the devnet at `rpcUrl` (anvil's 31337, ether as currency). */
