@@ -1,8 +1,16 @@
 // @agent-sandbox/sdk: the product-agnostic Tangle blueprint SDK (env, keystore, ABI args/results,
 // router, durable cursor, event producer, result consumer, runner, registration).
+
+export * from './src/backoff.ts';
+export * from './src/consumer.ts';
 export * from './src/env.ts';
 export * from './src/errors.ts';
 export * from './src/job-abi.ts';
 export * from './src/job-cursor.ts';
 export * from './src/keystore.ts';
+export * from './src/logger.ts';
+export * from './src/producer.ts';
+export * from './src/registration.ts';
 export * from './src/router.ts';
+export * from './src/runner.ts';
+export * from './src/tangle-events.ts';

@@ -48,7 +48,7 @@ describe('loadEnvironment', () => {
       TEST_MODE: 'maybe',
       KEYSTORE_PASSWORD: 'secret-pw',
     });
-    const vars = ((e.details ?? {})['problems'] as Array<{ variable: string }>).map((p) => p.variable).sort();
+    const vars = (e.details!['problems'] as Array<{ variable: string }>).map((p) => p.variable).sort();
     expect(vars).toEqual(
       [
         'BLUEPRINT_ID',

@@ -1,0 +1,384 @@
+// Posts job results to Tangle from the operator's key: one serial sender with local nonces, batches
+// of ready results in submitResults, retries on transient errors, and at most one result per call.
+import { iTangleAbi } from '@agent-sandbox/contracts';
+import type { Logger } from 'pino';
+import {
+  type Address,
+  BaseError,
+  ContractFunctionRevertedError,
+  encodeFunctionData,
+  type Hex,
+  keccak256,
+  type LocalAccount,
+  type PublicClient,
+} from 'viem';
+import { Backoff, sleep } from './backoff.ts';
+import type { JobCursor, LogPosition, PendingResultTx } from './job-cursor.ts';
+
+/** Reverts that mean "nothing left to do for this call": someone completed it, or we already answered. */
+const DONE_ERRORS = new Set(['JobAlreadyCompleted', 'ResultAlreadySubmitted']);
+
+export type SubmitOutcome = 'submitted' | 'already-done' | 'failed' | 'aborted';
+
+export interface ResultConsumerOptions {
+  client: PublicClient;
+  account: LocalAccount;
+  chainId: number;
+  tangle: Address;
+  serviceId: bigint;
+  cursor: JobCursor;
+  log: Logger;
+  /** Most results per submitResults transaction (default 16). */
+  maxBatch?: number;
+  /** Extra gas over the estimate, in percent (default 25). */
+  gasHeadroomPct?: number;
+  /**
+   * Read getJobCall(...).completed before sending (default true). Without it a completed call is
+   * still recognised, from the decoded JobAlreadyCompleted revert of the gas estimate.
+   */
+  precheckCompleted?: boolean;
+}
+
+interface Item {
+  callId: bigint;
+  pos: LogPosition;
+  output: Hex;
+  attempts: number;
+  settle: (o: SubmitOutcome) => void;
+}
+
+class Aborted extends Error {}
+
+function revertOf(e: unknown): { errorName: string; args: readonly unknown[] } | 'no-data' | undefined {
+  if (!(e instanceof BaseError)) return undefined;
+  const r = e.walk((x) => x instanceof ContractFunctionRevertedError) as ContractFunctionRevertedError | null;
+  if (!r) return undefined;
+  return r.data ? { errorName: r.data.errorName, args: r.data.args ?? [] } : 'no-data';
+}
+
+const messageOf = (e: unknown): string =>
+  e instanceof BaseError ? `${e.shortMessage} ${e.details ?? ''}` : String((e as Error)?.message ?? e);
+
+export class ResultConsumer {
+  readonly #o: ResultConsumerOptions & {
+    maxBatch: number;
+    gasHeadroomPct: number;
+    precheckCompleted: boolean;
+  };
+  readonly #queue: Item[] = [];
+  readonly #abort = new AbortController();
+  #loop: Promise<void> | undefined;
+  #nonce: number | undefined;
+  #fees: { maxFeePerGas: bigint; maxPriorityFeePerGas: bigint; at: number } | undefined;
+  #idle: Array<() => void> = [];
+
+  constructor(opts: ResultConsumerOptions) {
+    this.#o = { maxBatch: 16, gasHeadroomPct: 25, precheckCompleted: true, ...opts };
+  }
+
+  /** Results waiting or being sent. */
+  get backlog(): number {
+    return this.#queue.length + (this.#loop ? 1 : 0);
+  }
+
+  /**
+   * Settles signed result transactions left by a previous run (persisted before broadcast): re-sends
+   * the same bytes (so each can be mined at most once) and marks their calls done once mined.
+   */
+  async recover(): Promise<void> {
+    const { cursor, client, log } = this.#o;
+    for (const tx of cursor.pendingTxs) {
+      const calls = tx.calls.map((c) => `${c.callId}`);
+      let receipt = await this.#retry(() =>
+        client.getTransactionReceipt({ hash: tx.hash }).catch(() => undefined),
+      );
+      if (!receipt) {
+        try {
+          await this.#retry(
+            () => client.sendRawTransaction({ serializedTransaction: tx.raw }),
+            /already known/i,
+          );
+          receipt = await this.#waitReceipt(tx);
+        } catch (e) {
+          if (e instanceof Aborted) throw e;
+          // Nonce used by another transaction: ours can never be mined, so the calls are simply redone.
+          log.warn(
+            { tx: tx.hash, calls, err: e },
+            'pending result tx from the last run cannot be sent; redoing its calls',
+          );
+        }
+      }
+      if (receipt?.status === 'success') {
+        log.info({ tx: tx.hash, calls }, 'result tx from the last run is on chain; calls done');
+        for (const c of tx.calls) await cursor.finish(c.callId, c.pos);
+      } else if (receipt) {
+        log.warn({ tx: tx.hash, calls }, 'result tx from the last run reverted; redoing its calls');
+      }
+      await cursor.removePending(tx.hash);
+    }
+  }
+
+  /** Queues a result; resolves once it is on chain (or known unnecessary), and the cursor knows. */
+  submit(call: { callId: bigint; pos: LogPosition }, output: Hex): Promise<SubmitOutcome> {
+    if (this.#abort.signal.aborted) return Promise.resolve('aborted');
+    return new Promise((settle) => {
+      this.#queue.push({ ...call, output, attempts: 0, settle });
+      this.#loop ??= this.#run().finally(() => {
+        this.#loop = undefined;
+        for (const f of this.#idle.splice(0)) f();
+      });
+    });
+  }
+
+  /** Resolves when nothing is queued or in flight, or after `timeoutMs`. */
+  async drain(timeoutMs: number): Promise<boolean> {
+    if (!this.#loop && this.#queue.length === 0) return true;
+    const idle = new Promise<boolean>((r) => this.#idle.push(() => r(true)));
+    return Promise.race([idle, sleep(timeoutMs).then(() => false)]);
+  }
+
+  /** Stops sending; queued results resolve 'aborted' (their calls stay unfinished and are redone). */
+  async stop(): Promise<void> {
+    this.#abort.abort();
+    for (const i of this.#queue.splice(0)) i.settle('aborted');
+    await this.#loop;
+  }
+
+  async #run(): Promise<void> {
+    while (this.#queue.length > 0 && !this.#abort.signal.aborted) {
+      const batch = this.#queue.splice(0, this.#o.maxBatch);
+      try {
+        await this.#process(batch);
+      } catch (e) {
+        for (const i of batch) i.settle('aborted');
+        if (!(e instanceof Aborted)) this.#o.log.error({ err: e }, 'result sender failed unexpectedly');
+      }
+    }
+  }
+
+  async #finish(items: Item[], outcome: SubmitOutcome): Promise<void> {
+    for (const i of items) await this.#o.cursor.finish(i.callId, i.pos);
+    for (const i of items) i.settle(outcome);
+  }
+
+  async #process(batch: Item[]): Promise<void> {
+    const { client, tangle, serviceId, log } = this.#o;
+    // Pre-check: a completed call needs no result (another operator answered, or we did before a crash).
+    let live = batch;
+    if (this.#o.precheckCompleted) {
+      const state = await Promise.all(
+        batch.map((i) =>
+          this.#retry(() =>
+            client.readContract({
+              address: tangle,
+              abi: iTangleAbi,
+              functionName: 'getJobCall',
+              args: [serviceId, i.callId],
+            }),
+          ).then(
+            (c) => (c.completed ? 'completed' : 'open'),
+            (e: unknown) => {
+              if (e instanceof Aborted) throw e;
+              log.error(
+                { callId: `${i.callId}`, err: e },
+                'getJobCall reverts for this call; not sending a result',
+              );
+              return 'invalid';
+            },
+          ),
+        ),
+      );
+      const completed = batch.filter((_, k) => state[k] === 'completed');
+      const invalid = batch.filter((_, k) => state[k] === 'invalid');
+      if (completed.length > 0) {
+        log.info(
+          { callIds: completed.map((i) => `${i.callId}`) },
+          'job already completed on chain; not sending a result',
+        );
+        await this.#finish(completed, 'already-done');
+      }
+      if (invalid.length > 0) await this.#finish(invalid, 'failed');
+      live = batch.filter((_, k) => state[k] === 'open');
+    }
+
+    // Simulation and gas estimate in one call; reverts are decoded with Tangle's custom errors.
+    let gas: bigint | undefined;
+    while (live.length > 0 && gas === undefined) {
+      try {
+        gas = await this.#estimate(live);
+      } catch (e) {
+        const rev = revertOf(e);
+        if (rev === undefined) {
+          await this.#pause(e, 'estimating a result transaction failed; retrying');
+          continue;
+        }
+        if (rev !== 'no-data' && DONE_ERRORS.has(rev.errorName)) {
+          // Both errors carry (serviceId, callId, ...): drop that call and estimate the rest again.
+          const callId = rev.args[1];
+          const done = live.length === 1 ? live : live.filter((i) => i.callId === callId);
+          if (done.length === 0) {
+            for (const i of live) await this.#process([i]);
+            return;
+          }
+          log.info(
+            { callId: `${done[0]!.callId}`, reason: rev.errorName },
+            'result not needed; call counts as done',
+          );
+          await this.#finish(done, 'already-done');
+          live = live.filter((i) => !done.includes(i));
+          continue;
+        }
+        if (live.length > 1) {
+          for (const i of live) await this.#process([i]); // isolate the call that reverts
+          return;
+        }
+        const reason = rev === 'no-data' ? 'reverted without data' : rev.errorName;
+        log.error(
+          { callId: `${live[0]!.callId}`, reason, err: e },
+          'result transaction would revert; giving up on this call',
+        );
+        await this.#finish(live, 'failed');
+        return;
+      }
+    }
+    if (live.length === 0 || gas === undefined) return;
+    await this.#send(live, gas);
+  }
+
+  async #estimate(items: Item[]): Promise<bigint> {
+    const { client, tangle, serviceId, account } = this.#o;
+    const gas =
+      items.length === 1
+        ? await client.estimateContractGas({
+            address: tangle,
+            abi: iTangleAbi,
+            functionName: 'submitResult',
+            args: [serviceId, items[0]!.callId, items[0]!.output],
+            account,
+          })
+        : await client.estimateContractGas({
+            address: tangle,
+            abi: iTangleAbi,
+            functionName: 'submitResults',
+            args: [serviceId, items.map((i) => i.callId), items.map((i) => i.output)],
+            account,
+          });
+    return (gas * BigInt(100 + this.#o.gasHeadroomPct)) / 100n;
+  }
+
+  async #send(items: Item[], gas: bigint): Promise<void> {
+    const { client, tangle, serviceId, account, chainId, cursor, log } = this.#o;
+    const data =
+      items.length === 1
+        ? encodeFunctionData({
+            abi: iTangleAbi,
+            functionName: 'submitResult',
+            args: [serviceId, items[0]!.callId, items[0]!.output],
+          })
+        : encodeFunctionData({
+            abi: iTangleAbi,
+            functionName: 'submitResults',
+            args: [serviceId, items.map((i) => i.callId), items.map((i) => i.output)],
+          });
+    this.#nonce ??= await this.#retry(() =>
+      client.getTransactionCount({ address: account.address, blockTag: 'pending' }),
+    );
+    if (!this.#fees || Date.now() - this.#fees.at > 10_000) {
+      const f = await this.#retry(() => client.estimateFeesPerGas());
+      this.#fees = {
+        maxFeePerGas: f.maxFeePerGas,
+        maxPriorityFeePerGas: f.maxPriorityFeePerGas,
+        at: Date.now(),
+      };
+    }
+    const nonce = this.#nonce;
+    const raw = await account.signTransaction!({
+      type: 'eip1559',
+      chainId,
+      to: tangle,
+      data,
+      nonce,
+      gas,
+      maxFeePerGas: this.#fees.maxFeePerGas,
+      maxPriorityFeePerGas: this.#fees.maxPriorityFeePerGas,
+    });
+    const tx: PendingResultTx = {
+      hash: keccak256(raw),
+      raw,
+      nonce,
+      calls: items.map((i) => ({ callId: i.callId, pos: i.pos })),
+    };
+    // Durable before broadcast: after a crash the SAME signed bytes are re-sent, so no second result.
+    await cursor.addPending(tx);
+    this.#nonce = nonce + 1;
+    const callIds = items.map((i) => `${i.callId}`);
+    try {
+      await this.#retry(() => client.sendRawTransaction({ serializedTransaction: raw }), /already known/i);
+    } catch (e) {
+      if (e instanceof Aborted) throw e;
+      // Nonce taken (another sender on this key, or a stale count): resync, then redo these calls.
+      log.warn({ err: e, nonce, callIds }, 'result tx rejected for its nonce; resyncing the nonce');
+      this.#nonce = undefined;
+      await cursor.removePending(tx.hash);
+      return this.#process(items);
+    }
+    const receipt = await this.#waitReceipt(tx);
+    if (receipt.status === 'success') {
+      log.info({ tx: tx.hash, callIds, block: `${receipt.blockNumber}` }, 'job results submitted');
+      await this.#finish(items, 'submitted');
+      await cursor.removePending(tx.hash);
+      return;
+    }
+    // Mined but reverted (e.g. another operator completed a call in between): check again, bounded.
+    await cursor.removePending(tx.hash);
+    const retry = items.filter((i) => ++i.attempts < 3);
+    const failed = items.filter((i) => i.attempts >= 3);
+    log.warn({ tx: tx.hash, callIds }, 'result tx reverted on chain; re-checking its calls');
+    if (failed.length) await this.#finish(failed, 'failed');
+    if (retry.length) await this.#process(retry);
+  }
+
+  async #waitReceipt(tx: PendingResultTx) {
+    const { client } = this.#o;
+    let delay = 20;
+    let lastSend = Date.now();
+    for (;;) {
+      if (this.#abort.signal.aborted) throw new Aborted();
+      const r = await client.getTransactionReceipt({ hash: tx.hash }).catch(() => undefined);
+      if (r) return r;
+      await sleep(delay, this.#abort.signal);
+      delay = Math.min(1000, delay * 2);
+      if (Date.now() - lastSend > 30_000) {
+        lastSend = Date.now(); // dropped from a mempool? the same bytes are safe to re-send
+        await client.sendRawTransaction({ serializedTransaction: tx.raw }).catch(() => {});
+      }
+    }
+  }
+
+  /** Retries `fn` on errors (except decoded reverts and `okIf` messages, which count as success). */
+  async #retry<T>(fn: () => Promise<T>, okIf?: RegExp): Promise<T> {
+    const backoff = new Backoff(100, 10_000);
+    for (;;) {
+      if (this.#abort.signal.aborted) throw new Aborted();
+      try {
+        return await fn();
+      } catch (e) {
+        if (okIf?.test(messageOf(e))) return undefined as T;
+        if (revertOf(e) !== undefined) throw e;
+        if (
+          /nonce too low|nonce has already been used|replacement transaction underpriced/i.test(messageOf(e))
+        )
+          throw e;
+        const ms = backoff.next();
+        this.#o.log.warn({ err: e, retryInMs: ms, attempt: backoff.attempt }, 'RPC call failed; retrying');
+        await sleep(ms, this.#abort.signal);
+      }
+    }
+  }
+
+  async #pause(err: unknown, msg: string): Promise<void> {
+    this.#o.log.warn({ err }, msg);
+    await sleep(500, this.#abort.signal);
+    if (this.#abort.signal.aborted) throw new Aborted();
+  }
+}
