@@ -25,8 +25,42 @@ export {
   v4LocalKey,
 } from './src/auth/index.ts';
 export { deriveKey, parseAuthSecret } from './src/crypto.ts';
+export type { ManagedContainer } from './src/docker/driver.ts';
+export { DockerDriver } from './src/docker/driver.ts';
 export type { RuntimeErrorCode } from './src/errors.ts';
 export { isRuntimeError, RuntimeError, RuntimeErrorCodes } from './src/errors.ts';
+export type { SandboxRuntimeConfig, SandboxRuntimeConfigInput } from './src/sandbox/config.ts';
+export {
+  parseSandboxRuntimeConfig,
+  SandboxRuntimeConfigSchema,
+  sandboxRuntimeConfigFromEnv,
+} from './src/sandbox/config.ts';
+export { mergeEnv, PROTECTED_ENV_KEYS } from './src/sandbox/env.ts';
+export type { SandboxManagerOptions } from './src/sandbox/manager.ts';
+export { SandboxManager } from './src/sandbox/manager.ts';
+export { SandboxMetrics } from './src/sandbox/metrics.ts';
+export type { ProvisionPhase, ProvisionProgress } from './src/sandbox/provision.ts';
+export { PROVISION_PHASES } from './src/sandbox/provision.ts';
+export type { ProvisionHooks } from './src/sandbox/provisioner.ts';
+export type { TickResult } from './src/sandbox/reaper.ts';
+export type { ReconcileReport } from './src/sandbox/reconcile.ts';
+export type {
+  PublicSandboxView,
+  SandboxRecord,
+  SandboxResources,
+  SandboxState,
+  SandboxTimers,
+  StorageTier,
+} from './src/sandbox/record.ts';
+export {
+  assertTransition,
+  canTransition,
+  publicView,
+  SANDBOX_STATES,
+  SandboxRecordSchema,
+} from './src/sandbox/record.ts';
+export type { CreateSandboxParams } from './src/sandbox/request.ts';
+export { CreateSandboxParamsSchema } from './src/sandbox/request.ts';
 export type {
   AgentRunRequest,
   AgentRunResult,

@@ -1,0 +1,87 @@
+// Builds the Docker create options for a sandbox container: sidecar env, resource limits,
+// loopback-only port publishing, labels, and the hardening every sandbox gets.
+import type Docker from 'dockerode';
+
+/**
+ * Capabilities the sidecar keeps after CapDrop ALL — the minimum found by running the real
+ * sidecar image with each one removed in turn (exec, exec timeout, files write/read, PTY):
+ * - SETUID, SETGID: the sidecar (root) spawns every command, PTY and agent as uid/gid 1000;
+ *   without them every spawn fails with EPERM.
+ * - CHOWN: files/write creates directories and files and hands them to 1000:1000; without it
+ *   writes to new paths fail.
+ * - DAC_OVERRIDE: the files API reads agent-owned files whatever their mode (e.g. 0600 in a
+ *   0700 dir); without it those reads are refused.
+ * - KILL: the exec timeout (TERM, then KILL) and run cancel signal processes of uid 1000; without
+ *   it a timed-out command is never stopped.
+ * FOWNER was tested and is not needed; everything else (NET_RAW, MKNOD, SYS_CHROOT, AUDIT_WRITE,
+ * NET_BIND_SERVICE, SETFCAP, SETPCAP, FSETID) is dropped.
+ */
+export const SIDECAR_CAPS = ['CHOWN', 'DAC_OVERRIDE', 'KILL', 'SETGID', 'SETUID'] as const;
+
+export const WORKSPACE_PATH = '/home/agent';
+
+export interface ContainerSpecInput {
+  name: string;
+  image: string;
+  env: Record<string, string>;
+  labels: Record<string, string>;
+  volumeName: string;
+  volumeLabels: Record<string, string>;
+  sidecarPort: number;
+  cpuCores: number;
+  memoryMb: number;
+  diskGb: number;
+  /** Only set StorageOpt when the storage driver can enforce it (probed once). */
+  enforceDisk: boolean;
+  pidsLimit: number;
+  tmpfsSizeMb: number;
+  capAdd?: readonly string[];
+  /** Overrides the image's command (tests only: a sidecar that never becomes healthy). */
+  cmd?: string[];
+}
+
+export function envList(env: Record<string, string>): string[] {
+  return Object.entries(env).map(([k, v]) => `${k}=${v}`);
+}
+
+export function buildContainerSpec(s: ContainerSpecInput): Docker.ContainerCreateOptions {
+  const port = `${s.sidecarPort}/tcp`;
+  const memory = s.memoryMb * 1024 * 1024;
+  const hostConfig: Docker.HostConfig = {
+    NanoCpus: Math.round(s.cpuCores * 1e9),
+    Memory: memory,
+    // Same as Memory: no swap beyond the limit.
+    MemorySwap: memory,
+    PidsLimit: s.pidsLimit,
+    // Empty HostPort = the engine picks a free one; HostIp keeps it on loopback only.
+    PortBindings: { [port]: [{ HostIp: '127.0.0.1', HostPort: '' }] },
+    CapDrop: ['ALL'],
+    CapAdd: [...(s.capAdd ?? SIDECAR_CAPS)],
+    SecurityOpt: ['no-new-privileges:true'],
+    Privileged: false,
+    // No Init: the sandbox image's entrypoint is already tini (a second one only warns).
+    Tmpfs: { '/tmp': `rw,nosuid,nodev,size=${s.tmpfsSizeMb}m` },
+    // A named volume per sandbox (never a host path): it outlives container recreates.
+    Mounts: [
+      {
+        Type: 'volume',
+        Source: s.volumeName,
+        Target: WORKSPACE_PATH,
+        VolumeOptions: { Labels: s.volumeLabels },
+      } as Docker.MountSettings,
+    ],
+    RestartPolicy: { Name: 'no' },
+    LogConfig: { Type: 'json-file', Config: { 'max-size': '10m', 'max-file': '2' } },
+  };
+  if (s.enforceDisk) hostConfig.StorageOpt = { size: `${s.diskGb}G` };
+  const opts: Docker.ContainerCreateOptions = {
+    name: s.name,
+    Image: s.image,
+    Env: envList(s.env),
+    Labels: s.labels,
+    ExposedPorts: { [port]: {} },
+    HostConfig: hostConfig,
+  };
+  if (s.cmd) opts.Cmd = s.cmd;
+  return opts;
+}

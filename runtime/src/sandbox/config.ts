@@ -1,0 +1,117 @@
+// The sandbox runtime's configuration: one validated object passed into SandboxManager, with the
+// defaults of the operator's config table, and a reader for the SANDBOX_* environment variables.
+import { z } from 'zod';
+import { RuntimeError } from '../errors.ts';
+
+export const SandboxRuntimeConfigSchema = z.object({
+  /** Labels this operator's containers; reconcile only ever touches containers carrying it. */
+  operatorId: z.string().min(1).default('default'),
+  /** Image used when a create names none. */
+  image: z.string().min(1),
+  /** Sidecar port inside the container. */
+  sidecarPort: z.number().int().min(1).max(65535).default(8080),
+  /** Host the sidecar URL names (ports are only ever published on 127.0.0.1). */
+  publicHost: z.string().default('127.0.0.1'),
+  defaultCpuCores: z.number().positive().default(1),
+  defaultMemoryMb: z.number().int().positive().default(1024),
+  defaultDiskGb: z.number().int().positive().default(10),
+  maxCpuCores: z.number().positive().default(2),
+  maxMemoryMb: z.number().int().positive().default(8192),
+  maxDiskGb: z.number().int().positive().default(50),
+  /** Below this the sidecar (a Node process) cannot run reliably. */
+  minMemoryMb: z.number().int().positive().default(128),
+  pidsLimit: z.number().int().positive().default(1024),
+  tmpfsSizeMb: z.number().int().positive().default(256),
+  /** Upper bound on concurrently live (running or provisioning) sandboxes; 0 = unlimited. */
+  maxSandboxes: z.number().int().min(0).default(0),
+  defaultIdleTimeoutSeconds: z.number().int().positive().default(1800),
+  defaultMaxLifetimeSeconds: z.number().int().positive().default(86400),
+  maxIdleTimeoutSeconds: z.number().int().positive().default(7200),
+  maxMaxLifetimeSeconds: z.number().int().positive().default(172800),
+  reaperIntervalSeconds: z.number().positive().default(30),
+  gcIntervalSeconds: z.number().positive().default(3600),
+  gcHotRetentionSeconds: z.number().min(0).default(86400),
+  gcWarmRetentionSeconds: z.number().min(0).default(172800),
+  gcColdRetentionSeconds: z.number().min(0).default(604800),
+  /** Commit the container and archive the workspace on every stop (a snapshot to fall back on). */
+  snapshotAutoCommit: z.boolean().default(true),
+  /** Where warm/cold archives live (workspace.tar, image.tar per sandbox). */
+  snapshotDir: z.string().min(1),
+  healthTimeoutMs: z.number().int().positive().default(30_000),
+  /** First health poll interval; doubles up to healthMaxIntervalMs. */
+  healthIntervalMs: z.number().int().positive().default(10),
+  healthMaxIntervalMs: z.number().int().positive().default(200),
+  stopTimeoutSeconds: z.number().int().min(0).default(5),
+  /** Extra labels on everything created (tests add agent-sandbox.test=1). */
+  extraLabels: z.record(z.string(), z.string()).default({}),
+});
+export type SandboxRuntimeConfig = z.infer<typeof SandboxRuntimeConfigSchema>;
+export type SandboxRuntimeConfigInput = z.input<typeof SandboxRuntimeConfigSchema>;
+
+export function parseSandboxRuntimeConfig(input: SandboxRuntimeConfigInput): SandboxRuntimeConfig {
+  const r = SandboxRuntimeConfigSchema.safeParse(input);
+  if (!r.success) {
+    const first = r.error.issues[0];
+    throw new RuntimeError(
+      'VALIDATION',
+      `invalid sandbox runtime config at ${first?.path.join('.') || '(root)'}: ${first?.message}`,
+    );
+  }
+  return r.data;
+}
+
+// Environment variable -> config key; numbers parsed, booleans "true"/"false".
+const ENV_KEYS: Record<string, keyof SandboxRuntimeConfig> = {
+  SIDECAR_IMAGE: 'image',
+  SIDECAR_HTTP_PORT: 'sidecarPort',
+  SIDECAR_PUBLIC_HOST: 'publicHost',
+  SANDBOX_DEFAULT_CPU_CORES: 'defaultCpuCores',
+  SANDBOX_DEFAULT_MEMORY_MB: 'defaultMemoryMb',
+  SANDBOX_DEFAULT_DISK_GB: 'defaultDiskGb',
+  SANDBOX_MAX_CPU_CORES: 'maxCpuCores',
+  SANDBOX_MAX_MEMORY_MB: 'maxMemoryMb',
+  SANDBOX_MAX_DISK_GB: 'maxDiskGb',
+  SANDBOX_PIDS_LIMIT: 'pidsLimit',
+  OPERATOR_MAX_CAPACITY: 'maxSandboxes',
+  SANDBOX_DEFAULT_IDLE_TIMEOUT: 'defaultIdleTimeoutSeconds',
+  SANDBOX_DEFAULT_MAX_LIFETIME: 'defaultMaxLifetimeSeconds',
+  SANDBOX_MAX_IDLE_TIMEOUT: 'maxIdleTimeoutSeconds',
+  SANDBOX_MAX_MAX_LIFETIME: 'maxMaxLifetimeSeconds',
+  SANDBOX_REAPER_INTERVAL: 'reaperIntervalSeconds',
+  SANDBOX_GC_INTERVAL: 'gcIntervalSeconds',
+  SANDBOX_GC_HOT_RETENTION: 'gcHotRetentionSeconds',
+  SANDBOX_GC_WARM_RETENTION: 'gcWarmRetentionSeconds',
+  SANDBOX_GC_COLD_RETENTION: 'gcColdRetentionSeconds',
+  SANDBOX_SNAPSHOT_AUTO_COMMIT: 'snapshotAutoCommit',
+  SANDBOX_SNAPSHOT_DIR: 'snapshotDir',
+  SANDBOX_HEALTH_TIMEOUT_MS: 'healthTimeoutMs',
+};
+
+/** Reads SANDBOX_* / SIDECAR_* variables over `base` (e.g. {snapshotDir, operatorId}). */
+export function sandboxRuntimeConfigFromEnv(
+  env: Record<string, string | undefined>,
+  base: Partial<SandboxRuntimeConfigInput> = {},
+): SandboxRuntimeConfig {
+  const out: Record<string, unknown> = { ...base };
+  for (const [envKey, key] of Object.entries(ENV_KEYS)) {
+    const raw = env[envKey];
+    if (raw === undefined || raw === '') continue;
+    const shape = SandboxRuntimeConfigSchema.shape[key];
+    const def = shape.def as { innerType?: { def?: { type?: string } }; type?: string };
+    const kind = def.innerType?.def?.type ?? def.type;
+    if (kind === 'number') {
+      const n = Number(raw);
+      if (!Number.isFinite(n))
+        throw new RuntimeError('VALIDATION', `${envKey} must be a number, got "${raw}"`);
+      out[key] = n;
+    } else if (kind === 'boolean') {
+      if (raw !== 'true' && raw !== 'false') {
+        throw new RuntimeError('VALIDATION', `${envKey} must be "true" or "false", got "${raw}"`);
+      }
+      out[key] = raw === 'true';
+    } else {
+      out[key] = raw;
+    }
+  }
+  return parseSandboxRuntimeConfig(out as SandboxRuntimeConfigInput);
+}

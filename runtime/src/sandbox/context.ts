@@ -1,0 +1,93 @@
+// What every sandbox operation shares: config, driver, the record book (encrypted store plus a
+// write-through cache), provision progress, metrics, per-sandbox locks, clock and logger.
+import type { Logger } from 'pino';
+import type { DockerDriver } from '../docker/driver.ts';
+import { RuntimeError } from '../errors.ts';
+import type { KeyLock } from '../store/key-lock.ts';
+import type { StoreCollection } from '../store/store.ts';
+import type { SandboxRuntimeConfig } from './config.ts';
+import type { SandboxMetrics } from './metrics.ts';
+import type { ProvisionProgress } from './provision.ts';
+import { assertTransition, type SandboxRecord, type SandboxState } from './record.ts';
+
+/**
+ * Records live in the encrypted store (the only place the token and secrets are persisted); the
+ * store is single-process, so an in-memory copy of every record is exact and makes reads and
+ * metric gauges free of disk and decryption.
+ */
+export class RecordBook {
+  readonly #coll: StoreCollection<SandboxRecord>;
+  readonly #cache = new Map<string, SandboxRecord>();
+  readonly #onChange: () => void;
+
+  constructor(coll: StoreCollection<SandboxRecord>, onChange: () => void) {
+    this.#coll = coll;
+    this.#onChange = onChange;
+  }
+
+  async load(): Promise<void> {
+    this.#cache.clear();
+    for (const [id, r] of await this.#coll.entries()) this.#cache.set(id, r);
+    this.#onChange();
+  }
+
+  get(id: string): SandboxRecord | undefined {
+    return this.#cache.get(id);
+  }
+
+  all(): SandboxRecord[] {
+    return [...this.#cache.values()];
+  }
+
+  async put(r: SandboxRecord): Promise<SandboxRecord> {
+    await this.#coll.put(r.id, r);
+    this.#cache.set(r.id, r);
+    this.#onChange();
+    return r;
+  }
+
+  /** Read-modify-write of one record (fn sees the latest copy); throws NOT_FOUND if absent. */
+  async patch(id: string, fn: (r: SandboxRecord) => SandboxRecord): Promise<SandboxRecord> {
+    const out = await this.#coll.update(id, (cur) => {
+      if (!cur) throw new RuntimeError('NOT_FOUND', `sandbox ${id} does not exist`);
+      return fn(cur);
+    });
+    if (!out) throw new RuntimeError('NOT_FOUND', `sandbox ${id} does not exist`);
+    this.#cache.set(id, out);
+    this.#onChange();
+    return out;
+  }
+}
+
+export interface SandboxContext {
+  cfg: SandboxRuntimeConfig;
+  driver: DockerDriver;
+  records: RecordBook;
+  provisions: StoreCollection<ProvisionProgress>;
+  metrics: SandboxMetrics | undefined;
+  locks: KeyLock;
+  now: () => number;
+  log: Logger;
+}
+
+/** Moves a record to `state` (checked against the state machine) with other field changes. */
+export function transition(
+  ctx: SandboxContext,
+  id: string,
+  state: SandboxState,
+  changes: Partial<SandboxRecord> = {},
+): Promise<SandboxRecord> {
+  return ctx.records.patch(id, (r) => {
+    assertTransition(id, r.state, state);
+    return { ...r, ...changes, state, updatedAt: ctx.now() };
+  });
+}
+
+/** The record, or NOT_FOUND (a deleted sandbox is gone to every caller). */
+export function mustGet(ctx: SandboxContext, id: string): SandboxRecord {
+  const r = ctx.records.get(id);
+  if (!r || r.state === 'deleted') {
+    throw new RuntimeError('NOT_FOUND', `sandbox ${id} does not exist`);
+  }
+  return r;
+}

@@ -1,0 +1,90 @@
+// The sandbox container's environment: the sidecar contract's variables, then the user's base
+// config merged with phase-2 secrets (secrets win), never overriding the operator-owned keys.
+import { z } from 'zod';
+import { RuntimeError } from '../errors.ts';
+
+export const WORKSPACE_ROOT = '/home/agent';
+export const AGENT_UID = '1000';
+
+/**
+ * Keys a user's env can never set. The token is the sidecar's only auth; the subprocess uid/gid
+ * keep commands off root (letting a user pick uid 0 would run agents as root inside the sandbox).
+ */
+export const PROTECTED_ENV_KEYS: ReadonlySet<string> = new Set([
+  'SIDECAR_AUTH_TOKEN',
+  'AGENT_SUBPROCESS_UID',
+  'AGENT_SUBPROCESS_GID',
+]);
+
+const ENV_KEY_RE = /^[A-Za-z_][A-Za-z0-9_]*$/;
+export const MAX_SECRET_KEYS = 256;
+export const MAX_KEY_LEN = 256;
+export const MAX_VALUE_BYTES = 64 * 1024;
+
+const EnvValue = z
+  .string()
+  .refine((v) => Buffer.byteLength(v) <= MAX_VALUE_BYTES, `env values are at most ${MAX_VALUE_BYTES} bytes`)
+  .refine((v) => !v.includes('\0'), 'env values cannot contain NUL');
+
+export const UserEnvSchema = z.record(z.string(), EnvValue);
+
+/** Validates a user env (base config or secrets); `what` names it in the error. */
+export function parseUserEnv(
+  input: unknown,
+  what: string,
+  opts: { minKeys?: number } = {},
+): Record<string, string> {
+  const r = UserEnvSchema.safeParse(input ?? {});
+  if (!r.success) {
+    const i = r.error.issues[0];
+    const where = i?.path.length ? ` "${String(i.path[0])}"` : '';
+    // Never echo a value: it may be a secret.
+    throw new RuntimeError('VALIDATION', `${what}${where}: ${i?.message ?? 'invalid'}`);
+  }
+  for (const k of Object.keys(r.data)) {
+    const bad =
+      k.length > MAX_KEY_LEN
+        ? `env names are at most ${MAX_KEY_LEN} characters`
+        : !ENV_KEY_RE.test(k)
+          ? 'env names are letters, digits and _ and do not start with a digit'
+          : PROTECTED_ENV_KEYS.has(k)
+            ? 'is set by the operator and cannot be overridden'
+            : undefined;
+    if (bad) throw new RuntimeError('VALIDATION', `${what} "${k.slice(0, 64)}": ${bad}`);
+  }
+  const n = Object.keys(r.data).length;
+  if (n > MAX_SECRET_KEYS)
+    throw new RuntimeError('VALIDATION', `${what} has ${n} keys; at most ${MAX_SECRET_KEYS}`);
+  if (opts.minKeys && n < opts.minKeys) {
+    throw new RuntimeError('VALIDATION', `${what} needs at least ${opts.minKeys} key`);
+  }
+  return r.data;
+}
+
+/** Secrets over base config: a secret with the same name wins. */
+export function mergeEnv(
+  baseEnv: Record<string, string>,
+  userEnv: Record<string, string>,
+): Record<string, string> {
+  return { ...baseEnv, ...userEnv };
+}
+
+export function containerEnv(p: {
+  token: string;
+  sidecarPort: number;
+  baseEnv: Record<string, string>;
+  userEnv: Record<string, string>;
+}): Record<string, string> {
+  const env: Record<string, string> = {
+    SIDECAR_PORT: String(p.sidecarPort),
+    AGENT_WORKSPACE_ROOT: WORKSPACE_ROOT,
+    AGENT_SUBPROCESS_UID: AGENT_UID,
+    AGENT_SUBPROCESS_GID: AGENT_UID,
+  };
+  for (const [k, v] of Object.entries(mergeEnv(p.baseEnv, p.userEnv))) {
+    if (!PROTECTED_ENV_KEYS.has(k)) env[k] = v;
+  }
+  // Last, so nothing above can replace it.
+  env.SIDECAR_AUTH_TOKEN = p.token;
+  return env;
+}

@@ -1,0 +1,100 @@
+// Brings up one sandbox container — create (the workspace volume comes with it), optionally
+// restore a workspace archive, start, wait for the sidecar's /health — and undoes it on failure.
+import { WORKSPACE_PATH } from '../docker/container-spec.ts';
+import { waitForHealth } from '../docker/health.ts';
+import { containerName, sandboxLabels } from '../docker/labels.ts';
+import { RuntimeError } from '../errors.ts';
+import type { SandboxContext } from './context.ts';
+import { containerEnv } from './env.ts';
+import type { SandboxRecord } from './record.ts';
+
+export interface LaunchOptions {
+  image: string;
+  /** A workspace.tar (from archivePath of /home/agent) to extract before start. */
+  restoreWorkspaceTar?: string;
+  /** Test hook: replaces the image command. */
+  cmd?: string[];
+  /** Remove the workspace volume too when the launch fails (it held nothing yet). */
+  removeVolumeOnFailure: boolean;
+  onPhase?: (phase: 'container_create' | 'container_start' | 'health_check') => Promise<void>;
+  /** Called as soon as the container exists, so a crash after this point leaves a findable id. */
+  onCreated?: (containerId: string) => Promise<void>;
+}
+
+export interface Launched {
+  containerId: string;
+  hostPort: number;
+  sidecarUrl: string;
+}
+
+export async function launchContainer(
+  ctx: SandboxContext,
+  rec: SandboxRecord,
+  opts: LaunchOptions,
+): Promise<Launched> {
+  const { cfg, driver } = ctx;
+  let containerId: string | undefined;
+  try {
+    await opts.onPhase?.('container_create');
+    containerId = await driver.createContainer({
+      name: containerName(rec.id),
+      image: opts.image,
+      env: containerEnv({
+        token: rec.token,
+        sidecarPort: cfg.sidecarPort,
+        baseEnv: rec.baseEnv,
+        userEnv: rec.userEnv,
+      }),
+      labels: sandboxLabels(rec, 'sandbox', cfg.extraLabels),
+      volumeName: rec.volumeName,
+      volumeLabels: sandboxLabels(rec, 'workspace', cfg.extraLabels),
+      sidecarPort: cfg.sidecarPort,
+      cpuCores: rec.resources.cpuCores,
+      memoryMb: rec.resources.memoryMb,
+      diskGb: rec.resources.diskGb,
+      enforceDisk: rec.resources.diskEnforced,
+      pidsLimit: cfg.pidsLimit,
+      tmpfsSizeMb: cfg.tmpfsSizeMb,
+      ...(opts.cmd ? { cmd: opts.cmd } : {}),
+    });
+    await opts.onCreated?.(containerId);
+    if (opts.restoreWorkspaceTar) {
+      // The archive's top entry is "agent/", so it extracts into the parent of the workspace.
+      await driver.restorePath(
+        containerId,
+        WORKSPACE_PATH.replace(/\/[^/]+$/, '') || '/',
+        opts.restoreWorkspaceTar,
+      );
+    }
+    await opts.onPhase?.('container_start');
+    const started = await driver.start(containerId, cfg.sidecarPort);
+    await opts.onPhase?.('health_check');
+    const health = await waitForHealth('127.0.0.1', started.hostPort, {
+      timeoutMs: cfg.healthTimeoutMs,
+      intervalMs: cfg.healthIntervalMs,
+      maxIntervalMs: cfg.healthMaxIntervalMs,
+      abort: started.exited,
+    });
+    started.cancel();
+    if (!health.ok) {
+      const timedOut = health.reason.startsWith('sidecar did not answer');
+      throw new RuntimeError(timedOut ? 'HEALTH_CHECK_TIMEOUT' : 'PROVISION_FAILED', health.reason);
+    }
+    return {
+      containerId,
+      hostPort: started.hostPort,
+      sidecarUrl: `http://${cfg.publicHost}:${started.hostPort}`,
+    };
+  } catch (e) {
+    // Best effort: a cleanup failure must not hide the original error.
+    if (containerId) await driver.removeContainer(containerId).catch((err) => logCleanup(ctx, rec.id, err));
+    if (opts.removeVolumeOnFailure) {
+      await driver.removeVolume(rec.volumeName).catch((err) => logCleanup(ctx, rec.id, err));
+    }
+    throw e;
+  }
+}
+
+function logCleanup(ctx: SandboxContext, sandboxId: string, err: unknown): void {
+  ctx.log.warn({ sandboxId, err: String(err) }, 'cleanup after a failed launch did not finish');
+}

@@ -1,0 +1,229 @@
+// Lifecycle operations on an existing sandbox: stop, resume (from the best tier left), delete,
+// snapshot, and container recreation for phase-2 secrets. Callers hold the sandbox's lock.
+import { waitForHealth } from '../docker/health.ts';
+import { containerName } from '../docker/labels.ts';
+import { RuntimeError } from '../errors.ts';
+import { mustGet, type SandboxContext, transition } from './context.ts';
+import { launchContainer } from './launch.ts';
+import type { SandboxRecord } from './record.ts';
+import { dropArchives, hasSnapshot, purgeArtifacts, restoreSource, takeSnapshot } from './storage.ts';
+
+type StopReason = NonNullable<SandboxRecord['stopReason']>;
+
+const DOWN = { containerId: null, hostPort: null, sidecarUrl: null } as const;
+
+/** Stops a running sandbox (idempotent: a stopped one is returned as is). */
+export async function stopSandbox(
+  ctx: SandboxContext,
+  id: string,
+  reason: StopReason,
+): Promise<SandboxRecord> {
+  const rec = mustGet(ctx, id);
+  if (rec.state === 'stopped') return rec;
+  if (rec.state !== 'running') {
+    throw new RuntimeError(
+      'CONFLICT',
+      `sandbox ${id} is ${rec.state}; only a running sandbox can be stopped`,
+    );
+  }
+  const now = ctx.now();
+  const gone = rec.containerId
+    ? (await ctx.driver.stop(rec.containerId, ctx.cfg.stopTimeoutSeconds)) === 'missing'
+    : true;
+  if (gone) return containerVanished(ctx, rec);
+  let snap: Partial<SandboxRecord> = {};
+  if (ctx.cfg.snapshotAutoCommit) {
+    try {
+      snap = await takeSnapshot(ctx, rec);
+    } catch (err) {
+      // The stopped container still holds everything; a failed extra snapshot loses nothing.
+      ctx.log.warn(
+        { sandboxId: id, err: String(err) },
+        'snapshot on stop failed; the stopped container is kept',
+      );
+    }
+  }
+  return transition(ctx, id, 'stopped', {
+    ...snap,
+    hostPort: null,
+    sidecarUrl: null,
+    tier: 'hot',
+    tierSince: now,
+    stoppedAt: now,
+    stopReason: reason,
+  });
+}
+
+/** The engine lost the container: stopped if a snapshot or the volume is left, failed if not. */
+export async function containerVanished(ctx: SandboxContext, rec: SandboxRecord): Promise<SandboxRecord> {
+  const tier = await hasSnapshot(ctx, rec);
+  const now = ctx.now();
+  if (tier) {
+    return transition(ctx, rec.id, 'stopped', {
+      ...DOWN,
+      tier,
+      tierSince: now,
+      stoppedAt: rec.state === 'stopped' ? rec.stoppedAt : now,
+      stopReason: rec.state === 'stopped' ? rec.stopReason : 'engine',
+    });
+  }
+  return transition(ctx, rec.id, 'failed', {
+    ...DOWN,
+    error: 'the container was removed outside the operator and no snapshot of the workspace was left',
+  });
+}
+
+/** Brings a stopped sandbox back, same id, token and workspace (idempotent when running). */
+export async function resumeSandbox(ctx: SandboxContext, id: string): Promise<SandboxRecord> {
+  const rec = mustGet(ctx, id);
+  if (rec.state === 'running') return rec;
+  if (rec.state !== 'stopped') {
+    const why = rec.state === 'expired' ? '; its snapshots were garbage-collected, create a new sandbox' : '';
+    throw new RuntimeError('CONFLICT', `sandbox ${id} is ${rec.state} and cannot be resumed${why}`);
+  }
+  const container = rec.containerId ? await ctx.driver.exists(rec.containerId) : undefined;
+  const now = ctx.now();
+  if (container && rec.containerId) {
+    const started = await ctx.driver.start(rec.containerId, ctx.cfg.sidecarPort);
+    const health = await waitForHealth('127.0.0.1', started.hostPort, {
+      timeoutMs: ctx.cfg.healthTimeoutMs,
+      intervalMs: ctx.cfg.healthIntervalMs,
+      maxIntervalMs: ctx.cfg.healthMaxIntervalMs,
+      abort: started.exited,
+    });
+    started.cancel();
+    if (!health.ok) {
+      await ctx.driver.stop(rec.containerId, 0);
+      throw new RuntimeError(
+        'PROVISION_FAILED',
+        `resume failed, the sandbox stays stopped: ${health.reason}`,
+      );
+    }
+    await dropArchives(rec);
+    return transition(ctx, id, 'running', {
+      hostPort: started.hostPort,
+      sidecarUrl: `http://${ctx.cfg.publicHost}:${started.hostPort}`,
+      tier: null,
+      tierSince: null,
+      startedAt: now,
+      lastActivityAt: now,
+      stopReason: null,
+    });
+  }
+  return recreate(ctx, rec, 'running');
+}
+
+/**
+ * Creates a fresh container for the sandbox from its best source (snapshot image or base image;
+ * existing volume or workspace archive) and waits for health. On failure nothing the sandbox had
+ * before is removed: archives stay until the new container is healthy.
+ */
+async function recreate(ctx: SandboxContext, rec: SandboxRecord, _to: 'running'): Promise<SandboxRecord> {
+  const src = await restoreSource(ctx, rec);
+  if (!src.volumeExists && !src.workspaceTar) {
+    const failed = await transition(ctx, rec.id, 'failed', {
+      ...DOWN,
+      error: 'no container, volume or workspace archive is left to resume from',
+    });
+    throw new RuntimeError(
+      'CONFLICT',
+      `sandbox ${failed.id} has nothing left to resume from; it is now failed`,
+    );
+  }
+  // A container under the same name (a crash between create and record) would block the create.
+  await ctx.driver.removeContainer(containerName(rec.id));
+  if (rec.containerId) await ctx.driver.removeContainer(rec.containerId);
+  const launched = await launchContainer(ctx, rec, {
+    image: src.image,
+    ...(src.workspaceTar ? { restoreWorkspaceTar: src.workspaceTar } : {}),
+    removeVolumeOnFailure: !src.volumeExists,
+  }).catch(async (e) => {
+    await ctx.records.patch(rec.id, (r) => ({ ...r, ...DOWN, updatedAt: ctx.now() }));
+    throw new RuntimeError(
+      'PROVISION_FAILED',
+      `resume failed, the sandbox stays stopped: ${(e as Error).message}`,
+      {
+        cause: e,
+      },
+    );
+  });
+  await dropArchives(rec);
+  const now = ctx.now();
+  return transition(ctx, rec.id, 'running', {
+    snapshotImageId: src.snapshotImageId,
+    containerId: launched.containerId,
+    hostPort: launched.hostPort,
+    sidecarUrl: launched.sidecarUrl,
+    tier: null,
+    tierSince: null,
+    startedAt: now,
+    lastActivityAt: now,
+    stopReason: null,
+  });
+}
+
+/** Deletes everything of the sandbox; the record stays as a `deleted` tombstone (idempotent). */
+export async function deleteSandbox(ctx: SandboxContext, id: string): Promise<SandboxRecord> {
+  const rec = ctx.records.get(id);
+  if (!rec) throw new RuntimeError('NOT_FOUND', `sandbox ${id} does not exist`);
+  if (rec.state === 'deleted') return rec;
+  await purgeArtifacts(ctx, rec);
+  return transition(ctx, id, 'deleted', {
+    ...DOWN,
+    tier: null,
+    tierSince: null,
+    snapshotImageId: null,
+    snapshotArchiveDir: null,
+    // Secrets have no reason to outlive the sandbox, even encrypted.
+    userEnv: {},
+    baseEnv: {},
+  });
+}
+
+/** Replaces the user secrets and recreates the container (same volume, id, token, owner). */
+export async function setSecrets(
+  ctx: SandboxContext,
+  id: string,
+  userEnv: Record<string, string>,
+): Promise<SandboxRecord> {
+  const rec = mustGet(ctx, id);
+  if (rec.state !== 'running') {
+    throw new RuntimeError(
+      'SANDBOX_NOT_RUNNING',
+      `sandbox ${id} is ${rec.state}; resume it before changing secrets`,
+    );
+  }
+  // Persist first: the recreated container reads them from the record.
+  const updated = await ctx.records.patch(id, (r) => ({ ...r, userEnv, updatedAt: ctx.now() }));
+  if (updated.containerId) await ctx.driver.removeContainer(updated.containerId);
+  return recreate(ctx, { ...updated, containerId: null }, 'running').catch(async (e) => {
+    // The old container is gone and the new one failed: the volume still holds the workspace.
+    await transition(ctx, id, 'stopped', {
+      ...DOWN,
+      tier: 'hot',
+      tierSince: ctx.now(),
+      stoppedAt: ctx.now(),
+      stopReason: 'engine',
+    }).catch(() => {});
+    throw e;
+  });
+}
+
+/** Commits the sandbox's filesystem (image + workspace archive). */
+export async function snapshotSandbox(
+  ctx: SandboxContext,
+  id: string,
+): Promise<{ snapshotImageId: string; createdAt: number }> {
+  const rec = mustGet(ctx, id);
+  const live = rec.containerId ? await ctx.driver.exists(rec.containerId) : undefined;
+  if (!live || !(rec.state === 'running' || rec.state === 'stopped')) {
+    throw new RuntimeError(
+      'CONFLICT',
+      `sandbox ${id} is ${rec.state} without a container; nothing to snapshot`,
+    );
+  }
+  const snap = await takeSnapshot(ctx, rec);
+  const createdAt = ctx.now();
+  await ctx.records.patch(id, (r) => ({ ...r, ...snap, updatedAt: createdAt }));
+  return { snapshotImageId: snap.snapshotImageId, createdAt };
+}

@@ -1,0 +1,220 @@
+// SandboxManager: the runtime's one door to sandboxes on Docker. Every mutation of a sandbox runs
+// under that sandbox's lock; creates are additionally serialized per call id, so a job retried
+// for the same call id never makes a second container. Knows nothing of chains.
+import pino, { type Logger } from 'pino';
+import type { Registry } from 'prom-client';
+import { DockerDriver } from '../docker/driver.ts';
+import { RuntimeError } from '../errors.ts';
+import { KeyLock } from '../store/key-lock.ts';
+import type { EncryptedStore } from '../store/store.ts';
+import {
+  parseSandboxRuntimeConfig,
+  type SandboxRuntimeConfig,
+  type SandboxRuntimeConfigInput,
+} from './config.ts';
+import { mustGet, RecordBook, type SandboxContext } from './context.ts';
+import { parseUserEnv } from './env.ts';
+import { deleteSandbox, resumeSandbox, setSecrets, snapshotSandbox, stopSandbox } from './lifecycle.ts';
+import { SandboxMetrics } from './metrics.ts';
+import { type ProvisionProgress, ProvisionProgressSchema } from './provision.ts';
+import { admit, callKey, existingProvision, type ProvisionHooks, runProvision } from './provisioner.ts';
+import { gcTick, reaperTick, type TickResult } from './reaper.ts';
+import { type ReconcileReport, reconcile } from './reconcile.ts';
+import { type SandboxRecord, SandboxRecordSchema } from './record.ts';
+import { type CreateSandboxParams, resolveCreate } from './request.ts';
+
+export interface SandboxManagerOptions {
+  config: SandboxRuntimeConfigInput;
+  store: EncryptedStore;
+  /** prom-client Registry the runtime's metrics register on (none: no metrics). */
+  registry?: Registry;
+  driver?: DockerDriver;
+  logger?: Logger;
+  /** Clock (ms since epoch); tests inject one. */
+  now?: () => number;
+}
+
+export class SandboxManager {
+  readonly config: SandboxRuntimeConfig;
+  readonly metrics: SandboxMetrics | undefined;
+  readonly #ctx: SandboxContext;
+  readonly #calls = new KeyLock();
+  #timers: NodeJS.Timeout[] = [];
+  #loaded = false;
+
+  private constructor(opts: SandboxManagerOptions) {
+    this.config = parseSandboxRuntimeConfig(opts.config);
+    this.metrics = opts.registry ? new SandboxMetrics(opts.registry) : undefined;
+    const records = new RecordBook(opts.store.collection('sandboxes', SandboxRecordSchema), () =>
+      this.metrics?.observe(records.all()),
+    );
+    this.#ctx = {
+      cfg: this.config,
+      driver: opts.driver ?? new DockerDriver(),
+      records,
+      provisions: opts.store.collection('provisions', ProvisionProgressSchema),
+      metrics: this.metrics,
+      locks: new KeyLock(),
+      now: opts.now ?? Date.now,
+      log: (opts.logger ?? pino({ level: 'silent' })).child({ component: 'sandbox-runtime' }),
+    };
+  }
+
+  /** Loads the records from the store. Call reconcile() before taking work. */
+  static async open(opts: SandboxManagerOptions): Promise<SandboxManager> {
+    const m = new SandboxManager(opts);
+    await m.#ctx.records.load();
+    m.#loaded = true;
+    return m;
+  }
+
+  get driver(): DockerDriver {
+    return this.#ctx.driver;
+  }
+
+  #lock = <R>(id: string, fn: () => Promise<R>): Promise<R> => this.#ctx.locks.run(id, fn);
+
+  /**
+   * Provisions a sandbox and resolves once its sidecar is healthy. Idempotent by call id: a
+   * repeat returns the same record (or the same failure) and never creates a second container.
+   */
+  async create(params: CreateSandboxParams, hooks: ProvisionHooks = {}): Promise<SandboxRecord> {
+    this.#assertOpen();
+    const req = resolveCreate(params, this.config);
+    return this.#calls.run(callKey(req.callId), async () => {
+      const prior = await existingProvision(this.#ctx, req.callId);
+      if (prior) return this.#priorOutcome(req.callId, prior.progress, prior.record);
+      const rec = await admit(this.#ctx, req);
+      return this.#lock(rec.id, () => runProvision(this.#ctx, rec, hooks));
+    });
+  }
+
+  #priorOutcome(callId: string, p: ProvisionProgress, r: SandboxRecord | undefined): SandboxRecord {
+    if (!r) throw new RuntimeError('INTERNAL', `provision for call ${callId} has no sandbox record`);
+    if (p.phase === 'failed') {
+      throw new RuntimeError(
+        'PROVISION_FAILED',
+        `provisioning for call ${callId} failed: ${p.error ?? 'unknown'}`,
+        {
+          details: { sandboxId: r.id, failedPhase: p.failedPhase },
+        },
+      );
+    }
+    return r;
+  }
+
+  /** The record (token and env included: internal use; the API shows publicView()). */
+  get(id: string): SandboxRecord {
+    return mustGet(this.#ctx, id);
+  }
+
+  list(filter: { owner?: string; serviceId?: string } = {}): SandboxRecord[] {
+    const owner = filter.owner?.toLowerCase();
+    return this.#ctx.records
+      .all()
+      .filter((r) => r.state !== 'deleted')
+      .filter((r) => owner === undefined || r.owner.toLowerCase() === owner)
+      .filter((r) => filter.serviceId === undefined || r.serviceId === filter.serviceId)
+      .sort((a, b) => a.createdAt - b.createdAt);
+  }
+
+  async getProvision(callId: string | number | bigint): Promise<ProvisionProgress> {
+    const p = await this.#ctx.provisions.get(String(callId));
+    if (!p) throw new RuntimeError('NOT_FOUND', `no provision for call ${String(callId)}`);
+    return p;
+  }
+
+  stop(id: string): Promise<SandboxRecord> {
+    return this.#lock(id, () => stopSandbox(this.#ctx, id, 'user'));
+  }
+
+  resume(id: string): Promise<SandboxRecord> {
+    return this.#lock(id, () => resumeSandbox(this.#ctx, id));
+  }
+
+  delete(id: string): Promise<SandboxRecord> {
+    return this.#lock(id, () => deleteSandbox(this.#ctx, id));
+  }
+
+  snapshot(id: string): Promise<{ snapshotImageId: string; createdAt: number }> {
+    return this.#lock(id, () => snapshotSandbox(this.#ctx, id));
+  }
+
+  /** Phase 2: replaces the user secrets; the container is recreated with id, token, owner kept. */
+  async injectSecrets(id: string, env: Record<string, string>): Promise<SandboxRecord> {
+    const secrets = parseUserEnv(env, 'secrets', { minKeys: 1 });
+    return this.#lock(id, () => setSecrets(this.#ctx, id, secrets));
+  }
+
+  wipeSecrets(id: string): Promise<SandboxRecord> {
+    return this.#lock(id, () => setSecrets(this.#ctx, id, {}));
+  }
+
+  /** Records activity (resets the idle timer). Cheap; no lock: a single-record update. */
+  async touch(id: string): Promise<void> {
+    const r = mustGet(this.#ctx, id);
+    if (r.state !== 'running') return;
+    const now = this.#ctx.now();
+    await this.#ctx.records.patch(id, (cur) => ({
+      ...cur,
+      lastActivityAt: Math.max(cur.lastActivityAt, now),
+    }));
+  }
+
+  /** Where the API layer reaches the sidecar. Internal: never log or return the token. */
+  sidecarEndpoint(id: string): { url: string; token: string } {
+    const r = mustGet(this.#ctx, id);
+    if (r.state !== 'running' || !r.sidecarUrl) {
+      throw new RuntimeError(
+        r.state === 'stopped' ? 'SANDBOX_STOPPED' : 'SANDBOX_NOT_RUNNING',
+        `sandbox ${id} is ${r.state}; ${r.state === 'stopped' ? 'resume it first' : 'it has no sidecar to reach'}`,
+      );
+    }
+    return { url: r.sidecarUrl, token: r.token };
+  }
+
+  reconcile(): Promise<ReconcileReport> {
+    return reconcile(this.#ctx, this.#lock);
+  }
+
+  reaperTick(now: number = this.#ctx.now()): Promise<TickResult> {
+    return reaperTick(this.#ctx, this.#lock, now);
+  }
+
+  gcTick(now: number = this.#ctx.now()): Promise<TickResult> {
+    return gcTick(this.#ctx, this.#lock, now);
+  }
+
+  /** Runs the reaper and GC on the configured intervals (unref'd: they never hold the process). */
+  startBackground(): void {
+    if (this.#timers.length > 0) return;
+    const every = (seconds: number, tick: () => Promise<TickResult>, what: string) => {
+      let running = false;
+      const t = setInterval(() => {
+        if (running) return;
+        running = true;
+        tick()
+          .then((r) => {
+            if (r.errors.length > 0) this.#ctx.log.warn({ errors: r.errors }, `${what} tick had errors`);
+          })
+          .catch((err) => this.#ctx.log.error({ err: String(err) }, `${what} tick failed`))
+          .finally(() => {
+            running = false;
+          });
+      }, seconds * 1000);
+      t.unref();
+      this.#timers.push(t);
+    };
+    every(this.config.reaperIntervalSeconds, () => this.reaperTick(), 'reaper');
+    every(this.config.gcIntervalSeconds, () => this.gcTick(), 'gc');
+  }
+
+  stopBackground(): void {
+    for (const t of this.#timers) clearInterval(t);
+    this.#timers = [];
+  }
+
+  #assertOpen(): void {
+    if (!this.#loaded) throw new RuntimeError('INTERNAL', 'SandboxManager.open() was not awaited');
+  }
+}

@@ -1,0 +1,89 @@
+// Provision progress for a create job, keyed by its call id and persisted: queued -> image_pull
+// -> container_create -> container_start -> health_check -> ready | failed, each with a timestamp.
+import { z } from 'zod';
+import type { StoreCollection } from '../store/store.ts';
+
+export const PROVISION_PHASES = [
+  'queued',
+  'image_pull',
+  'container_create',
+  'container_start',
+  'health_check',
+  'ready',
+  'failed',
+] as const;
+export const ProvisionPhaseSchema = z.enum(PROVISION_PHASES);
+export type ProvisionPhase = z.infer<typeof ProvisionPhaseSchema>;
+
+export const ProvisionProgressSchema = z.object({
+  callId: z.string(),
+  sandboxId: z.string(),
+  serviceId: z.string(),
+  phase: ProvisionPhaseSchema,
+  /** Every phase entered, in order, with the time it was entered (ms since epoch). */
+  phases: z.array(z.object({ phase: ProvisionPhaseSchema, at: z.number().int() })),
+  /** Phase that was running when it failed. */
+  failedPhase: ProvisionPhaseSchema.nullable(),
+  error: z.string().nullable(),
+  startedAt: z.number().int(),
+  updatedAt: z.number().int(),
+});
+export type ProvisionProgress = z.infer<typeof ProvisionProgressSchema>;
+
+export function newProgress(p: {
+  callId: string;
+  sandboxId: string;
+  serviceId: string;
+  now: number;
+}): ProvisionProgress {
+  return {
+    callId: p.callId,
+    sandboxId: p.sandboxId,
+    serviceId: p.serviceId,
+    phase: 'queued',
+    phases: [{ phase: 'queued', at: p.now }],
+    failedPhase: null,
+    error: null,
+    startedAt: p.now,
+    updatedAt: p.now,
+  };
+}
+
+/** Records phase moves for one provision; also reports each finished phase's duration. */
+export class ProvisionTracker {
+  #progress: ProvisionProgress;
+  readonly #coll: StoreCollection<ProvisionProgress>;
+  readonly #now: () => number;
+  readonly #onPhaseDone: (phase: ProvisionPhase, seconds: number) => void;
+
+  constructor(
+    progress: ProvisionProgress,
+    coll: StoreCollection<ProvisionProgress>,
+    now: () => number,
+    onPhaseDone: (phase: ProvisionPhase, seconds: number) => void,
+  ) {
+    this.#progress = progress;
+    this.#coll = coll;
+    this.#now = now;
+    this.#onPhaseDone = onPhaseDone;
+  }
+
+  get current(): ProvisionProgress {
+    return this.#progress;
+  }
+
+  async enter(phase: ProvisionPhase, error?: string): Promise<void> {
+    const at = this.#now();
+    const prev = this.#progress.phases.at(-1);
+    if (prev) this.#onPhaseDone(prev.phase, Math.max(0, at - prev.at) / 1000);
+    this.#progress = {
+      ...this.#progress,
+      phase,
+      phases: [...this.#progress.phases, { phase, at }],
+      failedPhase: phase === 'failed' ? (prev?.phase ?? null) : this.#progress.failedPhase,
+      error: error ?? this.#progress.error,
+      updatedAt: at,
+    };
+    await this.#coll.put(this.#progress.callId, this.#progress);
+  }
+}

@@ -1,0 +1,154 @@
+// Provisioning a new sandbox for a create job: idempotent by call id, every phase recorded, and
+// everything created removed again when any phase fails.
+import { volumeName } from '../docker/labels.ts';
+import { isRuntimeError, RuntimeError } from '../errors.ts';
+import { type SandboxContext, transition } from './context.ts';
+import { launchContainer } from './launch.ts';
+import { newProgress, type ProvisionProgress, ProvisionTracker } from './provision.ts';
+import { newSandboxId, newSidecarToken, type SandboxRecord } from './record.ts';
+import type { ResolvedCreate } from './request.ts';
+
+export interface ProvisionHooks {
+  /** Test hook: replaces the image command (e.g. a sidecar that never becomes healthy). */
+  cmd?: string[];
+}
+
+export function callKey(callId: string): string {
+  return `call:${callId}`;
+}
+
+/** Returns the outcome of an earlier provision for the same call id, if there was one. */
+export async function existingProvision(
+  ctx: SandboxContext,
+  callId: string,
+): Promise<{ progress: ProvisionProgress; record: SandboxRecord | undefined } | undefined> {
+  const progress = await ctx.provisions.get(callId);
+  if (!progress) return undefined;
+  return { progress, record: ctx.records.get(progress.sandboxId) };
+}
+
+/** Writes the pending record and the queued progress; nothing exists in Docker yet. */
+export async function admit(ctx: SandboxContext, req: ResolvedCreate): Promise<SandboxRecord> {
+  const { cfg } = ctx;
+  if (cfg.maxSandboxes > 0) {
+    const live = ctx.records
+      .all()
+      .filter((r) => ['pending', 'provisioning', 'running'].includes(r.state)).length;
+    if (live >= cfg.maxSandboxes) {
+      throw new RuntimeError(
+        'CAPACITY_EXHAUSTED',
+        `this operator runs its maximum of ${cfg.maxSandboxes} sandboxes; retry later or use another operator`,
+      );
+    }
+  }
+  const now = ctx.now();
+  const id = newSandboxId();
+  const rec: SandboxRecord = {
+    id,
+    owner: req.owner,
+    serviceId: req.serviceId,
+    callId: req.callId,
+    operatorId: cfg.operatorId,
+    name: req.name,
+    state: 'pending',
+    token: newSidecarToken(),
+    image: req.image,
+    containerId: null,
+    volumeName: volumeName(id),
+    hostPort: null,
+    sidecarUrl: null,
+    tier: null,
+    snapshotImageId: null,
+    snapshotArchiveDir: null,
+    resources: { cpuCores: req.cpuCores, memoryMb: req.memoryMb, diskGb: req.diskGb, diskEnforced: false },
+    timers: req.timers,
+    baseEnv: req.baseEnv,
+    userEnv: {},
+    metadata: req.metadata,
+    createdAt: now,
+    updatedAt: now,
+    startedAt: null,
+    lastActivityAt: now,
+    stoppedAt: null,
+    tierSince: null,
+    stopReason: null,
+    error: null,
+  };
+  // Record first: a crash right after leaves a record that reconcile can find by its progress.
+  await ctx.records.put(rec);
+  await ctx.provisions.put(
+    req.callId,
+    newProgress({ callId: req.callId, sandboxId: id, serviceId: req.serviceId, now }),
+  );
+  ctx.metrics?.jobs.inc();
+  return rec;
+}
+
+/** Runs the phases for an admitted record; resolves with the running record or throws. */
+export async function runProvision(
+  ctx: SandboxContext,
+  rec: SandboxRecord,
+  hooks: ProvisionHooks = {},
+): Promise<SandboxRecord> {
+  const progress = await ctx.provisions.get(rec.callId);
+  if (!progress) throw new RuntimeError('INTERNAL', `provision progress for call ${rec.callId} is missing`);
+  const tracker = new ProvisionTracker(progress, ctx.provisions, ctx.now, (phase, s) =>
+    ctx.metrics?.phaseSeconds.observe({ phase }, s),
+  );
+  const log = ctx.log.child({ sandboxId: rec.id, callId: rec.callId });
+  try {
+    await tracker.enter('image_pull');
+    await transition(ctx, rec.id, 'provisioning');
+    // No registry here: "pull" means the image must already be in the engine.
+    if (!(await ctx.driver.inspectImage(rec.image))) {
+      throw new RuntimeError(
+        'IMAGE_NOT_FOUND',
+        `image ${rec.image} is not present on this operator's engine and cannot be pulled; build or load it first`,
+      );
+    }
+    const diskEnforced = await ctx.driver.diskQuotaSupported(rec.image);
+    if (!diskEnforced) log.debug('disk size not enforced: storage driver has no quota support');
+    let current = await ctx.records.patch(rec.id, (r) => ({
+      ...r,
+      resources: { ...r.resources, diskEnforced },
+    }));
+    const launched = await launchContainer(ctx, current, {
+      image: rec.image,
+      removeVolumeOnFailure: true,
+      ...(hooks.cmd ? { cmd: hooks.cmd } : {}),
+      onPhase: (phase) => tracker.enter(phase),
+      onCreated: async (containerId) => {
+        current = await ctx.records.patch(rec.id, (r) => ({ ...r, containerId }));
+      },
+    });
+    const now = ctx.now();
+    current = await transition(ctx, rec.id, 'running', {
+      containerId: launched.containerId,
+      hostPort: launched.hostPort,
+      sidecarUrl: launched.sidecarUrl,
+      startedAt: now,
+      lastActivityAt: now,
+    });
+    await tracker.enter('ready');
+    log.info({ hostPort: launched.hostPort }, 'sandbox ready');
+    return current;
+  } catch (e) {
+    const reason = failureReason(e);
+    log.warn({ phase: tracker.current.phase, reason }, 'sandbox provision failed');
+    ctx.metrics?.failures.inc();
+    await transition(ctx, rec.id, 'failed', {
+      error: reason,
+      containerId: null,
+      hostPort: null,
+      sidecarUrl: null,
+    }).catch((err) => log.error({ err: String(err) }, 'could not record the failed provision'));
+    await tracker.enter('failed', reason).catch(() => {});
+    if (isRuntimeError(e)) throw e;
+    throw new RuntimeError('PROVISION_FAILED', `provisioning failed: ${reason}`, { cause: e });
+  }
+}
+
+export function failureReason(e: unknown): string {
+  if (isRuntimeError(e)) return e.message;
+  return e instanceof Error ? e.message : String(e);
+}

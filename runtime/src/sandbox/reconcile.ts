@@ -1,0 +1,187 @@
+// Startup reconciliation of the store with the engine, before any new work: one labelled list of
+// containers (and one of volumes) for this operator, compared with every record.
+// - running record, container gone      -> stopped (snapshot or volume left) or failed
+// - running record, container not running -> stopped, tier hot (the engine restarted)
+// - stopped record, container running     -> stopped again (a resume that crashed half-way)
+// - pending/provisioning record (crash mid-provision) -> finished if its container answers
+//   /health, else its container and volume are removed and it is marked failed
+// - a labelled container or volume with no live record -> removed
+
+import type { ManagedContainer } from '../docker/driver.ts';
+import { probeHealth } from '../docker/health.ts';
+import { type SandboxContext, transition } from './context.ts';
+import { containerVanished } from './lifecycle.ts';
+import type { LockFn } from './reaper.ts';
+import type { SandboxRecord } from './record.ts';
+
+export interface ReconcileReport {
+  records: number;
+  containers: number;
+  finished: string[];
+  failed: string[];
+  stopped: string[];
+  removedContainers: string[];
+  removedVolumes: string[];
+  durationMs: number;
+}
+
+export async function reconcile(ctx: SandboxContext, lock: LockFn): Promise<ReconcileReport> {
+  const t0 = performance.now();
+  const { driver, cfg } = ctx;
+  const containers = await driver.listManaged(cfg.operatorId);
+  const bySandbox = new Map<string, ManagedContainer[]>();
+  for (const c of containers) {
+    const key = c.sandboxId ?? '';
+    bySandbox.set(key, [...(bySandbox.get(key) ?? []), c]);
+  }
+  const report: ReconcileReport = {
+    records: 0,
+    containers: containers.length,
+    finished: [],
+    failed: [],
+    stopped: [],
+    removedContainers: [],
+    removedVolumes: [],
+    durationMs: 0,
+  };
+  const records = ctx.records.all();
+  report.records = records.length;
+  const removeContainer = async (c: ManagedContainer) => {
+    await driver.removeContainer(c.id);
+    report.removedContainers.push(c.id);
+  };
+
+  await Promise.all(
+    records.map((snapshot) =>
+      lock(snapshot.id, async () => {
+        const r = ctx.records.get(snapshot.id);
+        if (!r) return;
+        const mine = bySandbox.get(r.id) ?? [];
+        bySandbox.delete(r.id);
+        const current = mine.find((c) => c.id === r.containerId);
+        // Containers of this sandbox the record does not point at are leftovers of a crash.
+        for (const c of mine) if (c !== current) await removeContainer(c);
+        await reconcileOne(ctx, r, current, report, removeContainer);
+      }),
+    ),
+  );
+
+  // Whatever is left has no record at all.
+  for (const list of bySandbox.values()) for (const c of list) await removeContainer(c);
+  const live = new Set(
+    ctx.records
+      .all()
+      .filter((r) => r.state === 'running' || r.state === 'stopped' || r.state === 'provisioning')
+      .map((r) => r.volumeName),
+  );
+  for (const v of await driver.listManagedVolumes(cfg.operatorId)) {
+    if (live.has(v.name)) continue;
+    await driver.removeVolume(v.name);
+    report.removedVolumes.push(v.name);
+  }
+  report.durationMs = performance.now() - t0;
+  ctx.log.info(
+    { ...report, finished: report.finished.length, failed: report.failed.length },
+    'reconciled with engine',
+  );
+  return report;
+}
+
+async function reconcileOne(
+  ctx: SandboxContext,
+  r: SandboxRecord,
+  c: ManagedContainer | undefined,
+  report: ReconcileReport,
+  removeContainer: (c: ManagedContainer) => Promise<void>,
+): Promise<void> {
+  switch (r.state) {
+    case 'running': {
+      if (!c) {
+        const after = await containerVanished(ctx, r);
+        (after.state === 'failed' ? report.failed : report.stopped).push(r.id);
+      } else if (c.state !== 'running') {
+        const now = ctx.now();
+        await transition(ctx, r.id, 'stopped', {
+          hostPort: null,
+          sidecarUrl: null,
+          tier: 'hot',
+          tierSince: now,
+          stoppedAt: now,
+          stopReason: 'engine',
+        });
+        report.stopped.push(r.id);
+      }
+      return;
+    }
+    case 'stopped': {
+      if (c && c.state === 'running') await ctx.driver.stop(c.id, ctx.cfg.stopTimeoutSeconds);
+      if (r.tier === 'hot' && !c) {
+        await containerVanished(ctx, r);
+        report.stopped.push(r.id);
+      }
+      return;
+    }
+    case 'pending':
+    case 'provisioning':
+      return finishOrFail(ctx, r, c, report, removeContainer);
+    default:
+      // failed / expired / deleted keep no container.
+      if (c) await removeContainer(c);
+  }
+}
+
+async function finishOrFail(
+  ctx: SandboxContext,
+  r: SandboxRecord,
+  c: ManagedContainer | undefined,
+  report: ReconcileReport,
+  removeContainer: (c: ManagedContainer) => Promise<void>,
+): Promise<void> {
+  const progress = await ctx.provisions.get(r.callId);
+  const now = ctx.now();
+  if (c && c.state === 'running') {
+    const port = c.loopbackPorts[ctx.cfg.sidecarPort] ?? 0;
+    if (port > 0 && (await probeHealth('127.0.0.1', port, 1000))) {
+      await transition(ctx, r.id, r.state === 'pending' ? 'provisioning' : r.state).catch(() => {});
+      await transition(ctx, r.id, 'running', {
+        containerId: c.id,
+        hostPort: port,
+        sidecarUrl: `http://${ctx.cfg.publicHost}:${port}`,
+        startedAt: now,
+        lastActivityAt: now,
+      });
+      if (progress) {
+        await ctx.provisions.put(r.callId, {
+          ...progress,
+          phase: 'ready',
+          phases: [...progress.phases, { phase: 'ready', at: now }],
+          updatedAt: now,
+        });
+      }
+      report.finished.push(r.id);
+      return;
+    }
+  }
+  if (c) await removeContainer(c);
+  await ctx.driver.removeVolume(r.volumeName);
+  const phase = progress?.phase ?? r.state;
+  const reason = `the operator restarted during provisioning (phase ${phase}); nothing of it was kept`;
+  await transition(ctx, r.id, 'failed', {
+    containerId: null,
+    hostPort: null,
+    sidecarUrl: null,
+    error: reason,
+  });
+  if (progress) {
+    await ctx.provisions.put(r.callId, {
+      ...progress,
+      phase: 'failed',
+      failedPhase: progress.phase,
+      phases: [...progress.phases, { phase: 'failed', at: now }],
+      error: reason,
+      updatedAt: now,
+    });
+  }
+  ctx.metrics?.failures.inc();
+  report.failed.push(r.id);
+}

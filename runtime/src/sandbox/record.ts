@@ -1,0 +1,137 @@
+// The sandbox record: its schema, public states, the allowed transitions between them, and the
+// server-side generation of ids and sidecar tokens.
+import { randomBytes } from 'node:crypto';
+import { z } from 'zod';
+import { RuntimeError } from '../errors.ts';
+
+export const SANDBOX_STATES = [
+  'pending',
+  'provisioning',
+  'running',
+  'stopped',
+  'failed',
+  'expired',
+  'deleted',
+] as const;
+export const SandboxStateSchema = z.enum(SANDBOX_STATES);
+export type SandboxState = z.infer<typeof SandboxStateSchema>;
+
+/**
+ * Where a stopped sandbox's state lives. hot: the stopped container and its workspace volume;
+ * warm: a committed image plus a tar of the workspace (container and volume removed);
+ * cold: `docker save` of that image plus the workspace tar in the snapshot dir (image removed).
+ */
+export const StorageTierSchema = z.enum(['hot', 'warm', 'cold']);
+export type StorageTier = z.infer<typeof StorageTierSchema>;
+
+// Every legal move. `expired` and `deleted` are terminal; `deleted` may be re-entered (delete is
+// idempotent), `stopped -> stopped` covers tier demotions, `running -> running` covers a
+// container recreate (secret injection) that keeps the sandbox running.
+const TRANSITIONS: Record<SandboxState, readonly SandboxState[]> = {
+  pending: ['provisioning', 'failed', 'deleted'],
+  provisioning: ['running', 'failed', 'deleted'],
+  running: ['running', 'stopped', 'failed', 'deleted'],
+  stopped: ['stopped', 'provisioning', 'running', 'failed', 'expired', 'deleted'],
+  failed: ['deleted', 'failed'],
+  expired: ['deleted', 'expired'],
+  deleted: ['deleted'],
+};
+
+export function canTransition(from: SandboxState, to: SandboxState): boolean {
+  return TRANSITIONS[from].includes(to);
+}
+
+/** Throws CONFLICT unless `from -> to` is an allowed move. */
+export function assertTransition(id: string, from: SandboxState, to: SandboxState): void {
+  if (!canTransition(from, to)) {
+    throw new RuntimeError('CONFLICT', `sandbox ${id} is ${from} and cannot become ${to}`, {
+      details: { state: from, requested: to },
+    });
+  }
+}
+
+export const SandboxResourcesSchema = z.object({
+  cpuCores: z.number().positive(),
+  memoryMb: z.number().int().positive(),
+  diskGb: z.number().int().positive(),
+  /** false when the storage driver cannot cap a container's disk (recorded, not hidden). */
+  diskEnforced: z.boolean(),
+});
+export type SandboxResources = z.infer<typeof SandboxResourcesSchema>;
+
+export const SandboxTimersSchema = z.object({
+  idleTimeoutSeconds: z.number().int().positive(),
+  maxLifetimeSeconds: z.number().int().positive(),
+});
+export type SandboxTimers = z.infer<typeof SandboxTimersSchema>;
+
+const EnvSchema = z.record(z.string(), z.string());
+
+export const SandboxRecordSchema = z.object({
+  id: z.string().regex(/^sbx-[0-9a-f]{32}$/),
+  /** Immutable after create; every auth check compares against it. */
+  owner: z.string().min(1),
+  serviceId: z.string(),
+  callId: z.string(),
+  operatorId: z.string(),
+  name: z.string(),
+  state: SandboxStateSchema,
+  /** Sidecar bearer token: 32 random bytes, hex. Kept only in the encrypted store. */
+  token: z.string().regex(/^[0-9a-f]{64}$/),
+  /** The image the sandbox was asked for (a running resumed sandbox runs from its snapshot). */
+  image: z.string(),
+  containerId: z.string().nullable(),
+  volumeName: z.string(),
+  hostPort: z.number().int().nullable(),
+  sidecarUrl: z.string().nullable(),
+  tier: StorageTierSchema.nullable(),
+  snapshotImageId: z.string().nullable(),
+  /** Directory holding workspace.tar (warm and cold) and image.tar (cold). */
+  snapshotArchiveDir: z.string().nullable(),
+  resources: SandboxResourcesSchema,
+  timers: SandboxTimersSchema,
+  /** Non-secret configuration from the create request (phase 1). */
+  baseEnv: EnvSchema,
+  /** Phase-2 secrets; merged over baseEnv. Only ever persisted through the encrypted store. */
+  userEnv: EnvSchema,
+  metadata: z.record(z.string(), z.unknown()),
+  createdAt: z.number().int(),
+  updatedAt: z.number().int(),
+  /** Start of the current running interval (create or resume): the max-lifetime clock. */
+  startedAt: z.number().int().nullable(),
+  lastActivityAt: z.number().int(),
+  stoppedAt: z.number().int().nullable(),
+  /** When the sandbox entered its current storage tier: the GC retention clock. */
+  tierSince: z.number().int().nullable(),
+  stopReason: z.enum(['user', 'idle', 'max_lifetime', 'engine']).nullable(),
+  error: z.string().nullable(),
+});
+export type SandboxRecord = z.infer<typeof SandboxRecordSchema>;
+
+/** What the API layer may show: everything except the token and the env values. */
+export type PublicSandboxView = Omit<SandboxRecord, 'token' | 'userEnv' | 'baseEnv'> & {
+  userEnvKeys: string[];
+  baseEnvKeys: string[];
+};
+
+export function publicView(r: SandboxRecord): PublicSandboxView {
+  const { token: _t, userEnv, baseEnv, ...rest } = r;
+  return { ...rest, userEnvKeys: Object.keys(userEnv), baseEnvKeys: Object.keys(baseEnv) };
+}
+
+export function newSandboxId(): string {
+  return `sbx-${randomBytes(16).toString('hex')}`;
+}
+
+export function newSidecarToken(): string {
+  return randomBytes(32).toString('hex');
+}
+
+/** A state where the sandbox can still be brought back to running. */
+export function isResumable(r: SandboxRecord): boolean {
+  return r.state === 'stopped';
+}
+
+export function isTerminal(s: SandboxState): boolean {
+  return s === 'expired' || s === 'deleted';
+}

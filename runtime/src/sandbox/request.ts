@@ -1,0 +1,109 @@
+// The create request: its schema, and how resources and timers are resolved against the
+// operator's defaults and caps (0 or absent = default; resources above a cap are refused,
+// timers above a cap are clamped).
+import { z } from 'zod';
+import { RuntimeError } from '../errors.ts';
+import type { SandboxRuntimeConfig } from './config.ts';
+import { parseUserEnv } from './env.ts';
+import type { SandboxTimers } from './record.ts';
+
+const IdLike = z.union([
+  z.string().min(1).max(128),
+  z.number().int().nonnegative(),
+  z.bigint().nonnegative(),
+]);
+
+export const CreateSandboxParamsSchema = z.object({
+  owner: z.string().min(1).max(256),
+  serviceId: IdLike,
+  callId: IdLike,
+  name: z.string().max(128).default(''),
+  image: z.string().max(512).optional(),
+  cpuCores: z.number().nonnegative().default(0),
+  memoryMb: z.number().int().nonnegative().default(0),
+  diskGb: z.number().int().nonnegative().default(0),
+  idleTimeoutSeconds: z.number().int().nonnegative().default(0),
+  maxLifetimeSeconds: z.number().int().nonnegative().default(0),
+  /** Phase-1 base config: non-secret. */
+  env: z.record(z.string(), z.string()).default({}),
+  metadata: z.record(z.string(), z.unknown()).default({}),
+});
+export type CreateSandboxParams = z.input<typeof CreateSandboxParamsSchema>;
+
+export interface ResolvedCreate {
+  owner: string;
+  serviceId: string;
+  callId: string;
+  name: string;
+  image: string;
+  cpuCores: number;
+  memoryMb: number;
+  diskGb: number;
+  timers: SandboxTimers;
+  baseEnv: Record<string, string>;
+  metadata: Record<string, unknown>;
+}
+
+/** Everything checked before a single Docker object is created. */
+export function resolveCreate(input: unknown, cfg: SandboxRuntimeConfig): ResolvedCreate {
+  const r = CreateSandboxParamsSchema.safeParse(input);
+  if (!r.success) {
+    const i = r.error.issues[0];
+    throw new RuntimeError(
+      'VALIDATION',
+      `invalid create request at ${i?.path.join('.') || '(root)'}: ${i?.message}`,
+    );
+  }
+  const p = r.data;
+  const cpuCores = p.cpuCores || cfg.defaultCpuCores;
+  const memoryMb = p.memoryMb || cfg.defaultMemoryMb;
+  const diskGb = p.diskGb || cfg.defaultDiskGb;
+  const over: string[] = [];
+  if (cpuCores > cfg.maxCpuCores) over.push(`cpu_cores ${cpuCores} > ${cfg.maxCpuCores}`);
+  if (memoryMb > cfg.maxMemoryMb) over.push(`memory_mb ${memoryMb} > ${cfg.maxMemoryMb}`);
+  if (diskGb > cfg.maxDiskGb) over.push(`disk_gb ${diskGb} > ${cfg.maxDiskGb}`);
+  if (over.length > 0) {
+    throw new RuntimeError(
+      'RESOURCES_EXCEED_LIMIT',
+      `requested resources exceed this operator's limits (${over.join(', ')}); ask for less`,
+      { details: { maxCpuCores: cfg.maxCpuCores, maxMemoryMb: cfg.maxMemoryMb, maxDiskGb: cfg.maxDiskGb } },
+    );
+  }
+  if (memoryMb < cfg.minMemoryMb) {
+    throw new RuntimeError(
+      'VALIDATION',
+      `memory_mb ${memoryMb} is below the ${cfg.minMemoryMb} MB a sandbox needs to run its sidecar`,
+    );
+  }
+  if (cpuCores < 0.1)
+    throw new RuntimeError('VALIDATION', `cpu_cores ${cpuCores} is below the minimum of 0.1`);
+  return {
+    owner: p.owner,
+    serviceId: String(p.serviceId),
+    callId: String(p.callId),
+    name: p.name,
+    image: p.image || cfg.image,
+    cpuCores,
+    memoryMb,
+    diskGb,
+    timers: resolveTimers(p, cfg),
+    baseEnv: parseUserEnv(p.env, 'env'),
+    metadata: p.metadata,
+  };
+}
+
+export function resolveTimers(
+  p: { idleTimeoutSeconds?: number; maxLifetimeSeconds?: number },
+  cfg: SandboxRuntimeConfig,
+): SandboxTimers {
+  return {
+    idleTimeoutSeconds: Math.min(
+      p.idleTimeoutSeconds || cfg.defaultIdleTimeoutSeconds,
+      cfg.maxIdleTimeoutSeconds,
+    ),
+    maxLifetimeSeconds: Math.min(
+      p.maxLifetimeSeconds || cfg.defaultMaxLifetimeSeconds,
+      cfg.maxMaxLifetimeSeconds,
+    ),
+  };
+}
