@@ -66,9 +66,13 @@ describe('sidecar server', () => {
   it('echoes a forwarded x-request-id and makes one up otherwise', async () => {
     const res = await fetch(`${fx.sidecar.url}/health`, { headers: { 'x-request-id': 'req-123' } });
     expect(res.headers.get('x-request-id')).toBe('req-123');
-    const gen = await fetch(`${fx.sidecar.url}/health`, {
-      headers: { 'x-request-id': 'bad id with spaces' },
+    const gen = await fetch(`${fx.sidecar.url}/agents`, {
+      headers: { 'x-request-id': 'bad id with spaces', authorization: `Bearer ${fx.token}` },
     });
     expect(gen.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
+    const authed = await fetch(`${fx.sidecar.url}/agents`, {
+      headers: { 'x-request-id': 'req-456', authorization: `Bearer ${fx.token}` },
+    });
+    expect(authed.headers.get('x-request-id')).toBe('req-456');
   });
 });

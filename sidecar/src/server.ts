@@ -1,51 +1,64 @@
-// Assembles the sidecar HTTP server: auth, routes, terminal sessions and agent runs; start and stop.
-import { chown, mkdir } from 'node:fs/promises';
-import { createServer, type Server } from 'node:http';
+// Starts the sidecar HTTP server. /health is answered here; the rest of the app loads on first use, because
+// Debian's Node 18 compiles every builtin (crypto, child_process, ...) at load time, with no code cache.
+import { chownSync, mkdirSync } from 'node:fs';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
-import { AgentRunner } from './agents/agent-runner.ts';
+import type { SidecarApp } from './app.ts';
 import type { SidecarConfig } from './config.ts';
-import { WorkspaceFiles } from './files/workspace-files.ts';
-import { BearerAuth } from './http/auth.ts';
-import { ok, Router } from './http/router.ts';
-import { addAgentRoutes } from './routes/agents.ts';
-import { execHandler } from './routes/exec.ts';
-import { readFileHandler, writeFileHandler } from './routes/files.ts';
-import { addTerminalRoutes } from './routes/terminals.ts';
-import { TerminalRegistry } from './terminals/terminal-registry.ts';
 
 export interface RunningSidecar {
   server: Server;
   port: number;
   url: string;
-  terminals: TerminalRegistry;
-  agents: AgentRunner;
+  /** The full app (routes, terminals, agents); loads it if it has not been yet. */
+  app(): Promise<SidecarApp>;
   close(): Promise<void>;
 }
 
 export async function startSidecar(config: SidecarConfig, log: Logger): Promise<RunningSidecar> {
-  const asRoot = process.getuid?.() === 0;
   // The workspace must exist and belong to the agent user before anything runs in it.
-  await mkdir(config.workspaceRoot, { recursive: true });
-  if (asRoot) await chown(config.workspaceRoot, config.uid, config.gid).catch(() => {});
+  mkdirSync(config.workspaceRoot, { recursive: true });
+  if (process.getuid?.() === 0) {
+    try {
+      chownSync(config.workspaceRoot, config.uid, config.gid);
+    } catch {}
+  }
 
-  const files = new WorkspaceFiles({
-    root: config.workspaceRoot,
-    maxFileBytes: config.maxFileBytes,
-    owner: asRoot ? { uid: config.uid, gid: config.gid } : undefined,
+  let appPromise: Promise<SidecarApp> | undefined;
+  const loadApp = () => {
+    appPromise ??= import('./app.ts').then((m) => m.createApp(config, log));
+    return appPromise;
+  };
+  let seq = 0;
+  const health = (req: IncomingMessage, res: ServerResponse) => {
+    const incoming = req.headers['x-request-id'];
+    const id =
+      typeof incoming === 'string' && /^[\w.:-]{1,128}$/.test(incoming)
+        ? incoming
+        : `h-${process.pid}-${++seq}`;
+    const body = JSON.stringify({ status: 'ok', timestamp: new Date().toISOString() });
+    res.writeHead(200, { 'content-type': 'application/json; charset=utf-8', 'x-request-id': id });
+    res.end(body);
+    // The operator's next call follows its health check: have the app ready by then.
+    if (!appPromise) setImmediate(() => void loadApp().catch(() => {}));
+  };
+  const server = createServer((req, res) => {
+    if (req.method === 'GET' && (req.url === '/health' || req.url?.startsWith('/health?'))) {
+      health(req, res);
+      return;
+    }
+    loadApp().then(
+      (app) => app.router.handle(req, res),
+      (err: unknown) => {
+        log.error({ err }, 'sidecar app failed to load');
+        res.writeHead(500, { 'content-type': 'application/json; charset=utf-8' });
+        res.end(
+          JSON.stringify({ success: false, error: { code: 'INTERNAL', message: 'sidecar failed to load' } }),
+        );
+      },
+    );
   });
-  const terminals = new TerminalRegistry(config);
-  const agents = new AgentRunner(config, log);
-  const router = new Router(new BearerAuth(config.authToken), log, config.maxBodyBytes);
-  router
-    .add('GET', '/health', () => ok({ status: 'ok', timestamp: new Date().toISOString() }), { auth: false })
-    .add('POST', '/terminals/commands', execHandler(config))
-    .add('POST', '/files/read', readFileHandler(files))
-    .add('POST', '/files/write', writeFileHandler(files));
-  addAgentRoutes(router, config, agents);
-  addTerminalRoutes(router, config, terminals);
-
-  const server = createServer(router.handle);
   server.keepAliveTimeout = 65_000;
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
@@ -57,11 +70,9 @@ export async function startSidecar(config: SidecarConfig, log: Logger): Promise<
     server,
     port,
     url: `http://127.0.0.1:${port}`,
-    terminals,
-    agents,
+    app: loadApp,
     async close() {
-      agents.cancel();
-      terminals.closeAll();
+      if (appPromise) (await appPromise).close();
       server.closeAllConnections?.();
       await new Promise<void>((r) => server.close(() => r()));
     },
