@@ -175,6 +175,7 @@ contract AgentSandboxBlueprint is BlueprintServiceManagerBase {
     error NotProvisioned(uint64 serviceId, address operator);
     error AttestationRequired();
     error InvalidEndpoint();
+    error ServiceStillActive(uint64 serviceId);
     error JobCallUnavailable(uint64 serviceId, uint64 callId);
     error OperatorHasActiveSandboxes(address operator, uint32 sandboxes, uint32 provisions);
 
@@ -511,6 +512,21 @@ contract AgentSandboxBlueprint is BlueprintServiceManagerBase {
 
     function _word(bytes calldata data, uint256 pos) private pure returns (uint256) {
         return uint256(bytes32(data[pos:pos + 32]));
+    }
+
+    /// After its service ends (terminated or expired) no delete job can be submitted, so the
+    /// holding operator releases the slot of a sandbox it has torn down itself.
+    function releaseSandbox(string calldata sandboxId) external {
+        bytes32 h = keccak256(bytes(sandboxId));
+        Sandbox storage sb = _sandboxes[h];
+        if (!sb.active) revert UnknownSandbox(sandboxId);
+        if (msg.sender != sb.operator) revert NotSandboxOwner(msg.sender, sb.operator);
+        if (ITangle(tangleCore).isServiceActive(sb.serviceId)) revert ServiceStillActive(sb.serviceId);
+        sb.active = false;
+        operatorActive[msg.sender]--;
+        serviceOperatorActive[sb.serviceId][msg.sender]--;
+        totalActiveSandboxes--;
+        emit SandboxDeleted(h, msg.sender);
     }
 
     // ── instance modes ────────────────────────────────────────────────────────────────────────

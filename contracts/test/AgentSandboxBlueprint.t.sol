@@ -23,6 +23,12 @@ contract AgentSandboxBlueprintCloudTest is BlueprintFixture {
         vm.assertEq(bsm.blueprintOwner(), DEVELOPER, "owner");
     }
 
+    /// EIP-170: a real chain refuses runtime code over 24,576 bytes.
+    function test_codeSizeUnderEip170() public view {
+        vm.assertTrue(address(bsm).code.length <= 24_576, "AgentSandboxBlueprint over EIP-170");
+        vm.assertTrue(address(tangle).code.length <= 24_576, "LocalTangle over EIP-170");
+    }
+
     function test_onRegister_capacityFromInputsOrDefault() public {
         vm.assertEq(bsm.capacityOf(operatorAt(0)), 2, "explicit");
         register(bp, operatorAt(10), abi.encode(uint32(0)));
@@ -305,6 +311,29 @@ contract AgentSandboxBlueprintCloudTest is BlueprintFixture {
         vm.prank(idle);
         tangle.unregisterOperator(bp);
         vm.assertEq(bsm.getOperators().length, before - 1, "removed");
+    }
+
+    function test_releaseSandbox_onlyHolder_onlyAfterServiceEnds() public {
+        address op = createSandbox(USER, "orphan");
+        vm.expectRevert(abi.encodeWithSelector(AgentSandboxBlueprint.ServiceStillActive.selector, sid));
+        vm.prank(op);
+        bsm.releaseSandbox("orphan");
+        vm.prank(USER);
+        tangle.terminateService(sid);
+        vm.expectRevert(abi.encodeWithSelector(AgentSandboxBlueprint.NotSandboxOwner.selector, STRANGER, op));
+        vm.prank(STRANGER);
+        bsm.releaseSandbox("orphan");
+        vm.expectEmit(true, true, false, true, address(bsm));
+        emit AgentSandboxBlueprint.SandboxDeleted(keccak256("orphan"), op);
+        vm.prank(op);
+        bsm.releaseSandbox("orphan");
+        vm.assertFalse(bsm.isSandboxActive("orphan"), "released");
+        vm.assertEq(bsm.totalActiveSandboxes(), 0, "total");
+        vm.prank(address(tangle));
+        bsm.onUnregister(op); // no longer refused
+        vm.expectRevert(abi.encodeWithSelector(AgentSandboxBlueprint.UnknownSandbox.selector, "orphan"));
+        vm.prank(op);
+        bsm.releaseSandbox("orphan");
     }
 
     function test_admin_capacitySetters() public {

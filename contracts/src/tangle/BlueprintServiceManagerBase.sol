@@ -21,14 +21,24 @@ contract BlueprintServiceManagerBase is IBlueprintServiceManager {
     error OnlyBlueprintOwnerAllowed(address caller, address owner);
     error BlueprintAlreadyCreated(uint64 blueprintId, address tangleCore);
 
+    // The checks live in functions so each use costs a jump, not a copy (keeps blueprints
+    // under the EIP-170 size limit).
     modifier onlyFromTangle() {
-        if (msg.sender != tangleCore) revert OnlyTangleAllowed(msg.sender, tangleCore);
+        _checkFromTangle();
         _;
     }
 
     modifier onlyBlueprintOwner() {
-        if (msg.sender != blueprintOwner) revert OnlyBlueprintOwnerAllowed(msg.sender, blueprintOwner);
+        _checkBlueprintOwner();
         _;
+    }
+
+    function _checkFromTangle() internal view {
+        if (msg.sender != tangleCore) revert OnlyTangleAllowed(msg.sender, tangleCore);
+    }
+
+    function _checkBlueprintOwner() internal view {
+        if (msg.sender != blueprintOwner) revert OnlyBlueprintOwnerAllowed(msg.sender, blueprintOwner);
     }
 
     // ── blueprint ──────────────────────────────────────────────────────────────────────────────
