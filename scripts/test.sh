@@ -13,9 +13,12 @@ step "contracts: build and generate ABIs"
 node scripts/contracts-build.mjs
 
 step "contracts: forge test"
+# The npm shim (node_modules/.bin/forge) always exits 0; run the platform binary it wraps.
+forge_bin=$(ls node_modules/@foundry-rs/forge-*/bin/forge 2>/dev/null | head -n1)
+[ -x "$forge_bin" ] || { echo "forge binary not found under node_modules/@foundry-rs/" >&2; exit 1; }
 forge_log=$(mktemp)
 set +e
-node_modules/.bin/forge test 2>&1 | tee "$forge_log"
+"$forge_bin" test 2>&1 | tee "$forge_log"
 forge_rc=${PIPESTATUS[0]}
 set -e
 forge_line=$(grep -E 'tests passed, [0-9]+ failed' "$forge_log" | tail -1 || true)
@@ -46,4 +49,4 @@ echo
 echo "forge: ${forge_pass} passed, ${forge_fail} failed"
 echo "vitest: ${vt_pass} passed, ${vt_fail} failed"
 echo "tests: $((forge_pass + vt_pass)) passed, $((forge_fail + vt_fail)) failed"
-[ "$forge_rc" = 0 ] && [ "$vt_rc" = 0 ] && [ "$forge_fail" = 0 ]
+[ "$forge_rc" = 0 ] && [ "$vt_rc" = 0 ] && [ "$forge_fail" = 0 ] && [ "$forge_pass" -gt 0 ]
