@@ -32,6 +32,7 @@ export interface TestRig {
 export async function makeRig(
   image: string,
   overrides: Partial<SandboxRuntimeConfigInput> = {},
+  opts: { openManager?: boolean } = {},
 ): Promise<TestRig> {
   const dir = await mkdtemp(join(tmpdir(), 'asbx-rt-'));
   const secret = randomBytes(32).toString('hex');
@@ -49,11 +50,15 @@ export async function makeRig(
   };
   const clock = { now: Date.now() };
   const driver = new DockerDriver();
-  let store = await EncryptedStore.open({ dir: storeDir, secret });
+  // With openManager false nothing is opened: a child process owns the store first.
+  const lazy = opts.openManager === false;
+  let store = lazy
+    ? (undefined as unknown as EncryptedStore)
+    : await EncryptedStore.open({ dir: storeDir, secret });
   let registry = new Registry();
   const open = () => SandboxManager.open({ config, store, registry, driver, now: () => clock.now });
   const rig: TestRig = {
-    manager: await open(),
+    manager: lazy ? (undefined as unknown as SandboxManager) : await open(),
     store,
     registry,
     dir,
@@ -63,8 +68,8 @@ export async function makeRig(
     config,
     clock,
     async reopen() {
-      rig.manager.stopBackground();
-      await store.close();
+      rig.manager?.stopBackground();
+      await store?.close();
       store = await EncryptedStore.open({ dir: storeDir, secret });
       registry = new Registry();
       rig.store = store;
@@ -73,8 +78,8 @@ export async function makeRig(
       return rig.manager;
     },
     async close() {
-      rig.manager.stopBackground();
-      await store.close();
+      rig.manager?.stopBackground();
+      await store?.close();
     },
     async cleanup() {
       await rig.close();

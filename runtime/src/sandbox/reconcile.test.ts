@@ -1,0 +1,168 @@
+// Reconcile on the real engine: containers removed behind the operator's back, orphans, and an
+// operator SIGKILLed mid-provision (a real child process) and restarted.
+import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { DockerDriver } from '../docker/driver.ts';
+import { sandboxLabels } from '../docker/labels.ts';
+import { makeRig, sidecarExec, TEST_LABELS, type TestRig } from './test-support.ts';
+
+const image = inject('sandboxImage');
+const owner = '0x00000000000000000000000000000000000000bb';
+const CHILD = fileURLToPath(new URL('./testdata/provision-child.ts', import.meta.url));
+let rig: TestRig;
+let n = 0;
+
+beforeAll(async () => {
+  rig = await makeRig(image, { snapshotAutoCommit: false });
+});
+afterAll(async () => {
+  await rig?.cleanup();
+});
+const create = () => rig.manager.create({ owner, serviceId: 2, callId: `rc-${++n}` });
+
+describe('reconcile', () => {
+  it('a container removed behind the operator: stopped when its volume is left (files kept), failed when nothing is', async () => {
+    const keep = await create();
+    await sidecarExec(rig.manager.sidecarEndpoint(keep.id), 'echo still-here > /home/agent/k.txt');
+    const lost = await create();
+    await rig.manager.driver.docker.getContainer(keep.containerId!).remove({ force: true });
+    await rig.manager.driver.docker.getContainer(lost.containerId!).remove({ force: true });
+    await rig.manager.driver.removeVolume(lost.volumeName);
+    const report = await rig.manager.reconcile();
+    expect(report.stopped).toContain(keep.id);
+    expect(report.failed).toContain(lost.id);
+    expect(rig.manager.get(keep.id)).toMatchObject({
+      state: 'stopped',
+      stopReason: 'engine',
+      containerId: null,
+    });
+    expect(rig.manager.get(lost.id).state).toBe('failed');
+    expect(rig.manager.get(lost.id).error).toMatch(/removed outside the operator/);
+    // Resume from the surviving volume: same id and token, files back.
+    const back = await rig.manager.resume(keep.id);
+    expect(back.token).toBe(keep.token);
+    expect((await sidecarExec(rig.manager.sidecarEndpoint(keep.id), 'cat /home/agent/k.txt')).stdout).toBe(
+      'still-here\n',
+    );
+    await rig.manager.delete(keep.id);
+  });
+
+  it('stop of a sandbox whose container vanished (no reconcile yet) ends consistent', async () => {
+    const rec = await create();
+    await rig.manager.driver.docker.getContainer(rec.containerId!).remove({ force: true });
+    const [a, b] = await Promise.all([rig.manager.stop(rec.id), rig.manager.stop(rec.id)]);
+    expect(a.state).toBe('stopped');
+    expect(b.state).toBe('stopped');
+    await rig.manager.delete(rec.id);
+  });
+
+  it('removes a labelled container that has no record, and leaves other operators alone', async () => {
+    const stray = await rig.manager.driver.docker.createContainer({
+      Image: image,
+      Cmd: ['true'],
+      Labels: sandboxLabels(
+        { id: 'sbx-stray', owner, serviceId: '2', operatorId: rig.operatorId },
+        'sandbox',
+        TEST_LABELS,
+      ),
+    });
+    const other = await rig.manager.driver.docker.createContainer({
+      Image: image,
+      Cmd: ['true'],
+      Labels: sandboxLabels(
+        { id: 'sbx-other', owner, serviceId: '2', operatorId: `${rig.operatorId}-x` },
+        'sandbox',
+        TEST_LABELS,
+      ),
+    });
+    try {
+      const report = await rig.manager.reconcile();
+      expect(report.removedContainers).toContain(stray.id);
+      expect(await rig.manager.driver.exists(stray.id)).toBeUndefined();
+      expect(await rig.manager.driver.exists(other.id)).toBeDefined();
+    } finally {
+      await rig.manager.driver.removeContainer(other.id);
+    }
+  });
+});
+
+/** Runs the child until its sandbox container runs, SIGKILLs it, and waits for it to be gone. */
+async function killMidProvision(child: TestRig, callId: string, cmd: string[]): Promise<void> {
+  const driver = new DockerDriver();
+  const arg = JSON.stringify({
+    storeDir: child.storeDir,
+    secret: child.secret,
+    config: child.config,
+    callId,
+    cmd,
+  });
+  const proc = spawn(process.execPath, ['--import', 'tsx', CHILD, arg], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stderr = '';
+  proc.stderr.on('data', (d) => {
+    stderr += d;
+  });
+  const exited = new Promise<NodeJS.Signals | number | null>((r) =>
+    proc.on('exit', (code, sig) => r(sig ?? code)),
+  );
+  const deadline = Date.now() + 60_000;
+  while (Date.now() < deadline) {
+    const list = await driver.listManaged(child.operatorId);
+    if (list.some((c) => c.state === 'running')) break;
+    if (proc.exitCode !== null) throw new Error(`child exited early: ${stderr}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  await new Promise((r) => setTimeout(r, 300)); // now inside health_check
+  proc.kill('SIGKILL');
+  expect(await exited).toBe('SIGKILL');
+}
+
+describe('operator killed mid-provision and restarted', () => {
+  it('cleans up a provision whose sidecar never answered: no orphan container or volume, record failed', async () => {
+    const child = await makeRig(image, { healthTimeoutMs: 60_000 }, { openManager: false });
+    try {
+      await killMidProvision(child, 'crash-1', ['sleep', '600']);
+      const m = await child.reopen();
+      const before = await m.driver.listManaged(child.operatorId);
+      expect(before).toHaveLength(1); // the orphan the crash left
+      const p0 = await m.getProvision('crash-1');
+      expect(['container_start', 'health_check']).toContain(p0.phase);
+      const report = await m.reconcile();
+      expect(report.failed).toEqual([p0.sandboxId]);
+      expect(await m.driver.listManaged(child.operatorId)).toEqual([]);
+      const rec = m.get(p0.sandboxId);
+      expect(rec.state).toBe('failed');
+      expect(rec.error).toMatch(/operator restarted during provisioning/);
+      expect(await m.driver.volumeExists(rec.volumeName)).toBe(false);
+      const p = await m.getProvision('crash-1');
+      expect(p.phase).toBe('failed');
+      // The same call id is not provisioned twice.
+      await expect(m.create({ owner, serviceId: 3, callId: 'crash-1' })).rejects.toMatchObject({
+        code: 'PROVISION_FAILED',
+      });
+    } finally {
+      await child.cleanup();
+    }
+  });
+
+  it('finishes a provision whose sidecar came up after the crash', async () => {
+    const child = await makeRig(image, { healthTimeoutMs: 60_000 }, { openManager: false });
+    try {
+      // The real sidecar, started 2 s late: the child dies while polling /health.
+      await killMidProvision(child, 'crash-2', ['sh', '-c', 'sleep 2; exec node /opt/sidecar/sidecar.cjs']);
+      await new Promise((r) => setTimeout(r, 3000));
+      const m = await child.reopen();
+      const report = await m.reconcile();
+      const p = await m.getProvision('crash-2');
+      expect(report.finished).toEqual([p.sandboxId]);
+      expect(p.phase).toBe('ready');
+      const rec = m.get(p.sandboxId);
+      expect(rec.state).toBe('running');
+      expect((await sidecarExec(m.sidecarEndpoint(rec.id), 'id -u')).stdout).toBe('1000\n');
+    } finally {
+      await child.cleanup();
+    }
+  });
+});
