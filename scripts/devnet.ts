@@ -143,6 +143,12 @@ async function up(o: {
     };
     process.on('SIGINT', () => void stop('SIGINT'));
     process.on('SIGTERM', () => void stop('SIGTERM'));
+    // `tsx` runs this file in a child node; if that wrapper is killed hard we are re-parented and
+    // nobody would ever stop us (or anvil). A foreground devnet ends with whoever started it.
+    const parent = process.ppid;
+    setInterval(() => {
+      if (process.ppid !== parent) void stop('parent exited');
+    }, 1000).unref();
     void started.exited.then(() => {
       if (stopping) return;
       say('anvil exited on its own; the devnet is gone');

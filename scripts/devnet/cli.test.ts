@@ -8,8 +8,9 @@ import { rpcChainId } from './anvil.ts';
 import { REPO_ROOT } from './errors.ts';
 import type { DevnetInfo } from './state.ts';
 
-const TSX = join(REPO_ROOT, 'node_modules/.bin/tsx');
 const CLI = join(REPO_ROOT, 'scripts/devnet.ts');
+/** node with tsx's loader: one process, so a signal reaches the CLI itself (not a wrapper). */
+const NODE_TS = ['--import', 'tsx'];
 const dir = mkdtempSync(join(tmpdir(), 'devnet-cli-test-'));
 const started: ChildProcess[] = [];
 afterAll(() => {
@@ -25,7 +26,10 @@ interface Run {
 
 function run(args: string[]): Promise<Run> {
   return new Promise((resolve) => {
-    const child = spawn(TSX, [CLI, ...args], { cwd: REPO_ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [...NODE_TS, CLI, ...args], {
+      cwd: REPO_ROOT,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d) => (stdout += d));
@@ -37,11 +41,14 @@ function run(args: string[]): Promise<Run> {
 /** Starts `up` in the foreground and resolves once it says it is running. */
 function upForeground(
   stateFile: string,
+  via: 'node' | 'tsx-wrapper' = 'node',
 ): Promise<{ child: ChildProcess; out: () => string; exit: Promise<number | null> }> {
-  const child = spawn(TSX, [CLI, 'up', '--port', '0', '--state', stateFile], {
-    cwd: REPO_ROOT,
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const args = [CLI, 'up', '--port', '0', '--state', stateFile];
+  const child = spawn(
+    via === 'node' ? process.execPath : join(REPO_ROOT, 'node_modules/.bin/tsx'),
+    via === 'node' ? [...NODE_TS, ...args] : args,
+    { cwd: REPO_ROOT, stdio: ['ignore', 'pipe', 'pipe'] },
+  );
   started.push(child);
   let text = '';
   const exit = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
@@ -56,6 +63,16 @@ function upForeground(
     child.stderr?.on('data', onData);
     void exit.then((code) => reject(new Error(`up exited early (${code}): ${text}`)));
   });
+}
+
+/** Whether nothing answers at `rpcUrl` any more, waiting up to 15 s for it to go. */
+async function gone(rpcUrl: string): Promise<boolean> {
+  const deadline = Date.now() + 15_000;
+  while (Date.now() < deadline) {
+    if ((await rpcChainId(rpcUrl, 300)) === undefined) return true;
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  return false;
 }
 
 describe('devnet CLI', () => {
@@ -87,6 +104,28 @@ describe('devnet CLI', () => {
     const after = await run(['status', '--state', stateFile]);
     expect(after.code).toBe(1);
     expect(after.stderr).toContain('no devnet');
+  });
+
+  it('leaves no anvil behind when the process running `up` is killed hard', {
+    timeout: 180_000,
+  }, async () => {
+    // Directly: the kernel's parent-death signal takes anvil down with the node process.
+    const direct = await upForeground(join(dir, 'kill-direct', 'devnet.json'));
+    const directRpc = (
+      JSON.parse(readFileSync(join(dir, 'kill-direct', 'devnet.json'), 'utf8')) as DevnetInfo
+    ).rpcUrl;
+    direct.child.kill('SIGKILL');
+    await direct.exit.catch(() => {});
+    expect(await gone(directRpc)).toBe(true);
+
+    // Through the tsx wrapper (what `npm run demo` runs): the orphaned CLI notices and stops anvil.
+    const wrapped = await upForeground(join(dir, 'kill-wrapper', 'devnet.json'), 'tsx-wrapper');
+    const wrappedRpc = (
+      JSON.parse(readFileSync(join(dir, 'kill-wrapper', 'devnet.json'), 'utf8')) as DevnetInfo
+    ).rpcUrl;
+    wrapped.child.kill('SIGKILL');
+    await wrapped.exit.catch(() => {});
+    expect(await gone(wrappedRpc)).toBe(true);
   });
 
   it('up --detach returns while anvil keeps running, and down stops it', { timeout: 120_000 }, async () => {
