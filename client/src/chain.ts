@@ -144,7 +144,10 @@ export class SandboxChain {
         args: [this.serviceId, jobIndex, inputs],
         ...(options.value === undefined ? {} : { value: options.value }),
       });
-      txHash = await wallet.writeContract({ ...request, chain: null });
+      // The blueprint picks an operator from block randomness, so the gas a call needs differs
+      // between the estimate's block and the one it lands in: leave a margin.
+      const gas = await this.publicClient.estimateContractGas(request);
+      txHash = await wallet.writeContract({ ...request, gas: (gas * 13n) / 10n, chain: null });
     } catch (e) {
       throw chainError(e, what);
     }

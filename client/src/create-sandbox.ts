@@ -100,6 +100,7 @@ export async function createSandbox(options: CreateSandboxOptions): Promise<Crea
 
   // Phase 1: until the result is on chain, watch the operator's public provision progress.
   let lastPhase = 'queued';
+  const emitted = new Set<string>();
   let output: (CreateOutput & { operator: Address }) | undefined;
   let progressClient = operatorUrl
     ? new OperatorClient({ baseUrl: operatorUrl, ...fetchOpt(options) })
@@ -112,13 +113,17 @@ export async function createSandbox(options: CreateSandboxOptions): Promise<Crea
         if (e instanceof ClientError && (e.code === 'NETWORK' || e.code === 'TIMEOUT')) return null;
         throw e;
       });
-      if (p && p.phase !== lastPhase) {
-        emit({ stage: 'phase', callId, phase: p.phase, provision: p });
-        if (p.phase === 'failed') {
-          const failedAt = typeof p.failed_phase === 'string' ? p.failed_phase : lastPhase;
-          throw provisionFailed(callId, failedAt, provisionFailureReason(p));
+      // A phase shorter than the poll interval is still reported when the operator sends the
+      // history it keeps (`phases`/`history`: [{phase, …}]); phases never repeat in one provision.
+      for (const phase of p ? phasesOf(p) : []) {
+        if (emitted.has(phase)) continue;
+        emitted.add(phase);
+        emit({ stage: 'phase', callId, phase, provision: p! });
+        if (phase === 'failed') {
+          const failedAt = typeof p!.failed_phase === 'string' ? p!.failed_phase : lastPhase;
+          throw provisionFailed(callId, failedAt, provisionFailureReason(p!));
         }
-        lastPhase = p.phase;
+        lastPhase = phase;
       }
     }
     const r = await chain.findResult(callId, submitted.blockNumber);
@@ -191,6 +196,16 @@ export async function createSandbox(options: CreateSandboxOptions): Promise<Crea
     }
     await sleep(pollMs, signal);
   }
+}
+
+/** The phases a provision record shows, oldest first, ending with the current one. */
+function phasesOf(p: Provision): string[] {
+  const history = Array.isArray(p.phases) ? p.phases : Array.isArray(p.history) ? p.history : [];
+  const names = history
+    .map((h) => (h && typeof h === 'object' ? (h as { phase?: unknown }).phase : h))
+    .filter((x): x is string => typeof x === 'string');
+  // A failure is reported from the record itself (with its reason), so it goes last.
+  return [...names.filter((n) => n !== 'failed'), p.phase];
 }
 
 function fetchOpt(options: CreateSandboxOptions): { fetch?: typeof fetch } {

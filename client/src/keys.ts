@@ -1,7 +1,6 @@
 // Turns the owner's key material into a viem account: a raw private key (development) or an
 // Ethereum V3 keystore JSON file decrypted with a password. Keys never leave this process.
 import { readFile } from 'node:fs/promises';
-import { decryptKeystoreJson, isKeystoreJson } from 'ethers';
 import { isHex, type LocalAccount } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
 import { ClientError } from './errors.ts';
@@ -30,6 +29,8 @@ export async function accountFromKeystore(path: string, password: string): Promi
       `cannot read keystore ${path} (${(e as NodeJS.ErrnoException).code ?? e})`,
     );
   }
+  // ethers is heavy to load; only keystore users pay for it.
+  const { decryptKeystoreJson, isKeystoreJson } = await import('ethers');
   if (!isKeystoreJson(json)) {
     throw new ClientError('USAGE', `${path} is not an Ethereum V3 keystore JSON file`);
   }

@@ -90,6 +90,7 @@ export const create: Command = async (ctx) => {
         ? { operatorUrl: devnet.operatorUrls[0] }
         : {}),
     signal: ctx.io.signal,
+    pollMs: 500,
     ...(timeout ? { timeoutMs: Number(timeout) * 1000 } : {}),
     ...(ctx.io.fetch ? { fetch: ctx.io.fetch } : {}),
     onSession: (s) =>
