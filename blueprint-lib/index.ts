@@ -1,2 +1,37 @@
-// @agent-sandbox/blueprint-lib: public door of the package.
-export {};
+// @agent-sandbox/blueprint-lib: this blueprint's jobs and handlers — where the sdk and the runtime meet.
+export {
+  BlueprintChain,
+  type BlueprintChainOptions,
+  type CallRef,
+  type ChainReader,
+  type ChainWorkflow,
+  resolveBlueprintContract,
+} from './src/chain.ts';
+export type {
+  BlueprintDeps,
+  ExecOutcome,
+  OperatorMode,
+  RuntimeCreateParams,
+  SandboxFacts,
+  SandboxRuntime,
+} from './src/deps.ts';
+export {
+  BlueprintError,
+  type BlueprintErrorCode,
+  BlueprintErrorCodes,
+  isBlueprintError,
+} from './src/errors.ts';
+export { type HandledCall, HandledCalls } from './src/handled-calls.ts';
+export { createResultJson, describeFailure } from './src/handlers/sandbox.ts';
+export { type StoredWorkflow, type WorkflowRun, workflowCommand } from './src/handlers/workflow.ts';
+export * from './src/jobs.ts';
+export { type BlueprintRouter, blueprintRouter } from './src/router.ts';
+export {
+  type CreatePolicy,
+  LIMITS,
+  parseStringMap,
+  type SandboxCreateRequest,
+  type ValidatedCreate,
+  validateCreateRequest,
+  validateSandboxId,
+} from './src/validate.ts';

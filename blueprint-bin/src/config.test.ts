@@ -1,0 +1,142 @@
+import { readFileSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import { ConfigError, configSchema, loadConfig, VARIABLES } from './config.ts';
+import { configurationSection, README, withConfigurationSection } from './config-doc.ts';
+
+const SECRET = 'ab'.repeat(32);
+const valid = {
+  HTTP_RPC_URL: 'http://127.0.0.1:8545',
+  TANGLE_CONTRACT: '0x5FbDB2315678afecb367f032d93F642f64180aa3',
+  BLUEPRINT_ID: '0',
+  SERVICE_ID: '0',
+  DATA_DIR: '/tmp/op',
+  SESSION_AUTH_SECRET: SECRET,
+};
+
+function problemsOf(fn: () => unknown): Array<{ variable: string; problem: string }> {
+  try {
+    fn();
+  } catch (e) {
+    expect(e).toBeInstanceOf(ConfigError);
+    return (e as ConfigError).problems;
+  }
+  throw new Error('expected a ConfigError');
+}
+
+describe('loadConfig', () => {
+  it('accepts a minimal run configuration and fills the documented defaults', () => {
+    const c = loadConfig('run', valid);
+    expect(c.mode).toBe('cloud');
+    expect(c.api).toEqual({ host: '127.0.0.1', port: 9090, publicUrl: 'http://127.0.0.1:9090' });
+    expect(c.values.SANDBOX_MAX_CPU_CORES).toBe(2);
+    expect(c.values.SANDBOX_IMAGE_ALLOWLIST).toEqual([]);
+    expect(c.values.JOB_START_BLOCK).toBe('latest');
+    expect(c.env?.serviceId).toBe(0n);
+    expect(c.env?.tangleContract).toBe(valid.TANGLE_CONTRACT);
+  });
+
+  it('lists every missing required variable in one error', () => {
+    const p = problemsOf(() => loadConfig('run', {}));
+    const names = p.map((x) => x.variable).sort();
+    expect(names).toEqual([
+      'BLUEPRINT_ID',
+      'DATA_DIR',
+      'HTTP_RPC_URL',
+      'SERVICE_ID',
+      'SESSION_AUTH_SECRET',
+      'TANGLE_CONTRACT',
+    ]);
+    expect(p.every((x) => x.problem === 'is required but not set')).toBe(true);
+  });
+
+  it('lists every malformed value in one error, and never echoes a value', () => {
+    const bad = {
+      ...valid,
+      HTTP_RPC_URL: 'ftp://nope',
+      TANGLE_CONTRACT: '0x1234',
+      SERVICE_ID: '-1',
+      SESSION_AUTH_SECRET: 'hunter2-secret-value',
+      OPERATOR_API_PORT: '70000',
+      OPERATOR_MODE: 'hybrid',
+      SANDBOX_MAX_CPU_CORES: 'lots',
+      SANDBOX_SNAPSHOT_AUTO_COMMIT: 'maybe',
+      SANDBOX_EXTRA_LABELS: 'novalue',
+      LOG_LEVEL: 'loud',
+      KEYSTORE_PASSWORD: 'pw-should-not-appear',
+    };
+    let err: ConfigError | undefined;
+    try {
+      loadConfig('run', bad);
+    } catch (e) {
+      err = e as ConfigError;
+    }
+    expect(err).toBeInstanceOf(ConfigError);
+    const names = new Set(err!.problems.map((x) => x.variable));
+    for (const v of [
+      'HTTP_RPC_URL',
+      'TANGLE_CONTRACT',
+      'SERVICE_ID',
+      'SESSION_AUTH_SECRET',
+      'OPERATOR_API_PORT',
+      'OPERATOR_MODE',
+      'SANDBOX_MAX_CPU_CORES',
+      'SANDBOX_SNAPSHOT_AUTO_COMMIT',
+      'SANDBOX_EXTRA_LABELS',
+      'LOG_LEVEL',
+    ]) {
+      expect(names.has(v), v).toBe(true);
+    }
+    // Each variable once, even where the sdk checks it too.
+    expect(err!.problems.length).toBe(names.size);
+    expect(err!.message).not.toContain('hunter2');
+    expect(err!.message).not.toContain('pw-should-not-appear');
+    expect(err!.message).toContain('SESSION_AUTH_SECRET');
+  });
+
+  it('checks defaults against caps', () => {
+    const p = problemsOf(() => loadConfig('run', { ...valid, SANDBOX_DEFAULT_MEMORY_MB: '9000' }));
+    expect(p).toEqual([
+      { variable: 'SANDBOX_DEFAULT_MEMORY_MB', problem: 'must not exceed SANDBOX_MAX_MEMORY_MB' },
+    ]);
+  });
+
+  it('needs only what the command needs', () => {
+    expect(() => loadConfig('keys', {})).not.toThrow();
+    expect(() => loadConfig('status', {})).not.toThrow();
+    const reg = loadConfig('register', { ...valid, SERVICE_ID: undefined, SESSION_AUTH_SECRET: undefined });
+    expect(reg.env?.registrationModeOn).toBe(true);
+  });
+
+  it('parses lists and labels', () => {
+    const c = loadConfig('run', {
+      ...valid,
+      SANDBOX_IMAGE_ALLOWLIST: ' a:1 , b:2,,',
+      SANDBOX_EXTRA_LABELS: 'agent-sandbox.test=1,x=y',
+      CORS_ALLOWED_ORIGINS: 'https://a.example',
+      OPERATOR_API_PORT: '0',
+    });
+    expect(c.values.SANDBOX_IMAGE_ALLOWLIST).toEqual(['a:1', 'b:2']);
+    expect(c.values.SANDBOX_EXTRA_LABELS).toEqual({ 'agent-sandbox.test': '1', x: 'y' });
+    expect(c.values.CORS_ALLOWED_ORIGINS).toEqual(['https://a.example']);
+    expect(c.api.publicUrl).toBeUndefined();
+  });
+
+  it('has a zod schema over every variable', () => {
+    expect(Object.keys(configSchema.shape).sort()).toEqual(Object.keys(VARIABLES).sort());
+    expect(configSchema.safeParse({ OPERATOR_API_PORT: '8080' }).success).toBe(true);
+  });
+});
+
+describe('README configuration table', () => {
+  const readme = readFileSync(README, 'utf8');
+
+  it('lists every variable of the schema', () => {
+    const section = readme.slice(readme.indexOf('## Configuration'));
+    for (const name of Object.keys(VARIABLES)) expect(section, name).toContain(`| \`${name}\` |`);
+  });
+
+  it('is exactly the table generated from the schema', () => {
+    expect(readme).toContain(configurationSection());
+    expect(withConfigurationSection(readme)).toBe(readme);
+  });
+});

@@ -1,0 +1,42 @@
+// The blueprint layer's one error type: a stable code and a message that says what to do.
+
+export const BlueprintErrorCodes = [
+  /** A job's request is invalid (bad JSON, too long, unknown field value). */
+  'INVALID_REQUEST',
+  /** Requested resources exceed this operator's caps. */
+  'RESOURCES_EXCEED_LIMIT',
+  /** The image is not on this operator's allow-list. */
+  'IMAGE_NOT_ALLOWED',
+  /** The request needs a TEE and this operator has none. */
+  'TEE_UNAVAILABLE',
+  /** The sandbox (or workflow) is not known to this operator. */
+  'NOT_FOUND',
+  /** The job's caller may not act on this sandbox. */
+  'FORBIDDEN',
+  /** A chain read the handler depends on failed (after retries). */
+  'CHAIN',
+  /** The runtime refused or failed the operation. */
+  'RUNTIME',
+] as const;
+
+export type BlueprintErrorCode = (typeof BlueprintErrorCodes)[number];
+
+export class BlueprintError extends Error {
+  override readonly name = 'BlueprintError';
+  readonly code: BlueprintErrorCode;
+  readonly details: Record<string, unknown> | undefined;
+
+  constructor(
+    code: BlueprintErrorCode,
+    message: string,
+    options: { cause?: unknown; details?: Record<string, unknown> } = {},
+  ) {
+    super(message, { cause: options.cause });
+    this.code = code;
+    this.details = options.details;
+  }
+}
+
+export function isBlueprintError(e: unknown, code?: BlueprintErrorCode): e is BlueprintError {
+  return e instanceof BlueprintError && (code === undefined || e.code === code);
+}

@@ -1,0 +1,216 @@
+// Jobs 0 and 1: create a sandbox (only the operator OperatorAssigned names) and delete one (only
+// the operator OperatorRouted names). Results carry public facts only, never the sidecar token.
+import { type JobContext, type JobValue, SKIP, type Skip } from '@agent-sandbox/sdk';
+import { isAddressEqual } from 'viem';
+import type { BlueprintDeps, SandboxFacts } from '../deps.ts';
+import { BlueprintError } from '../errors.ts';
+import { HandledCalls } from '../handled-calls.ts';
+import type { SANDBOX_CREATE_INPUT, SANDBOX_CREATE_OUTPUT, SANDBOX_DELETE_INPUT } from '../jobs.ts';
+import { validateCreateRequest, validateSandboxId } from '../validate.ts';
+
+type CreateOutput = JobValue<typeof SANDBOX_CREATE_OUTPUT>;
+type JsonOutput = { json: string };
+
+/**
+ * `{ code, message }` of a failure, publishable on chain: only this project's error classes (their
+ * messages are written to be shown, never carry secrets); anything else becomes a generic text.
+ */
+export function describeFailure(e: unknown): { code: string; message: string } {
+  const known = ['BlueprintError', 'RuntimeError', 'SdkError'];
+  if (e instanceof Error && known.includes(e.name) && typeof (e as { code?: unknown }).code === 'string') {
+    return { code: (e as unknown as { code: string }).code, message: e.message };
+  }
+  return { code: 'INTERNAL', message: 'the operator failed unexpectedly; its logs have the details' };
+}
+
+/** The public result document of a created sandbox: facts only; the token never appears. */
+export function createResultJson(
+  rec: SandboxFacts,
+  deps: Pick<BlueprintDeps, 'operator' | 'operatorApiUrl'>,
+  facts: Record<string, unknown> = {},
+): string {
+  return JSON.stringify({
+    sandboxId: rec.id,
+    operator: deps.operator,
+    operatorApiUrl: deps.operatorApiUrl,
+    serviceId: rec.serviceId,
+    callId: rec.callId,
+    owner: rec.owner,
+    state: rec.state,
+    name: rec.name,
+    image: rec.image,
+    resources: {
+      cpuCores: rec.resources.cpuCores,
+      memoryMb: rec.resources.memoryMb,
+      diskGb: rec.resources.diskGb,
+    },
+    timers: rec.timers,
+    createdAt: rec.createdAt,
+    sshPort: null,
+    attestation: null,
+    ...facts,
+  });
+}
+
+export function sandboxHandlers(deps: BlueprintDeps) {
+  const handled = new HandledCalls(deps.store);
+  const mine = (a: `0x${string}` | undefined) => a !== undefined && isAddressEqual(a, deps.operator);
+
+  async function answer<V extends Record<string, string>>(
+    ctx: JobContext,
+    job: number,
+    value: V,
+    reason?: string,
+  ): Promise<V> {
+    await handled.record(ctx.serviceId, ctx.callId, {
+      job,
+      outcome: 'result',
+      value,
+      ...(reason ? { reason } : {}),
+    });
+    return value;
+  }
+
+  async function create(
+    req: JobValue<typeof SANDBOX_CREATE_INPUT>,
+    ctx: JobContext,
+  ): Promise<CreateOutput | Skip> {
+    const prior = await handled.get(ctx.serviceId, ctx.callId);
+    if (prior) {
+      ctx.log.info({ outcome: prior.outcome }, 'create call already handled; answering the same way');
+      return prior.outcome === 'skip' ? SKIP : (prior.value as CreateOutput);
+    }
+    const assigned = await deps.chain.operatorForCall('OperatorAssigned', ctx);
+    if (!mine(assigned)) {
+      ctx.log.debug({ assigned }, 'create assigned to another operator; skipping');
+      await handled.record(ctx.serviceId, ctx.callId, {
+        job: 0,
+        outcome: 'skip',
+        reason: `assigned to ${assigned ?? 'nobody'}`,
+      });
+      return SKIP;
+    }
+    const fail = async (e: unknown, phase: string): Promise<CreateOutput> => {
+      const f = describeFailure(e);
+      ctx.log.warn({ phase, code: f.code, reason: f.message }, 'sandbox create failed; posting the reason');
+      return answer(
+        ctx,
+        0,
+        {
+          sandboxId: '',
+          json: JSON.stringify({ error: f.message, code: f.code, phase, callId: `${ctx.callId}` }),
+        },
+        f.message,
+      );
+    };
+    let v: ReturnType<typeof validateCreateRequest>;
+    try {
+      v = validateCreateRequest(req, deps.policy);
+    } catch (e) {
+      return fail(e, 'validation');
+    }
+    ctx.log.info(
+      { image: v.image, cpuCores: v.cpuCores, memoryMb: v.memoryMb, owner: ctx.caller },
+      'provisioning sandbox',
+    );
+    let rec: SandboxFacts;
+    try {
+      rec = await deps.sandboxes.create({
+        owner: ctx.caller,
+        serviceId: `${ctx.serviceId}`,
+        callId: `${ctx.callId}`,
+        name: v.name,
+        image: v.image,
+        cpuCores: v.cpuCores,
+        memoryMb: v.memoryMb,
+        diskGb: v.diskGb,
+        idleTimeoutSeconds: v.idleTimeoutSeconds,
+        maxLifetimeSeconds: v.maxLifetimeSeconds,
+        env: v.env,
+        metadata: v.metadata,
+      });
+    } catch (e) {
+      if (ctx.signal.aborted) throw e;
+      const p = await deps.sandboxes.getProvision(`${ctx.callId}`).catch(() => undefined);
+      return fail(e, p?.failedPhase ?? p?.phase ?? 'admission');
+    }
+    ctx.log.info({ sandboxId: rec.id }, 'sandbox running');
+    return answer(ctx, 0, {
+      sandboxId: rec.id,
+      json: createResultJson(rec, deps, {
+        stack: v.facts.stack,
+        agentIdentifier: v.facts.agentIdentifier,
+        webTerminalEnabled: v.facts.webTerminalEnabled,
+        // SSH is not offered by this operator; the request's wish is echoed, not granted.
+        ssh: { requested: v.facts.sshEnabled, enabled: false },
+      }),
+    });
+  }
+
+  async function remove(
+    req: JobValue<typeof SANDBOX_DELETE_INPUT>,
+    ctx: JobContext,
+  ): Promise<JsonOutput | Skip> {
+    const prior = await handled.get(ctx.serviceId, ctx.callId);
+    if (prior) return prior.outcome === 'skip' ? SKIP : (prior.value as JsonOutput);
+    const routed = await deps.chain.operatorForCall('OperatorRouted', ctx);
+    if (!mine(routed)) {
+      await handled.record(ctx.serviceId, ctx.callId, {
+        job: 1,
+        outcome: 'skip',
+        reason: `routed to ${routed ?? 'nobody'}`,
+      });
+      return SKIP;
+    }
+    const id = req.sandbox_id;
+    const error = (e: unknown) => {
+      const f = describeFailure(e);
+      ctx.log.warn(
+        { sandboxId: id, code: f.code, reason: f.message },
+        'sandbox delete failed; posting the reason',
+      );
+      return answer(
+        ctx,
+        1,
+        { json: JSON.stringify({ error: f.message, code: f.code, sandboxId: id }) },
+        f.message,
+      );
+    };
+    let rec: SandboxFacts;
+    try {
+      validateSandboxId(id);
+      try {
+        rec = deps.sandboxes.get(id);
+      } catch (e) {
+        throw new BlueprintError(
+          'NOT_FOUND',
+          `sandbox ${id} is not known to operator ${deps.operator}; nothing was deleted`,
+          { cause: e },
+        );
+      }
+      if (rec.serviceId !== `${ctx.serviceId}`) {
+        throw new BlueprintError(
+          'FORBIDDEN',
+          `sandbox ${id} belongs to service ${rec.serviceId}, not ${ctx.serviceId}`,
+        );
+      }
+      if (rec.owner.toLowerCase() !== ctx.caller.toLowerCase()) {
+        throw new BlueprintError('FORBIDDEN', `only the owner of sandbox ${id} may delete it`);
+      }
+    } catch (e) {
+      return error(e);
+    }
+    try {
+      await deps.sandboxes.delete(id);
+    } catch (e) {
+      if (ctx.signal.aborted) throw e;
+      return error(e);
+    }
+    ctx.log.info({ sandboxId: id }, 'sandbox deleted');
+    return answer(ctx, 1, {
+      json: JSON.stringify({ sandboxId: id, deleted: true, state: 'deleted', operator: deps.operator }),
+    });
+  }
+
+  return { create, remove, handled };
+}

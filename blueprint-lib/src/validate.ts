@@ -1,0 +1,165 @@
+// Checks a decoded SandboxCreateRequest against this operator's policy (caps, image allow-list,
+// JSON fields, lengths) before anything is created, and turns it into runtime create parameters.
+import type { JobValue } from '@agent-sandbox/sdk';
+import { BlueprintError } from './errors.ts';
+import type { SANDBOX_CREATE_INPUT } from './jobs.ts';
+
+export type SandboxCreateRequest = JobValue<typeof SANDBOX_CREATE_INPUT>;
+
+/** What this operator accepts; built once from the operator's configuration. */
+export interface CreatePolicy {
+  /** Image used when the request names none. */
+  defaultImage: string;
+  /** Images a request may name (the default image is always allowed). */
+  imageAllowlist: readonly string[];
+  maxCpuCores: number;
+  maxMemoryMb: number;
+  maxDiskGb: number;
+  /** False on an operator without TEE hardware: tee_required requests are refused. */
+  teeAvailable: boolean;
+}
+
+export const LIMITS = {
+  name: 64,
+  image: 256,
+  stack: 64,
+  agentIdentifier: 128,
+  attestationNonce: 256,
+  sshPublicKey: 8192,
+  envJson: 64 * 1024,
+  metadataJson: 16 * 1024,
+  capabilitiesJson: 4096,
+  envKeys: 128,
+} as const;
+
+/** The runtime's create parameters minus owner/serviceId/callId, plus the public facts to report. */
+export interface ValidatedCreate {
+  name: string;
+  image: string;
+  cpuCores: number;
+  memoryMb: number;
+  diskGb: number;
+  idleTimeoutSeconds: number;
+  maxLifetimeSeconds: number;
+  env: Record<string, string>;
+  metadata: Record<string, unknown>;
+  /** Public, non-secret facts from the request echoed in the result. */
+  facts: { stack: string; agentIdentifier: string; sshEnabled: boolean; webTerminalEnabled: boolean };
+}
+
+const invalid = (field: string, why: string): BlueprintError =>
+  new BlueprintError('INVALID_REQUEST', `${field} ${why}`, { details: { field } });
+
+function checkLength(field: string, value: string, max: number): void {
+  if (value.length > max)
+    throw invalid(field, `is ${value.length} characters long; at most ${max} are allowed`);
+}
+
+/** '' → {}; otherwise a JSON object whose values are all strings. */
+export function parseStringMap(field: string, text: string, maxBytes: number): Record<string, string> {
+  if (text.trim() === '') return {};
+  checkLength(field, text, maxBytes);
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    throw invalid(field, 'is not valid JSON; send a JSON object of string values, e.g. {"KEY":"value"}');
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    throw invalid(field, 'must be a JSON object of string values, e.g. {"KEY":"value"}');
+  }
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(value)) {
+    if (typeof v !== 'string')
+      throw invalid(field, `has a non-string value at "${k}"; every value must be a string`);
+    out[k] = v;
+  }
+  if (Object.keys(out).length > LIMITS.envKeys) throw invalid(field, `has more than ${LIMITS.envKeys} keys`);
+  return out;
+}
+
+/** uint64 request value (0 = operator default) within a cap, as a JS number. */
+function resource(field: string, value: bigint, max: number, unit: string): number {
+  if (value > BigInt(Math.floor(max))) {
+    throw new BlueprintError(
+      'RESOURCES_EXCEED_LIMIT',
+      `${field} ${value} exceeds this operator's limit of ${max} ${unit}; ask for at most ${max} (0 = default)`,
+      { details: { field, requested: value.toString(), max } },
+    );
+  }
+  return Number(value);
+}
+
+/** Timers are clamped by the runtime; a uint64 beyond any sane value is clamped here first. */
+const timer = (v: bigint): number =>
+  v > BigInt(Number.MAX_SAFE_INTEGER) ? Number.MAX_SAFE_INTEGER : Number(v);
+
+export function validateCreateRequest(req: SandboxCreateRequest, policy: CreatePolicy): ValidatedCreate {
+  checkLength('name', req.name, LIMITS.name);
+  checkLength('image', req.image, LIMITS.image);
+  checkLength('stack', req.stack, LIMITS.stack);
+  checkLength('agent_identifier', req.agent_identifier, LIMITS.agentIdentifier);
+  checkLength('attestation_nonce', req.attestation_nonce, LIMITS.attestationNonce);
+  checkLength('ssh_public_key', req.ssh_public_key, LIMITS.sshPublicKey);
+  checkLength('capabilities_json', req.capabilities_json, LIMITS.capabilitiesJson);
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what is refused
+  if (/[\u0000-\u001f\u007f]/.test(req.name)) throw invalid('name', 'contains control characters');
+  if (req.capabilities_json.trim() !== '') {
+    try {
+      JSON.parse(req.capabilities_json);
+    } catch {
+      throw invalid('capabilities_json', 'is not valid JSON');
+    }
+  }
+  if (req.tee_type > 3)
+    throw invalid('tee_type', `${req.tee_type} is unknown (0 none, 1 TDX, 2 Nitro, 3 SEV)`);
+  if (req.tee_required && !policy.teeAvailable) {
+    throw new BlueprintError(
+      'TEE_UNAVAILABLE',
+      'this operator has no TEE backend; send tee_required=false or use a TEE-instance service',
+    );
+  }
+  const image = req.image.trim() === '' ? policy.defaultImage : req.image.trim();
+  if (image !== policy.defaultImage && !policy.imageAllowlist.includes(image)) {
+    throw new BlueprintError(
+      'IMAGE_NOT_ALLOWED',
+      `image "${image}" is not on this operator's allow-list; leave image empty for the default or pick one of: ${[policy.defaultImage, ...policy.imageAllowlist].join(', ')}`,
+      { details: { image } },
+    );
+  }
+  const cpuCores = resource('cpu_cores', req.cpu_cores, policy.maxCpuCores, 'cores');
+  const memoryMb = resource('memory_mb', req.memory_mb, policy.maxMemoryMb, 'MB');
+  const diskGb = resource('disk_gb', req.disk_gb, policy.maxDiskGb, 'GB');
+  const env = parseStringMap('env_json', req.env_json, LIMITS.envJson);
+  const metadata = parseStringMap('metadata_json', req.metadata_json, LIMITS.metadataJson);
+  return {
+    name: req.name,
+    image,
+    cpuCores,
+    memoryMb,
+    diskGb,
+    idleTimeoutSeconds: timer(req.idle_timeout_seconds),
+    maxLifetimeSeconds: timer(req.max_lifetime_seconds),
+    env,
+    metadata: {
+      ...metadata,
+      stack: req.stack,
+      agent_identifier: req.agent_identifier,
+      ssh_enabled: req.ssh_enabled,
+      web_terminal_enabled: req.web_terminal_enabled,
+    },
+    facts: {
+      stack: req.stack,
+      agentIdentifier: req.agent_identifier,
+      sshEnabled: req.ssh_enabled,
+      webTerminalEnabled: req.web_terminal_enabled,
+    },
+  };
+}
+
+/** A sandbox id as the chain allows it: 1..255 bytes (MAX_SANDBOX_ID_LENGTH). */
+export function validateSandboxId(id: string): string {
+  const bytes = Buffer.byteLength(id, 'utf8');
+  if (bytes === 0 || bytes > 255) throw invalid('sandbox_id', `must be 1..255 bytes (got ${bytes})`);
+  return id;
+}
