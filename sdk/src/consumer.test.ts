@@ -1,0 +1,124 @@
+// Recovery of result transactions signed and persisted by a run that then died (before or after
+// broadcasting them): the next run re-sends the same bytes and never handles those calls again.
+import { mkdtemp } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { iTangleAbi } from '@agent-sandbox/contracts';
+import pino from 'pino';
+import { encodeFunctionData, type Hex, keccak256 } from 'viem';
+import { privateKeyToAccount } from 'viem/accounts';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { maybeDevnet } from '../test-fixtures/maybe-devnet.ts';
+import {
+  resultsByCall,
+  submitJobs,
+  type ToyChain,
+  toyChain,
+  writeDevKey,
+} from '../test-fixtures/toy-chain.ts';
+import { JobCursor } from './job-cursor.ts';
+import { loadKeystore } from './keystore.ts';
+import { router } from './router.ts';
+import { createRunner } from './runner.ts';
+import { fetchJobSubmitted } from './tangle-events.ts';
+
+let chain: ToyChain;
+beforeAll(async () => {
+  chain = await toyChain(maybeDevnet());
+});
+afterAll(async () => chain?.stop());
+
+async function signResult(callId: bigint, output: Hex, nonce: number): Promise<Hex> {
+  const account = privateKeyToAccount(chain.operators[0].privateKey);
+  const fees = await chain.client.estimateFeesPerGas();
+  return account.signTransaction({
+    type: 'eip1559',
+    chainId: chain.chainId,
+    to: chain.tangle,
+    data: encodeFunctionData({
+      abi: iTangleAbi,
+      functionName: 'submitResult',
+      args: [chain.serviceId, callId, output],
+    }),
+    nonce,
+    gas: 3_000_000n,
+    ...fees,
+  });
+}
+
+describe('result consumer recovery', () => {
+  it('re-sends a persisted-but-unsent result tx and a mined one, and does not run their handlers', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'sdk-consumer-'));
+    const dataDir = join(dir, 'data');
+    const start = await chain.client.getBlockNumber();
+    const [unsent, mined, fresh] = await submitJobs(chain, 0, ['0x01', '0x02', '0x03']);
+    const head = await chain.client.getBlockNumber({ cacheTime: 0 });
+    const { events } = await fetchJobSubmitted(chain.client, chain.tangle, chain.serviceId, start, head);
+    const pos = (id: bigint) => {
+      const e = events.find((x) => x.callId === id)!;
+      return { block: e.blockNumber, logIndex: e.logIndex };
+    };
+    // What a dying run left behind: a cursor at the start, two signed txs; only the second was broadcast.
+    const cursor = await JobCursor.open(
+      dataDir,
+      { chainId: chain.chainId, tangle: chain.tangle, serviceId: chain.serviceId },
+      async () => start,
+    );
+    const nonce = await chain.client.getTransactionCount({
+      address: chain.operators[0].address,
+      blockTag: 'pending',
+    });
+    const rawA = await signResult(unsent!, '0xaa', nonce);
+    const rawB = await signResult(mined!, '0xbb', nonce + 1);
+    await cursor.addPending({
+      hash: keccak256(rawA),
+      raw: rawA,
+      nonce,
+      calls: [{ callId: unsent!, pos: pos(unsent!) }],
+    });
+    await cursor.addPending({
+      hash: keccak256(rawB),
+      raw: rawB,
+      nonce: nonce + 1,
+      calls: [{ callId: mined!, pos: pos(mined!) }],
+    });
+    // B is sent; it waits in the mempool for A's nonce (anvil queues it), as after a crash mid-send.
+    await chain.client.sendRawTransaction({ serializedTransaction: rawB });
+
+    const handled: bigint[] = [];
+    const runner = createRunner({
+      router: router().route(0, (input, ctx) => {
+        handled.push(ctx.callId);
+        return input;
+      }),
+      key: await loadKeystore({
+        uri: await writeDevKey(join(dir, 'ks'), chain.operators[0]),
+        testMode: true,
+      }),
+      httpRpcUrl: chain.rpcUrl,
+      tangle: chain.tangle,
+      serviceId: chain.serviceId,
+      dataDir,
+      pollIntervalMs: 100,
+      logger: pino({ level: 'silent' }),
+    });
+    await runner.start();
+    try {
+      const t0 = Date.now();
+      for (;;) {
+        const r = await resultsByCall(chain);
+        if ([unsent, mined, fresh].every((id) => r.has(id!))) break;
+        if (Date.now() - t0 > 60_000) throw new Error('results missing');
+        await new Promise((res) => setTimeout(res, 100));
+      }
+    } finally {
+      await runner.stop();
+    }
+    const r = await resultsByCall(chain);
+    expect(r.get(unsent!)).toEqual([{ operator: chain.operators[0].address, output: '0xaa' }]);
+    expect(r.get(mined!)).toEqual([{ operator: chain.operators[0].address, output: '0xbb' }]);
+    expect(r.get(fresh!)).toEqual([{ operator: chain.operators[0].address, output: '0x03' }]);
+    expect(handled).toEqual([fresh]);
+    expect(runner.cursor!.pendingTxs).toEqual([]);
+  });
+});
