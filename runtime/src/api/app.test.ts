@@ -1,0 +1,222 @@
+// Cross-cutting behaviour of the operator API: request ids, error shape, headers, CORS, limits,
+// rate limiting, client IP trust, health/readiness/metrics/capabilities/provisions, OpenAPI.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type Harness, startHarness } from './testing/harness.ts';
+import { assertNoLeaks } from './testing/leaks.ts';
+
+describe('operator API: cross-cutting', () => {
+  let h: Harness;
+  let owner: Awaited<ReturnType<Harness['newOwner']>>;
+  let sbx: string;
+  beforeAll(async () => {
+    h = await startHarness({ config: { corsAllowedOrigins: ['https://app.example'], tls: true } });
+    owner = await h.newOwner();
+    sbx = h.addSandbox(owner.address).id;
+  });
+  afterAll(async () => {
+    assertNoLeaks(h, [], [owner.token]);
+    await h.close();
+  });
+
+  describe('request id', () => {
+    it('generates one, echoes it and puts it in the error body and the logs', async () => {
+      const r = await h.call('GET', '/nope');
+      const id = r.headers.get('x-request-id');
+      expect(id).toMatch(/^req-[0-9a-f]{24}$/);
+      expect(r.status).toBe(404);
+      expect(r.json).toEqual({ error: { code: 'NOT_FOUND', message: 'no route GET /nope', request_id: id } });
+      expect(h.logLines.some((l) => l.includes(id!))).toBe(true);
+    });
+
+    it('accepts a well-formed id from the caller and forwards it to the sidecar', async () => {
+      const id = 'client-trace-0001';
+      const r = await h.call('POST', `/api/sandboxes/${sbx}/exec`, {
+        token: owner.token,
+        body: { command: 'echo hi' },
+        headers: { 'x-request-id': id },
+      });
+      expect(r.status).toBe(200);
+      expect(r.headers.get('x-request-id')).toBe(id);
+      expect(h.sidecar.seen.at(-1)?.requestId).toBe(id);
+    });
+
+    it.each(['short', 'has spaces in it!', 'x'.repeat(200), 'inject\\nnewline'])(
+      'replaces a malformed id (%s)',
+      async (bad) => {
+        const r = await h.call('GET', '/health', { headers: { 'x-request-id': bad } });
+        expect(r.headers.get('x-request-id')).toMatch(/^req-/);
+      },
+    );
+  });
+
+  it('sets security headers on success and on errors, HSTS when TLS', async () => {
+    for (const path of ['/health', '/nope', '/api/sandboxes']) {
+      const r = await h.call('GET', path);
+      expect(r.headers.get('x-content-type-options')).toBe('nosniff');
+      expect(r.headers.get('x-frame-options')).toBe('DENY');
+      expect(r.headers.get('cache-control')).toBe('no-store');
+      expect(r.headers.get('strict-transport-security')).toMatch(/max-age=\d+/);
+    }
+  });
+
+  it('CORS: allows configured origins only', async () => {
+    const ok = await fetch(`${h.url}/api/sandboxes`, {
+      method: 'OPTIONS',
+      headers: { origin: 'https://app.example', 'access-control-request-method': 'GET' },
+    });
+    expect(ok.headers.get('access-control-allow-origin')).toBe('https://app.example');
+    const bad = await fetch(`${h.url}/api/sandboxes`, {
+      method: 'OPTIONS',
+      headers: { origin: 'https://evil.example', 'access-control-request-method': 'GET' },
+    });
+    expect(bad.headers.get('access-control-allow-origin')).toBeNull();
+  });
+
+  it('malformed JSON → 400 VALIDATION; wrong shape → 400 naming the field', async () => {
+    const bad = await h.call('POST', `/api/sandboxes/${sbx}/exec`, {
+      token: owner.token,
+      rawBody: '{"command": ',
+    });
+    expect(bad.status).toBe(400);
+    expect(bad.json.error.code).toBe('VALIDATION');
+    const shape = await h.call('POST', `/api/sandboxes/${sbx}/exec`, {
+      token: owner.token,
+      body: { command: 5 },
+    });
+    expect(shape.status).toBe(400);
+    expect(shape.json.error.message).toMatch(/command/);
+    const noType = await h.call('POST', `/api/sandboxes/${sbx}/exec`, {
+      token: owner.token,
+      rawBody: 'command=ls',
+      headers: { 'content-type': 'text/plain' },
+    });
+    expect(noType.status).toBe(400);
+  });
+
+  it('oversize body → 413; a large secrets body is allowed', async () => {
+    const big = await h.call('POST', `/api/sandboxes/${sbx}/exec`, {
+      token: owner.token,
+      body: { command: 'x'.repeat(1024 * 1024 + 10) },
+    });
+    expect(big.status).toBe(413);
+    expect(big.json.error.code).toBe('PAYLOAD_TOO_LARGE');
+    const env: Record<string, string> = {};
+    for (let i = 0; i < 20; i++) env[`K${i}`] = 'v'.repeat(64 * 1024);
+    const secrets = await h.call('POST', `/api/sandboxes/${sbx}/secrets`, {
+      token: owner.token,
+      body: { env },
+    });
+    expect(secrets.status).toBe(200);
+  });
+
+  it('health, readiness, metrics, capabilities, provisions', async () => {
+    const health = await h.call('GET', '/health');
+    expect(health.json).toEqual({ status: 'ok', checks: { runtime: 'ok', store: 'ok', chain: 'ok' } });
+    expect((await h.call('GET', '/readyz')).json).toEqual({ status: 'ready' });
+    const metrics = await h.call('GET', '/metrics');
+    expect(metrics.text).toMatch(/operator_api_requests_total/);
+    const caps = await h.call('GET', '/api/capabilities');
+    expect(caps.json).toMatchObject({ mode: 'cloud', backends: ['docker'] });
+    h.sandboxes.provisions.set('42', { phase: 'ready', updated_at: 1 });
+    expect((await h.call('GET', '/api/provisions/42')).json).toEqual({ phase: 'ready', updated_at: 1 });
+    expect((await h.call('GET', '/api/provisions/43')).status).toBe(404);
+    expect((await h.call('GET', '/api/provisions/abc')).status).toBe(400);
+  });
+
+  it('serves an OpenAPI 3.1 document generated from the route schemas', async () => {
+    const doc = (await h.call('GET', '/api/openapi.json')).json;
+    expect(doc.openapi).toBe('3.1.0');
+    const exec = doc.paths['/api/sandboxes/{id}/exec'].post;
+    expect(exec.parameters.some((p: { name: string }) => p.name === 'id')).toBe(true);
+    expect(exec.requestBody.content['application/json'].schema.$ref).toBe('#/components/schemas/ExecRequest');
+    expect(doc.components.schemas.ExecRequest.required).toContain('command');
+    expect(doc.components.schemas.SecretsRequest).toBeDefined();
+    expect(doc.components.securitySchemes.bearer.scheme).toBe('bearer');
+    for (const p of [
+      '/api/auth/challenge',
+      '/api/sandboxes',
+      '/api/sandboxes/{id}/runs/{run_id}/events',
+      '/health',
+    ]) {
+      expect(doc.paths[p], p).toBeDefined();
+    }
+  });
+});
+
+describe('operator API: degraded health', () => {
+  it('answers 503 degraded when a check fails, and 503 not_ready before ready', async () => {
+    const h = await startHarness({
+      deps: {
+        health: {
+          runtime: () => true,
+          store: () => true,
+          chain: () => Promise.reject(new Error('rpc down: secret-url')),
+        },
+        ready: () => false,
+      },
+    });
+    try {
+      const r = await h.call('GET', '/health');
+      expect(r.status).toBe(503);
+      expect(r.json).toEqual({ status: 'degraded', checks: { runtime: 'ok', store: 'ok', chain: 'error' } });
+      expect(r.text).not.toContain('secret-url');
+      expect((await h.call('GET', '/readyz')).status).toBe(503);
+    } finally {
+      await h.close();
+    }
+  });
+});
+
+describe('operator API: rate limits and client IP', () => {
+  it('429 with retry-after once a class is exhausted; other classes unaffected', async () => {
+    const h = await startHarness({ config: { rateLimits: { read: 5, auth: 3 } } });
+    try {
+      const owner = await h.newOwner(); // uses 2 auth requests
+      for (let i = 0; i < 5; i++)
+        expect((await h.call('GET', '/api/sandboxes', { token: owner.token })).status).toBe(200);
+      const r = await h.call('GET', '/api/sandboxes', { token: owner.token });
+      expect(r.status).toBe(429);
+      expect(r.json.error.code).toBe('RATE_LIMITED');
+      expect(Number(r.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+      expect(r.json.error.retry_after_ms).toBeGreaterThan(0);
+      expect((await h.call('POST', '/api/auth/challenge')).status).toBe(200);
+      expect((await h.call('POST', '/api/auth/challenge')).status).toBe(429);
+      expect((await h.call('GET', '/health')).status).toBe(200); // probes are not limited
+    } finally {
+      await h.close();
+    }
+  });
+
+  it('X-Forwarded-For is ignored from untrusted peers and used from trusted proxies', async () => {
+    const untrusted = await startHarness({ config: { rateLimits: { auth: 2 } } });
+    try {
+      for (const ip of ['1.1.1.1', '2.2.2.2']) {
+        await untrusted.call('POST', '/api/auth/challenge', { headers: { 'x-forwarded-for': ip } });
+      }
+      const r = await untrusted.call('POST', '/api/auth/challenge', {
+        headers: { 'x-forwarded-for': '3.3.3.3' },
+      });
+      expect(r.status).toBe(429); // all three counted against the real peer 127.0.0.1
+    } finally {
+      await untrusted.close();
+    }
+    const trusted = await startHarness({
+      config: { rateLimits: { auth: 2 }, trustedProxies: ['127.0.0.1', '::1'] },
+    });
+    try {
+      for (let i = 0; i < 2; i++) {
+        await trusted.call('POST', '/api/auth/challenge', { headers: { 'x-forwarded-for': '198.51.100.1' } });
+      }
+      const same = await trusted.call('POST', '/api/auth/challenge', {
+        headers: { 'x-forwarded-for': '198.51.100.1' },
+      });
+      expect(same.status).toBe(429);
+      const other = await trusted.call('POST', '/api/auth/challenge', {
+        headers: { 'x-forwarded-for': '198.51.100.2' },
+      });
+      expect(other.status).toBe(200);
+    } finally {
+      await trusted.close();
+    }
+  });
+});

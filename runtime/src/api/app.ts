@@ -1,0 +1,119 @@
+// createOperatorApi: the operator's HTTP API (Hono), from its dependencies and configuration.
+import { OpenAPIHono } from '@hono/zod-openapi';
+import type { MiddlewareHandler } from 'hono';
+import { cors } from 'hono/cors';
+import { type ApiConfig, type ApiConfigInput, parseApiConfig } from './config.ts';
+import type { ApiEnv } from './context.ts';
+import type { OperatorApiDeps } from './deps.ts';
+import { errorResponse, notFoundResponse } from './error-handler.ts';
+import { accessLog } from './middleware/access-log.ts';
+import { clientIp } from './middleware/client-ip.ts';
+import { bodyLimits, requestTimeout } from './middleware/limits.ts';
+import { rateLimit } from './middleware/rate-limit.ts';
+import { requestId } from './middleware/request-id.ts';
+import { securityHeaders } from './middleware/security-headers.ts';
+import { requireSession } from './middleware/session.ts';
+import { SessionCache } from './middleware/session-cache.ts';
+import { serveOpenApiDocument } from './openapi.ts';
+import { authRoutes } from './routes/auth.ts';
+import { publicRoutes } from './routes/public.ts';
+import { registerList } from './routes/sandboxes.ts';
+import { validationHook } from './routes/validation.ts';
+import { RunLog } from './runs/run-log.ts';
+import { RunService } from './runs/run-service.ts';
+import { sandboxApi } from './sandbox-api.ts';
+import { createApiSidecars } from './sidecars.ts';
+
+export type OperatorApi = OpenAPIHono<ApiEnv> & {
+  readonly config: ApiConfig;
+  readonly runs: RunService;
+  /** Resolves once runs interrupted by a previous process are recorded as failed. */
+  readonly recovered: Promise<number>;
+  /** Stops background timers (rate-limit sweeper). */
+  dispose(): void;
+};
+
+export function createOperatorApi(deps: OperatorApiDeps, configInput?: ApiConfigInput): OperatorApi {
+  const config = parseApiConfig({ ...deps.config, ...configInput });
+  const logger = deps.logger;
+  const runLog = new RunLog(deps.store);
+  const sidecars = deps.sidecars ?? createApiSidecars(deps.sandboxes, { timeouts: config.timeouts });
+  const runs = new RunService(runLog, sidecars, logger);
+  const limiter = rateLimit(config.rateLimits);
+  const sessions = new SessionCache(deps.sessions);
+
+  const app = new OpenAPIHono<ApiEnv>({ defaultHook: validationHook });
+  app.onError((e, c) => errorResponse(c, e));
+  app.notFound((c) => notFoundResponse(c));
+
+  app.use('*', requestId(logger));
+  app.use('*', securityHeaders({ tls: config.tls }));
+  if (config.corsAllowedOrigins.length > 0) {
+    const allowed = new Set(config.corsAllowedOrigins);
+    app.use(
+      '*',
+      cors({
+        origin: (origin) => (allowed.has(origin) ? origin : null),
+        allowMethods: ['GET', 'POST', 'PATCH', 'PUT', 'DELETE', 'OPTIONS'],
+        allowHeaders: ['authorization', 'content-type', 'x-request-id', 'last-event-id'],
+        exposeHeaders: ['x-request-id', 'retry-after'],
+        maxAge: 600,
+      }),
+    );
+  }
+  app.use('*', clientIp(config.trustedProxies));
+  app.use('*', accessLog(deps.metrics));
+  app.use('*', limiter.middleware);
+  app.use('*', bodyLimits(config));
+  app.use('*', requestTimeout(config.requestTimeoutMs));
+
+  app.route(
+    '/',
+    publicRoutes({
+      mode: deps.mode,
+      capabilities: deps.capabilities,
+      health: deps.health,
+      ready: deps.ready,
+      metrics: deps.metrics,
+      sandboxes: deps.sandboxes,
+    }),
+  );
+  app.route('/', authRoutes(deps.sessions, sessions));
+
+  app.use('/api/sandboxes', requireSession(sessions));
+  registerList(app, deps.sandboxes);
+
+  const sandboxRoutes = sandboxApi(
+    { sandboxes: deps.sandboxes, sidecars, runs, runLog, config, tee: deps.tee },
+    sessions,
+  );
+  const setSandboxId =
+    (
+      resolve: (c: Parameters<MiddlewareHandler<ApiEnv>>[0]) => string | undefined,
+    ): MiddlewareHandler<ApiEnv> =>
+    async (c, next) => {
+      c.set('sandboxId', resolve(c) ?? '');
+      await next();
+    };
+  app.use(
+    '/api/sandboxes/:id/*',
+    setSandboxId((c) => c.req.param('id')),
+  );
+  app.route('/api/sandboxes/:id', sandboxRoutes);
+  if (deps.mode !== 'cloud') {
+    const instanceId = () =>
+      typeof deps.instanceSandboxId === 'function' ? deps.instanceSandboxId() : deps.instanceSandboxId;
+    app.use('/api/sandbox/*', setSandboxId(instanceId));
+    app.route('/api/sandbox', sandboxRoutes);
+  }
+
+  serveOpenApiDocument(app);
+
+  const recovered = runLog
+    .recover('the operator restarted while this run was going on')
+    .catch((e: unknown) => {
+      logger.error({ err: e instanceof Error ? e.message : String(e) }, 'could not recover interrupted runs');
+      return 0;
+    });
+  return Object.assign(app, { config, runs, recovered, dispose: limiter.stop });
+}

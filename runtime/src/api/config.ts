@@ -1,0 +1,61 @@
+// Configuration of the operator API: one zod schema with documented defaults, validated once.
+import { z } from 'zod';
+
+const perMinute = z.number().int().positive();
+
+export const ApiConfigSchema = z.object({
+  /** Origins allowed by CORS (CORS_ALLOWED_ORIGINS, comma-separated). Empty: no CORS headers. */
+  corsAllowedOrigins: z.array(z.string().min(1)).default([]),
+  /** Peers whose X-Forwarded-For is believed (exact IPs or IPv4 CIDRs). Empty: never. */
+  trustedProxies: z.array(z.string().min(1)).default([]),
+  /** Requests per client IP per sliding window, by route class. */
+  rateLimits: z
+    .object({
+      auth: perMinute.default(10),
+      write: perMinute.default(30),
+      read: perMinute.default(120),
+      terminal: perMinute.default(2400),
+      windowMs: z.number().int().positive().default(60_000),
+    })
+    .prefault({}),
+  /** Largest request body in bytes (1 MiB). */
+  bodyLimit: z
+    .number()
+    .int()
+    .positive()
+    .default(1024 * 1024),
+  /** POST …/secrets may carry 256 values of 64 KiB each plus keys and JSON framing. */
+  secretsBodyLimit: z
+    .number()
+    .int()
+    .positive()
+    .default(256 * (64 * 1024 + 512) + 4096),
+  /** Whole-request timeout, streams excepted (120 s). */
+  requestTimeoutMs: z.number().int().positive().default(120_000),
+  /** Served over TLS (directly or by a terminating proxy): send HSTS. */
+  tls: z.boolean().default(false),
+  /** Sidecar operation timeouts (ms). */
+  timeouts: z
+    .object({
+      exec: z.number().int().positive().default(30_000),
+      agent: z.number().int().positive().default(600_000),
+      task: z.number().int().positive().default(1_800_000),
+      default: z.number().int().positive().default(60_000),
+    })
+    .prefault({}),
+});
+
+export type ApiConfig = z.infer<typeof ApiConfigSchema>;
+export type ApiConfigInput = z.input<typeof ApiConfigSchema>;
+
+export function parseApiConfig(input: ApiConfigInput | undefined): ApiConfig {
+  return ApiConfigSchema.parse(input ?? {});
+}
+
+/** CORS_ALLOWED_ORIGINS / TRUSTED_PROXIES style lists: comma-separated, blanks dropped. */
+export function parseList(value: string | undefined): string[] {
+  return (value ?? '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
+}

@@ -1,0 +1,114 @@
+// The narrow interfaces the operator API needs from auth, store, sandbox and sidecar modules, so the
+// app is built from whatever implements them (the real runtime modules, or a test fixture).
+
+import type { Logger } from 'pino';
+import type { Registry } from 'prom-client';
+import type { SandboxRecord } from '../sandbox/record.ts';
+import type { SidecarClient } from '../sidecar-client/index.ts';
+import type { EncryptedStore } from '../store/index.ts';
+import type { ApiConfigInput } from './config.ts';
+
+type Awaitable<T> = T | Promise<T>;
+
+/** Wallet sign-in and PASETO sessions (runtime/src/auth). */
+export interface ApiSessions {
+  createChallenge(): Awaitable<{ nonce: string; message: string; expires_at: number | string }>;
+  createSession(input: {
+    nonce: string;
+    signature: string;
+    scope?: string;
+  }): Awaitable<{ token: string; address: string; expires_at: number | string }>;
+  /** Throws (any error) when the token is invalid, expired, revoked or minted under another key. */
+  verify(token: string): Awaitable<SessionClaims>;
+  revoke(token: string): Awaitable<unknown>;
+}
+
+export interface SessionClaims {
+  address: string;
+  scope?: string | null | undefined;
+  exp?: string | number | undefined;
+}
+
+/** The encrypted store (runtime/src/store): runs and their events persist there. */
+export type ApiStore = Pick<EncryptedStore, 'collection'>;
+
+/** Provision progress of a create job, as recorded by the sandbox manager. */
+export interface ProvisionView {
+  [key: string]: unknown;
+}
+
+/** What the routes need from the sandbox manager (runtime/src/sandbox). */
+export interface ApiSandboxes {
+  get(id: string): Awaitable<SandboxRecord | undefined | null>;
+  list(filter: { owner: string }): Awaitable<SandboxRecord[]>;
+  stop(id: string): Awaitable<unknown>;
+  resume(id: string): Awaitable<unknown>;
+  snapshot(id: string): Awaitable<unknown>;
+  injectSecrets(id: string, env: Record<string, string>): Awaitable<unknown>;
+  wipeSecrets(id: string): Awaitable<unknown>;
+  /** Counts as activity for the idle timer. */
+  touch(id: string): Awaitable<unknown>;
+  getProvision(callId: string): Awaitable<ProvisionView | undefined | null>;
+  /**
+   * Host port on 127.0.0.1 where a container port the sandbox exposed is published, or null when
+   * the sandbox does not expose it. Optional: without it the port proxy answers 404.
+   */
+  exposedPort?(id: string, containerPort: number): Awaitable<number | null | undefined>;
+  /** Where the sandbox's sidecar listens (loopback) and its bearer token. */
+  sidecarEndpoint(id: string): Awaitable<{ url: string; token: string }>;
+}
+
+/** The calls the routes make on one sandbox's sidecar (the real SidecarClient implements them). */
+export type ApiSidecarClient = Pick<
+  SidecarClient,
+  | 'exec'
+  | 'streamAgent'
+  | 'cancelAgent'
+  | 'createTerminal'
+  | 'listTerminals'
+  | 'getTerminal'
+  | 'resizeTerminal'
+  | 'deleteTerminal'
+  | 'terminalInput'
+  | 'streamTerminal'
+>;
+
+/**
+ * A sidecar client for a sandbox, addressed by id. Clients own the per-sandbox circuit breaker and
+ * per-operation timeouts and throw RuntimeError (SIDECAR_TIMEOUT, CIRCUIT_OPEN, SIDECAR_ERROR, ...).
+ */
+export interface ApiSidecars {
+  client(sandboxId: string): Promise<ApiSidecarClient>;
+}
+
+/** TEE routes (tee-instance mode only); absent elsewhere. */
+export interface ApiTee {
+  attestation(sandboxId: string, nonce: string | undefined): Awaitable<unknown>;
+  publicKey(sandboxId: string): Awaitable<unknown>;
+  sealedSecrets(sandboxId: string, body: unknown): Awaitable<unknown>;
+}
+
+export type HealthCheck = () => Awaitable<unknown>;
+
+export type OperatorMode = 'cloud' | 'instance' | 'tee-instance';
+
+export interface OperatorApiDeps {
+  sessions: ApiSessions;
+  sandboxes: ApiSandboxes;
+  /** Default: SidecarClients built from sandboxes.sidecarEndpoint, sharing one circuit breaker. */
+  sidecars?: ApiSidecars;
+  store: ApiStore;
+  metrics: Registry;
+  logger: Logger;
+  mode: OperatorMode;
+  /** Required in instance modes: the one sandbox `/api/sandbox/…` addresses. */
+  instanceSandboxId?: string | (() => string | undefined);
+  /** Public capability document (backends, harnesses, TEE); `mode` is added by the API. */
+  capabilities: Record<string, unknown>;
+  /** Each check throws or returns false when unhealthy. `chain` is injected: runtime knows no chain. */
+  health?: { runtime?: HealthCheck; store?: HealthCheck; chain?: HealthCheck };
+  /** False until the operator has reconciled and can take work. */
+  ready?: () => boolean;
+  tee?: ApiTee;
+  config?: ApiConfigInput;
+}

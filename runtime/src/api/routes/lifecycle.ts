@@ -1,0 +1,71 @@
+// Stop, resume (both idempotent) and snapshot of a sandbox.
+import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
+import type { SandboxRecord } from '../../sandbox/record.ts';
+import type { ApiEnv } from '../context.ts';
+import { errors, json, LifecycleResultSchema, SANDBOX_ERRORS, SnapshotResultSchema } from '../schemas.ts';
+import type { SandboxRouteDeps } from './types.ts';
+
+const lifecycle = (path: '/stop' | '/resume', summary: string) =>
+  createRoute({
+    method: 'post',
+    path,
+    tags: ['sandbox'],
+    summary,
+    security: [{ bearer: [] }],
+    responses: {
+      200: json(LifecycleResultSchema, 'Done (also when it already was)'),
+      ...errors(...SANDBOX_ERRORS, 409, 502, 503),
+    },
+  });
+
+const stopRoute = lifecycle('/stop', 'Stop the sandbox (workspace kept); idempotent');
+const resumeRoute = lifecycle('/resume', 'Resume a stopped sandbox from whichever tier holds it; idempotent');
+
+const snapshotRoute = createRoute({
+  method: 'post',
+  path: '/snapshot',
+  tags: ['sandbox'],
+  summary: "Commit the sandbox's filesystem",
+  security: [{ bearer: [] }],
+  responses: {
+    200: json(SnapshotResultSchema, 'Snapshot taken'),
+    ...errors(...SANDBOX_ERRORS, 409, 502, 503),
+  },
+});
+
+function stateOf(result: unknown, fallback: string): string {
+  const s = (result as Partial<SandboxRecord> | undefined)?.state;
+  return typeof s === 'string' ? s : fallback;
+}
+
+// Only facts a client can use; whatever else the manager returns (paths, engine ids) stays inside.
+const SNAPSHOT_FIELDS = ['imageId', 'image', 'tag', 'snapshotImageId', 'createdAt', 'sizeBytes'];
+
+export function registerLifecycle(app: OpenAPIHono<ApiEnv>, d: SandboxRouteDeps): void {
+  app.openapi(stopRoute, async (c) => {
+    const record = c.get('sandbox');
+    if (record.state === 'stopped')
+      return c.json({ success: true, sandbox_id: record.id, state: 'stopped' }, 200);
+    // A run cannot survive its container; end it as cancelled rather than leave it hanging.
+    const active = d.runs.activeRun(record.id);
+    if (active) await d.runs.cancel(record.id, active, c.get('requestId'));
+    const result = await d.sandboxes.stop(record.id);
+    return c.json({ success: true, sandbox_id: record.id, state: stateOf(result, 'stopped') }, 200);
+  });
+
+  app.openapi(resumeRoute, async (c) => {
+    const record = c.get('sandbox');
+    if (record.state === 'running')
+      return c.json({ success: true, sandbox_id: record.id, state: 'running' }, 200);
+    const result = await d.sandboxes.resume(record.id);
+    return c.json({ success: true, sandbox_id: record.id, state: stateOf(result, 'running') }, 200);
+  });
+
+  app.openapi(snapshotRoute, async (c) => {
+    const record = c.get('sandbox');
+    const result = (await d.sandboxes.snapshot(record.id)) as Record<string, unknown> | undefined;
+    const snapshot: Record<string, unknown> = {};
+    for (const k of SNAPSHOT_FIELDS) if (result && result[k] !== undefined) snapshot[k] = result[k];
+    return c.json({ success: true, sandbox_id: record.id, snapshot }, 200);
+  });
+}

@@ -1,0 +1,196 @@
+// Runs: prompt/task as background runs, their SSE events (resumable with Last-Event-ID, exactly
+// once), one active run per sandbox, cancel, and events that survive an operator restart.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type Harness, startHarness } from '../testing/harness.ts';
+import { assertNoLeaks } from '../testing/leaks.ts';
+import { readSse } from '../testing/sse-reader.ts';
+
+describe('runs', () => {
+  let h: Harness;
+  let o: Awaited<ReturnType<Harness['newOwner']>>;
+  beforeAll(async () => {
+    h = await startHarness({ config: { rateLimits: { write: 1000, read: 1000 } } });
+    o = await h.newOwner();
+  });
+  afterAll(async () => {
+    assertNoLeaks(h, [], [o.token]);
+    await h.close();
+  });
+
+  const base = (id: string) => `/api/sandboxes/${id}`;
+  const waitDone = async (id: string, runId: string) => {
+    for (let i = 0; i < 200; i++) {
+      const r = await h.call('GET', `${base(id)}/runs/${runId}`, { token: o.token });
+      if (['completed', 'failed', 'cancelled'].includes(r.json.status)) return r.json;
+      await new Promise((res) => setTimeout(res, 20));
+    }
+    throw new Error('run did not finish');
+  };
+
+  it('happy: prompt → 202 queued → SSE streamed to completion with ids → run completed', async () => {
+    const id = h.addSandbox(o.address).id;
+    const r = await h.call('POST', `${base(id)}/prompt`, { token: o.token, body: { message: 'hello' } });
+    expect(r.status).toBe(202);
+    expect(r.json).toMatchObject({ status: 'queued' });
+    expect(r.json.run_id).toMatch(/^run-/);
+    const sse = await readSse(`${h.url}${base(id)}/runs/${r.json.run_id}/events`, { token: o.token });
+    expect(sse.contentType).toMatch(/text\/event-stream/);
+    const names = sse.events.map((e) => e.event);
+    expect(names[0]).toBe('run.queued');
+    expect(names).toContain('execution.started');
+    expect(names).toContain('message.part.updated');
+    expect(names.slice(-2)).toEqual(['result', 'run.completed']);
+    expect(sse.events.map((e) => Number(e.id))).toEqual(sse.events.map((_, i) => i + 1));
+    const run = await waitDone(id, r.json.run_id);
+    expect(run).toMatchObject({
+      status: 'completed',
+      final_text: 'echo: hello',
+      session_id: r.json.session_id,
+    });
+    expect(run.usage).toEqual({ inputTokens: 3, outputTokens: 5 });
+  });
+
+  it('reconnecting with Last-Event-ID mid-stream gets every later event exactly once', async () => {
+    const id = h.addSandbox(o.address).id;
+    h.sidecar.behaviour.parts = 20;
+    h.sidecar.behaviour.eventDelayMs = 15;
+    try {
+      const r = await h.call('POST', `${base(id)}/prompt`, { token: o.token, body: { message: 'long' } });
+      const url = `${h.url}${base(id)}/runs/${r.json.run_id}/events`;
+      const first = await readSse(url, { token: o.token, stopAfter: 4 });
+      const lastId = first.events.at(-1)!.id!;
+      const second = await readSse(url, { token: o.token, lastEventId: lastId, stopAfter: 5 });
+      const rest = await readSse(url, { token: o.token, lastEventId: second.events.at(-1)!.id! });
+      const ids = [...first.events, ...second.events, ...rest.events].map((e) => Number(e.id));
+      const full = await readSse(url, { token: o.token });
+      expect(ids).toEqual(full.events.map((e) => Number(e.id)));
+      expect(new Set(ids).size).toBe(ids.length);
+      expect(full.events.at(-1)!.event).toBe('run.completed');
+      // ?last_event_id= works too (EventSource cannot always set the header).
+      const q = await readSse(`${url}?last_event_id=${full.events.length - 1}`, { token: o.token });
+      expect(q.events.map((e) => e.event)).toEqual(['run.completed']);
+    } finally {
+      h.sidecar.behaviour.parts = 3;
+      h.sidecar.behaviour.eventDelayMs = 5;
+    }
+  });
+
+  it('error: one active run per sandbox → 409 CHAT_RUN_ACTIVE; another sandbox is independent', async () => {
+    const id = h.addSandbox(o.address).id;
+    h.sidecar.behaviour.eventDelayMs = 50;
+    try {
+      const first = await h.call('POST', `${base(id)}/prompt`, { token: o.token, body: { message: 'a' } });
+      const second = await h.call('POST', `${base(id)}/task`, { token: o.token, body: { prompt: 'b' } });
+      expect(second.status).toBe(409);
+      expect(second.json.error.code).toBe('CHAT_RUN_ACTIVE');
+      expect(second.json.error.details.run_id).toBe(first.json.run_id);
+      const other = h.addSandbox(o.address).id;
+      expect(
+        (await h.call('POST', `${base(other)}/prompt`, { token: o.token, body: { message: 'c' } })).status,
+      ).toBe(202);
+      await waitDone(id, first.json.run_id);
+      expect(
+        (await h.call('POST', `${base(id)}/prompt`, { token: o.token, body: { message: 'd' } })).status,
+      ).toBe(202);
+    } finally {
+      h.sidecar.behaviour.eventDelayMs = 5;
+    }
+  });
+
+  it('cancel: ends the run as cancelled, tells the sidecar, and is idempotent', async () => {
+    const id = h.addSandbox(o.address).id;
+    h.sidecar.behaviour.parts = 100;
+    h.sidecar.behaviour.eventDelayMs = 20;
+    try {
+      const r = await h.call('POST', `${base(id)}/prompt`, { token: o.token, body: { message: 'x' } });
+      await new Promise((res) => setTimeout(res, 80));
+      const cancels = h.sidecar.cancels;
+      const c = await h.call('POST', `${base(id)}/runs/${r.json.run_id}/cancel`, { token: o.token });
+      expect(c.status).toBe(200);
+      expect(c.json.status).toBe('cancelled');
+      expect(h.sidecar.cancels).toBe(cancels + 1);
+      const again = await h.call('POST', `${base(id)}/runs/${r.json.run_id}/cancel`, { token: o.token });
+      expect(again.json.status).toBe('cancelled');
+      const sse = await readSse(`${h.url}${base(id)}/runs/${r.json.run_id}/events`, { token: o.token });
+      expect(sse.events.at(-1)!.event).toBe('run.cancelled');
+    } finally {
+      h.sidecar.behaviour.parts = 3;
+      h.sidecar.behaviour.eventDelayMs = 5;
+    }
+  });
+
+  it('task: 202, runs with metadata; a failing agent ends the run as failed', async () => {
+    const id = h.addSandbox(o.address).id;
+    const t = await h.call('POST', `${base(id)}/task`, {
+      token: o.token,
+      body: { prompt: 'build', max_turns: 3 },
+    });
+    expect(t.status).toBe(202);
+    expect((await waitDone(id, t.json.run_id)).status).toBe('completed');
+    h.sidecar.behaviour.agentFails = true;
+    try {
+      const p = await h.call('POST', `${base(id)}/prompt`, { token: o.token, body: { message: 'x' } });
+      const run = await waitDone(id, p.json.run_id);
+      expect(run.status).toBe('failed');
+      expect(run.error.code).toBe('AGENT_EXECUTION_FAILED');
+    } finally {
+      h.sidecar.behaviour.agentFails = false;
+    }
+  });
+
+  it('errors: stopped sandbox → 409; bad body → 400; unknown run or another sandbox’s run → 404', async () => {
+    const stopped = h.addSandbox(o.address, { state: 'stopped' }).id;
+    const r = await h.call('POST', `${base(stopped)}/prompt`, { token: o.token, body: { message: 'x' } });
+    expect(r.json.error.code).toBe('SANDBOX_STOPPED');
+    const id = h.addSandbox(o.address).id;
+    expect((await h.call('POST', `${base(id)}/prompt`, { token: o.token, body: {} })).status).toBe(400);
+    expect(
+      (await h.call('POST', `${base(id)}/task`, { token: o.token, body: { prompt: 'x', max_turns: 0 } }))
+        .status,
+    ).toBe(400);
+    expect((await h.call('GET', `${base(id)}/runs/run-${'0'.repeat(24)}`, { token: o.token })).status).toBe(
+      404,
+    );
+    const p = await h.call('POST', `${base(id)}/prompt`, { token: o.token, body: { message: 'x' } });
+    await waitDone(id, p.json.run_id);
+    const other = h.addSandbox(o.address).id;
+    expect((await h.call('GET', `${base(other)}/runs/${p.json.run_id}`, { token: o.token })).status).toBe(
+      404,
+    );
+    const sse = await readSse(`${h.url}${base(other)}/runs/${p.json.run_id}/events`, { token: o.token });
+    expect(sse.status).toBe(404);
+  });
+
+  it('events are in the encrypted store: after an operator restart they replay in full', async () => {
+    const id = h.addSandbox(o.address).id;
+    const p = await h.call('POST', `${base(id)}/prompt`, { token: o.token, body: { message: 'persist me' } });
+    await waitDone(id, p.json.run_id);
+    const before = await readSse(`${h.url}${base(id)}/runs/${p.json.run_id}/events`, { token: o.token });
+    await h.restart();
+    const after = await readSse(`${h.url}${base(id)}/runs/${p.json.run_id}/events`, { token: o.token });
+    expect(after.events).toEqual(before.events);
+    expect((await h.call('GET', `${base(id)}/runs/${p.json.run_id}`, { token: o.token })).json.status).toBe(
+      'completed',
+    );
+  });
+
+  it('a run interrupted by a restart is recorded as failed, its events kept', async () => {
+    const id = h.addSandbox(o.address).id;
+    h.sidecar.behaviour.parts = 1000;
+    h.sidecar.behaviour.eventDelayMs = 10;
+    try {
+      const p = await h.call('POST', `${base(id)}/prompt`, { token: o.token, body: { message: 'x' } });
+      await new Promise((res) => setTimeout(res, 100));
+      await h.restart();
+      const run = (await h.call('GET', `${base(id)}/runs/${p.json.run_id}`, { token: o.token })).json;
+      expect(run.status).toBe('failed');
+      expect(run.error.code).toBe('INTERRUPTED');
+      const sse = await readSse(`${h.url}${base(id)}/runs/${p.json.run_id}/events`, { token: o.token });
+      expect(sse.events.at(-1)!.event).toBe('run.failed');
+      expect(sse.events.length).toBeGreaterThan(2);
+    } finally {
+      h.sidecar.behaviour.parts = 3;
+      h.sidecar.behaviour.eventDelayMs = 5;
+    }
+  });
+});

@@ -1,0 +1,174 @@
+// Agent runs: prompt and task start a background run (202); its state, its event stream (SSE with
+// ids, resumable with Last-Event-ID) and cancel.
+import { createRoute, type OpenAPIHono, z } from '@hono/zod-openapi';
+import { streamSSE } from 'hono/streaming';
+import { RuntimeError } from '../../errors.ts';
+import type { ApiEnv } from '../context.ts';
+import { assertRunning } from '../middleware/session.ts';
+import {
+  errors,
+  json,
+  jsonBody,
+  PromptRequestSchema,
+  RunAcceptedSchema,
+  RunParamsSchema,
+  RunSchema,
+  SANDBOX_ERRORS,
+  TaskRequestSchema,
+} from '../schemas.ts';
+import type { SandboxRouteDeps } from './types.ts';
+
+const KEEPALIVE_MS = 15_000;
+
+const accepted = { 202: json(RunAcceptedSchema, 'Run queued; follow it at …/runs/{run_id}/events') };
+
+const promptRoute = createRoute({
+  method: 'post',
+  path: '/prompt',
+  tags: ['runs'],
+  summary: 'Send a message to the sandbox agent as a background run (one active run per sandbox)',
+  security: [{ bearer: [] }],
+  request: { body: jsonBody(PromptRequestSchema) },
+  responses: { ...accepted, ...errors(400, ...SANDBOX_ERRORS, 409, 413) },
+});
+
+const taskRoute = createRoute({
+  method: 'post',
+  path: '/task',
+  tags: ['runs'],
+  summary: 'Give the sandbox agent a task as a background run (30 min budget)',
+  security: [{ bearer: [] }],
+  request: { body: jsonBody(TaskRequestSchema) },
+  responses: { ...accepted, ...errors(400, ...SANDBOX_ERRORS, 409, 413) },
+});
+
+const runRoute = createRoute({
+  method: 'get',
+  path: '/runs/{run_id}',
+  tags: ['runs'],
+  summary: "A run's state",
+  security: [{ bearer: [] }],
+  request: { params: RunParamsSchema },
+  responses: { 200: json(RunSchema, 'The run'), ...errors(400, ...SANDBOX_ERRORS) },
+});
+
+const eventsRoute = createRoute({
+  method: 'get',
+  path: '/runs/{run_id}/events',
+  tags: ['runs'],
+  summary: "A run's events as SSE (`id:` on each; send Last-Event-ID to resume after it)",
+  security: [{ bearer: [] }],
+  request: {
+    params: RunParamsSchema,
+    headers: z.object({
+      'last-event-id': z
+        .string()
+        .regex(/^\d{1,10}$/)
+        .optional(),
+    }),
+    query: z.object({
+      last_event_id: z
+        .string()
+        .regex(/^\d{1,10}$/)
+        .optional(),
+    }),
+  },
+  responses: {
+    200: {
+      content: { 'text/event-stream': { schema: z.string() } },
+      description: 'Event stream, ends with the run',
+    },
+    ...errors(400, ...SANDBOX_ERRORS),
+  },
+});
+
+const cancelRoute = createRoute({
+  method: 'post',
+  path: '/runs/{run_id}/cancel',
+  tags: ['runs'],
+  summary: 'Cancel a run (a finished run is returned unchanged)',
+  security: [{ bearer: [] }],
+  request: { params: RunParamsSchema },
+  responses: { 200: json(RunSchema, 'The run after cancel'), ...errors(400, ...SANDBOX_ERRORS) },
+});
+
+export function registerRuns(app: OpenAPIHono<ApiEnv>, d: SandboxRouteDeps): void {
+  // A run of another sandbox is "not found" here, whoever owns it.
+  const ownRun = async (sandboxId: string, runId: string) => {
+    const run = await d.runs.get(runId);
+    if (!run || run.sandbox_id !== sandboxId)
+      throw new RuntimeError('NOT_FOUND', `no run ${runId} on this sandbox`);
+    return run;
+  };
+
+  app.openapi(promptRoute, async (c) => {
+    const record = c.get('sandbox');
+    assertRunning(record);
+    const b = c.req.valid('json');
+    const run = await d.runs.start({
+      sandboxId: record.id,
+      kind: 'prompt',
+      request: {
+        message: b.message,
+        sessionId: b.session_id,
+        backend: b.backend_type || b.model ? { type: b.backend_type, model: b.model } : undefined,
+      },
+      timeoutMs: Math.min(b.timeout_ms ?? d.config.timeouts.agent, d.config.timeouts.agent),
+      requestId: c.get('requestId'),
+    });
+    return c.json({ run_id: run.run_id, session_id: run.session_id, status: 'queued' as const }, 202);
+  });
+
+  app.openapi(taskRoute, async (c) => {
+    const record = c.get('sandbox');
+    assertRunning(record);
+    const b = c.req.valid('json');
+    const metadata: Record<string, unknown> = { kind: 'task' };
+    if (b.max_turns !== undefined) metadata.max_turns = b.max_turns;
+    if (b.system_prompt !== undefined) metadata.system_prompt = b.system_prompt;
+    const run = await d.runs.start({
+      sandboxId: record.id,
+      kind: 'task',
+      request: {
+        message: b.prompt,
+        sessionId: b.session_id,
+        backend: b.backend_type || b.model ? { type: b.backend_type, model: b.model } : undefined,
+        metadata,
+      },
+      timeoutMs: Math.min(b.timeout_ms ?? d.config.timeouts.task, d.config.timeouts.task),
+      requestId: c.get('requestId'),
+    });
+    return c.json({ run_id: run.run_id, session_id: run.session_id, status: 'queued' as const }, 202);
+  });
+
+  app.openapi(runRoute, async (c) => {
+    const run = await ownRun(c.get('sandbox').id, c.req.valid('param').run_id);
+    return c.json(run, 200);
+  });
+
+  app.openapi(cancelRoute, async (c) => {
+    const sandboxId = c.get('sandbox').id;
+    const { run_id } = c.req.valid('param');
+    await ownRun(sandboxId, run_id);
+    const run = await d.runs.cancel(sandboxId, run_id, c.get('requestId'));
+    return c.json(run!, 200);
+  });
+
+  app.openapi(eventsRoute, async (c) => {
+    const { run_id } = c.req.valid('param');
+    await ownRun(c.get('sandbox').id, run_id);
+    const after = Number(c.req.valid('header')['last-event-id'] ?? c.req.valid('query').last_event_id ?? 0);
+    return streamSSE(c, async (stream) => {
+      const abort = new AbortController();
+      stream.onAbort(() => abort.abort());
+      const keepalive = setInterval(() => void stream.write(': keep-alive\n\n'), KEEPALIVE_MS);
+      try {
+        for await (const ev of d.runLog.follow(run_id, after, abort.signal)) {
+          await stream.writeSSE({ id: String(ev.id), event: ev.event, data: JSON.stringify(ev.data) });
+        }
+      } finally {
+        clearInterval(keepalive);
+      }
+    }) as never;
+  });
+}

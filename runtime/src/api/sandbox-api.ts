@@ -1,0 +1,32 @@
+// The routes of one sandbox, built once and mounted twice: `/api/sandboxes/:id/…` (cloud) and
+// `/api/sandbox/…` (instance modes). The mount decides which sandbox; everything else is shared.
+import { OpenAPIHono } from '@hono/zod-openapi';
+import type { ApiEnv } from './context.ts';
+import type { ApiSessions } from './deps.ts';
+import { requireSandboxAccess, requireSession } from './middleware/session.ts';
+import { registerExec } from './routes/exec.ts';
+import { registerLifecycle } from './routes/lifecycle.ts';
+import { registerPortProxy } from './routes/port-proxy.ts';
+import { registerRuns } from './routes/runs.ts';
+import { registerGet } from './routes/sandboxes.ts';
+import { registerSecrets } from './routes/secrets.ts';
+import { registerTee } from './routes/tee.ts';
+import { registerTerminals } from './routes/terminals.ts';
+import type { SandboxRouteDeps } from './routes/types.ts';
+import { validationHook } from './routes/validation.ts';
+
+export function sandboxApi(d: SandboxRouteDeps, sessions: Pick<ApiSessions, 'verify'>): OpenAPIHono<ApiEnv> {
+  const app = new OpenAPIHono<ApiEnv>({ defaultHook: validationHook });
+  // Order matters: who is calling, then may they use this sandbox (sandboxId was set by the mount).
+  app.use('*', requireSession(sessions));
+  app.use('*', requireSandboxAccess(d.sandboxes));
+  registerGet(app);
+  registerExec(app, d);
+  registerRuns(app, d);
+  registerLifecycle(app, d);
+  registerSecrets(app, d);
+  registerTerminals(app, d);
+  registerPortProxy(app, d);
+  if (d.tee) registerTee(app, d.tee);
+  return app;
+}

@@ -1,0 +1,220 @@
+// Request and response schemas of the operator API: each route validates with one of these, and
+// the OpenAPI document is generated from the same objects.
+import { z } from '@hono/zod-openapi';
+import { SCOPE_RE } from '../auth/index.ts';
+
+export const ErrorSchema = z
+  .object({
+    error: z.object({
+      code: z.string().openapi({ example: 'FORBIDDEN' }),
+      message: z.string(),
+      request_id: z.string(),
+      retry_after_ms: z.number().int().optional(),
+      details: z.record(z.string(), z.unknown()).optional(),
+    }),
+  })
+  .openapi('Error');
+
+const err = (description: string) => ({
+  content: { 'application/json': { schema: ErrorSchema } },
+  description,
+});
+
+/** Standard error responses for a route, by status. */
+export function errors(...statuses: number[]): Record<number, ReturnType<typeof err>> {
+  const text: Record<number, string> = {
+    400: 'Invalid input (VALIDATION)',
+    401: 'Missing, invalid, expired or revoked session (UNAUTHORIZED)',
+    403: 'Another owner’s sandbox, or a token scoped to another sandbox (FORBIDDEN)',
+    404: 'No such sandbox or resource',
+    409: 'Sandbox stopped / not running, or a run already active',
+    413: 'Body too large (PAYLOAD_TOO_LARGE)',
+    429: 'Rate limited (RATE_LIMITED), see retry-after',
+    502: 'Sidecar or engine failure',
+    503: 'Circuit open or capacity exhausted, see retry_after_ms',
+    504: 'Sidecar or request timeout',
+  };
+  return Object.fromEntries(statuses.map((s) => [s, err(text[s] ?? 'Error')]));
+}
+
+export const SANDBOX_ERRORS = [401, 403, 404, 429] as const;
+
+export const json = <T extends z.ZodType>(schema: T, description: string) => ({
+  content: { 'application/json': { schema } },
+  description,
+});
+
+export const jsonBody = <T extends z.ZodType>(schema: T) => ({
+  required: true,
+  content: { 'application/json': { schema } },
+});
+
+// --- auth ---
+export const ChallengeSchema = z
+  .object({ nonce: z.string(), message: z.string(), expires_at: z.union([z.number(), z.string()]) })
+  .openapi('Challenge');
+
+export const SessionRequestSchema = z
+  .object({
+    nonce: z.string().regex(/^(0x)?[0-9a-fA-F]{64}$/, 'nonce must be the 32-byte hex nonce of a challenge'),
+    signature: z.string().regex(/^(0x)?[0-9a-fA-F]{130}$/, 'signature must be 65 bytes as hex'),
+    scope: z.string().regex(SCOPE_RE, 'scope must be sandbox:{id} or instance:{id}').optional(),
+  })
+  .openapi('SessionRequest');
+
+export const SessionSchema = z
+  .object({ token: z.string(), address: z.string(), expires_at: z.union([z.number(), z.string()]) })
+  .openapi('Session');
+
+export const RevokedSchema = z.object({ revoked: z.literal(true) }).openapi('Revoked');
+
+// --- sandboxes ---
+export const SandboxViewSchema = z
+  .object({
+    id: z.string(),
+    name: z.string().optional(),
+    owner: z.string(),
+    state: z.string(),
+    resources: z.record(z.string(), z.unknown()),
+    timers: z.record(z.string(), z.unknown()),
+    ports: z.record(z.string(), z.unknown()),
+    tier: z.string().nullable().optional(),
+    created_at: z.number(),
+    last_activity_at: z.number(),
+    started_at: z.number().nullable().optional(),
+    stopped_at: z.number().nullable().optional(),
+    stop_reason: z.string().nullable().optional(),
+    secret_names: z.array(z.string()),
+  })
+  .openapi('Sandbox');
+
+export const SandboxListSchema = z.object({ sandboxes: z.array(SandboxViewSchema) }).openapi('SandboxList');
+
+const EnvMap = z.record(
+  z
+    .string()
+    .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'env names are [A-Za-z_][A-Za-z0-9_]*')
+    .max(256),
+  z.string(),
+);
+
+export const ExecRequestSchema = z
+  .object({
+    command: z.string().min(1, 'command is required').max(65_536),
+    cwd: z.string().max(4096).optional(),
+    env: EnvMap.optional(),
+    timeout_ms: z.number().int().positive().max(600_000).optional(),
+  })
+  .openapi('ExecRequest');
+
+export const ExecResultSchema = z
+  .object({ exit_code: z.number().int(), stdout: z.string(), stderr: z.string() })
+  .openapi('ExecResult');
+
+export const PromptRequestSchema = z
+  .object({
+    message: z.string().min(1, 'message is required').max(262_144),
+    session_id: z
+      .string()
+      .regex(/^[A-Za-z0-9_.:-]{1,128}$/)
+      .optional(),
+    backend_type: z.string().max(64).optional(),
+    model: z.string().max(256).optional(),
+    timeout_ms: z.number().int().positive().max(1_800_000).optional(),
+  })
+  .openapi('PromptRequest');
+
+export const TaskRequestSchema = z
+  .object({
+    prompt: z.string().min(1, 'prompt is required').max(262_144),
+    max_turns: z.number().int().positive().max(1000).optional(),
+    session_id: z
+      .string()
+      .regex(/^[A-Za-z0-9_.:-]{1,128}$/)
+      .optional(),
+    backend_type: z.string().max(64).optional(),
+    model: z.string().max(256).optional(),
+    system_prompt: z.string().max(65_536).optional(),
+    timeout_ms: z.number().int().positive().max(1_800_000).optional(),
+  })
+  .openapi('TaskRequest');
+
+export const RunAcceptedSchema = z
+  .object({ run_id: z.string(), session_id: z.string(), status: z.literal('queued') })
+  .openapi('RunAccepted');
+
+export const RunSchema = z
+  .object({
+    run_id: z.string(),
+    sandbox_id: z.string(),
+    kind: z.enum(['prompt', 'task']),
+    session_id: z.string(),
+    status: z.enum(['queued', 'running', 'completed', 'failed', 'cancelled']),
+    created_at: z.number(),
+    started_at: z.number().nullable(),
+    finished_at: z.number().nullable(),
+    last_event_id: z.number().int(),
+    final_text: z.string().nullable(),
+    usage: z.record(z.string(), z.unknown()).nullable(),
+    error: z.object({ code: z.string(), message: z.string() }).nullable(),
+  })
+  .openapi('Run');
+
+export const RunParamsSchema = z.object({
+  run_id: z.string().regex(/^run-[0-9a-f]{24}$/, 'run_id looks like run-<24 hex>'),
+});
+
+export const LifecycleResultSchema = z
+  .object({ success: z.boolean(), sandbox_id: z.string(), state: z.string() })
+  .openapi('LifecycleResult');
+
+const MAX_SECRET_VALUE = 64 * 1024;
+export const SecretsRequestSchema = z
+  .object({
+    env: z
+      .record(
+        z
+          .string()
+          .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'secret names are [A-Za-z_][A-Za-z0-9_]*')
+          .max(256),
+        z
+          .string()
+          .refine(
+            (v) => Buffer.byteLength(v, 'utf8') <= MAX_SECRET_VALUE,
+            'a secret value is at most 64 KiB',
+          ),
+      )
+      .refine((env) => {
+        const n = Object.keys(env).length;
+        return n >= 1 && n <= 256;
+      }, 'env must hold 1 to 256 secrets'),
+  })
+  .openapi('SecretsRequest');
+
+export const SecretsSetSchema = z
+  .object({ status: z.literal('secrets_configured'), sandbox_id: z.string() })
+  .openapi('SecretsConfigured');
+export const SecretsWipedSchema = z.object({ status: z.literal('secrets_wiped'), sandbox_id: z.string() });
+export const SecretNamesSchema = z
+  .object({ sandbox_id: z.string(), names: z.array(z.string()) })
+  .openapi('SecretNames');
+
+export const TerminalCreateSchema = z
+  .object({
+    cwd: z.string().max(4096).optional(),
+    cols: z.number().int().min(1).max(1000).optional(),
+    rows: z.number().int().min(1).max(1000).optional(),
+    env: EnvMap.optional(),
+    title: z.string().max(256).optional(),
+  })
+  .openapi('TerminalCreate');
+export const TerminalResizeSchema = z
+  .object({ cols: z.number().int().min(1).max(1000), rows: z.number().int().min(1).max(1000) })
+  .openapi('TerminalResize');
+export const TerminalInputSchema = z.object({ data: z.string().max(65_536) }).openapi('TerminalInput');
+export const TerminalParamsSchema = z.object({
+  tid: z.string().regex(/^[A-Za-z0-9_-]{1,128}$/, 'terminal ids are [A-Za-z0-9_-]'),
+});
+export const PassThroughSchema = z.record(z.string(), z.unknown()).openapi('SidecarResponse');
+
+export const SnapshotResultSchema = z.record(z.string(), z.unknown()).openapi('SnapshotResult');

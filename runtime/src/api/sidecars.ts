@@ -1,0 +1,32 @@
+// The default ApiSidecars: one SidecarClient per sandbox endpoint, all sharing one circuit breaker
+// (keyed by sandbox id) and the API's per-operation timeouts.
+import {
+  CircuitBreaker,
+  type CircuitBreakerOptions,
+  SidecarClient,
+  type SidecarTimeouts,
+} from '../sidecar-client/index.ts';
+import type { ApiSandboxes, ApiSidecarClient, ApiSidecars } from './deps.ts';
+
+export function createApiSidecars(
+  sandboxes: Pick<ApiSandboxes, 'sidecarEndpoint'>,
+  opts: { timeouts?: Partial<SidecarTimeouts>; breaker?: CircuitBreaker | CircuitBreakerOptions } = {},
+): ApiSidecars {
+  const breaker = opts.breaker instanceof CircuitBreaker ? opts.breaker : new CircuitBreaker(opts.breaker);
+  // Keyed by the endpoint too: a resumed or recreated container may listen on another port.
+  const clients = new Map<string, { key: string; client: SidecarClient }>();
+  return {
+    async client(sandboxId: string): Promise<ApiSidecarClient> {
+      const ep = await sandboxes.sidecarEndpoint(sandboxId);
+      const key = `${ep.url}|${ep.token}`;
+      const cached = clients.get(sandboxId);
+      if (cached?.key === key) return cached.client;
+      const client = new SidecarClient(
+        { sandboxId, baseUrl: ep.url, token: ep.token },
+        { breaker, ...(opts.timeouts ? { timeouts: opts.timeouts } : {}) },
+      );
+      clients.set(sandboxId, { key, client });
+      return client;
+    },
+  };
+}
