@@ -1,6 +1,29 @@
 // @agent-sandbox/runtime: public door of the package.
 
 export type {
+  ApiConfig,
+  ApiConfigInput,
+  ApiSandboxes,
+  ApiSessions,
+  ApiSidecarClient,
+  ApiSidecars,
+  ApiStore,
+  ApiTee,
+  HealthCheck,
+  OperatorApi,
+  OperatorApiDeps,
+  OperatorApiServer,
+  OperatorMode,
+} from './src/api/index.ts';
+export {
+  ApiConfigSchema,
+  createApiSidecars,
+  createOperatorApi,
+  parseApiConfig,
+  parseList,
+  serveOperatorApi,
+} from './src/api/index.ts';
+export type {
   Challenge,
   CollectResult,
   ScopedClaims,
