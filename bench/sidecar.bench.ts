@@ -96,7 +96,7 @@ async function main() {
       method: 'POST',
       headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
       body: JSON.stringify({
-        command: "grep VmRSS /proc/$(pgrep -f [s]idecar.cjs | head -1)/status | awk '{print $2}'",
+        command: `grep VmRSS /proc/$(pgrep -f '^node /opt/[s]idecar' | head -1)/status | awk '{print $2}'`,
       }),
     }).then((r) => r.json() as Promise<{ stdout: string }>);
     const viaSidecar = async () => {
