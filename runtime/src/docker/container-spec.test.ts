@@ -1,0 +1,61 @@
+// The container spec every sandbox gets: loopback-only ports, hardening, resources, no host paths.
+import { describe, expect, it } from 'vitest';
+import { buildContainerSpec, SIDECAR_CAPS } from './container-spec.ts';
+
+const spec = buildContainerSpec({
+  name: 'agent-sandbox-sbx-1',
+  image: 'img:1',
+  env: { SIDECAR_PORT: '8080', SIDECAR_AUTH_TOKEN: 'tok' },
+  labels: { a: 'b' },
+  volumeName: 'agent-sandbox-ws-sbx-1',
+  volumeLabels: { a: 'b' },
+  sidecarPort: 8080,
+  cpuCores: 1.5,
+  memoryMb: 512,
+  diskGb: 5,
+  enforceDisk: false,
+  pidsLimit: 256,
+  tmpfsSizeMb: 64,
+});
+
+describe('buildContainerSpec', () => {
+  it('publishes the sidecar port on 127.0.0.1 only, on an engine-chosen port', () => {
+    expect(spec.HostConfig?.PortBindings).toEqual({ '8080/tcp': [{ HostIp: '127.0.0.1', HostPort: '' }] });
+  });
+  it('drops every capability but the sidecar minimum, and hardens the rest', () => {
+    const hc = spec.HostConfig!;
+    expect(hc.CapDrop).toEqual(['ALL']);
+    expect(hc.CapAdd).toEqual([...SIDECAR_CAPS]);
+    expect(hc.SecurityOpt).toEqual(['no-new-privileges:true']);
+    expect(hc.Privileged).toBe(false);
+    expect(hc.Binds).toBeUndefined();
+    expect(hc.Mounts).toEqual([
+      expect.objectContaining({ Type: 'volume', Source: 'agent-sandbox-ws-sbx-1', Target: '/home/agent' }),
+    ]);
+    expect(hc.Tmpfs).toEqual({ '/tmp': 'rw,nosuid,nodev,size=64m' });
+  });
+  it('maps resources; disk only when the driver can enforce it', () => {
+    const hc = spec.HostConfig!;
+    expect(hc.NanoCpus).toBe(1.5e9);
+    expect(hc.Memory).toBe(512 * 1024 * 1024);
+    expect(hc.MemorySwap).toBe(hc.Memory);
+    expect(hc.PidsLimit).toBe(256);
+    expect(hc.StorageOpt).toBeUndefined();
+    const withDisk = buildContainerSpec({
+      name: 'n',
+      image: 'i',
+      env: {},
+      labels: {},
+      volumeName: 'v',
+      volumeLabels: {},
+      sidecarPort: 8080,
+      cpuCores: 1,
+      memoryMb: 256,
+      diskGb: 5,
+      enforceDisk: true,
+      pidsLimit: 1,
+      tmpfsSizeMb: 1,
+    });
+    expect(withDisk.HostConfig?.StorageOpt).toEqual({ size: '5G' });
+  });
+});

@@ -1,0 +1,94 @@
+// Create-request resolution (defaults, caps, minimums, timer clamping) and env merging rules.
+import { describe, expect, it } from 'vitest';
+import { parseSandboxRuntimeConfig, sandboxRuntimeConfigFromEnv } from './config.ts';
+import { containerEnv, parseUserEnv } from './env.ts';
+import { resolveCreate } from './request.ts';
+
+const cfg = parseSandboxRuntimeConfig({
+  image: 'img:1',
+  snapshotDir: '/tmp/x',
+  maxCpuCores: 2,
+  maxMemoryMb: 4096,
+});
+const req = { owner: '0xabc', serviceId: 1n, callId: 5 };
+
+describe('resolveCreate', () => {
+  it('zero or absent means the default; ids become strings', () => {
+    const r = resolveCreate({ ...req, cpuCores: 0, memoryMb: 0 }, cfg);
+    expect(r).toMatchObject({
+      cpuCores: 1,
+      memoryMb: 1024,
+      diskGb: 10,
+      serviceId: '1',
+      callId: '5',
+      image: 'img:1',
+    });
+    expect(r.timers).toEqual({ idleTimeoutSeconds: 1800, maxLifetimeSeconds: 86400 });
+  });
+  it('refuses anything above a cap with RESOURCES_EXCEED_LIMIT naming each one', () => {
+    expect(() => resolveCreate({ ...req, cpuCores: 3, memoryMb: 5000 }, cfg)).toThrow(
+      /exceed this operator's limits \(cpu_cores 3 > 2, memory_mb 5000 > 4096\)/,
+    );
+  });
+  it('refuses memory below the minimum and malformed requests with VALIDATION', () => {
+    expect(() => resolveCreate({ ...req, memoryMb: 64 }, cfg)).toThrow(/below the 128 MB/);
+    expect(() => resolveCreate({ ...req, owner: '' }, cfg)).toThrow(/invalid create request at owner/);
+    expect(() => resolveCreate({ ...req, cpuCores: -1 }, cfg)).toThrow(/cpuCores/);
+  });
+  it('clamps timers to the operator maxima', () => {
+    const r = resolveCreate({ ...req, idleTimeoutSeconds: 999_999, maxLifetimeSeconds: 999_999 }, cfg);
+    expect(r.timers).toEqual({ idleTimeoutSeconds: 7200, maxLifetimeSeconds: 172800 });
+  });
+});
+
+describe('sandbox env', () => {
+  it('user values win over base config but never over the token or the subprocess uid/gid', () => {
+    const env = containerEnv({
+      token: 't'.repeat(64),
+      sidecarPort: 8080,
+      baseEnv: { A: 'base', B: 'base' },
+      userEnv: { B: 'secret', SIDECAR_AUTH_TOKEN: 'evil', AGENT_SUBPROCESS_UID: '0' },
+    });
+    expect(env).toMatchObject({
+      A: 'base',
+      B: 'secret',
+      SIDECAR_PORT: '8080',
+      AGENT_WORKSPACE_ROOT: '/home/agent',
+      AGENT_SUBPROCESS_UID: '1000',
+      AGENT_SUBPROCESS_GID: '1000',
+      SIDECAR_AUTH_TOKEN: 't'.repeat(64),
+    });
+  });
+  it('refuses protected and malformed names without echoing values', () => {
+    expect(() => parseUserEnv({ SIDECAR_AUTH_TOKEN: 'x' }, 'secrets')).toThrow(/cannot be overridden/);
+    expect(() => parseUserEnv({ '1BAD': 'x' }, 'secrets')).toThrow(/letters, digits/);
+    expect(() => parseUserEnv({ K: 'x'.repeat(70_000) }, 'secrets')).toThrow(/at most 65536 bytes/);
+    expect(() => parseUserEnv({}, 'secrets', { minKeys: 1 })).toThrow(/at least 1 key/);
+    try {
+      parseUserEnv({ 'bad-name': 'hunter2-secret' }, 'secrets');
+    } catch (e) {
+      expect((e as Error).message).not.toContain('hunter2');
+    }
+  });
+});
+
+describe('config from env', () => {
+  it('reads SANDBOX_* numbers and booleans and rejects garbage', () => {
+    const c = sandboxRuntimeConfigFromEnv(
+      { SIDECAR_IMAGE: 'i:2', SANDBOX_MAX_CPU_CORES: '4', SANDBOX_SNAPSHOT_AUTO_COMMIT: 'false' },
+      { snapshotDir: '/tmp/s' },
+    );
+    expect(c).toMatchObject({
+      image: 'i:2',
+      maxCpuCores: 4,
+      snapshotAutoCommit: false,
+      gcHotRetentionSeconds: 86400,
+    });
+    expect(() =>
+      sandboxRuntimeConfigFromEnv(
+        { SIDECAR_IMAGE: 'i', SANDBOX_MAX_CPU_CORES: 'lots' },
+        { snapshotDir: '/s' },
+      ),
+    ).toThrow(/SANDBOX_MAX_CPU_CORES must be a number/);
+  });
+});
