@@ -113,7 +113,7 @@ async function up(o: {
     log: say,
   });
   if (started.reused) {
-    say('devnet already running; not starting another (stop it with `tsx scripts/devnet.ts down`)');
+    say('not starting a second one; stop it with Ctrl-C where it runs, or `tsx scripts/devnet.ts down`');
     o.out(started.info);
     return 0;
   }

@@ -22,6 +22,7 @@ import { describe, expect, inject, it } from 'vitest';
 import {
   devnetAccounts,
   encodeCreateOutput,
+  encodeJsonOutput,
   encodeSandboxCreateRequest,
   encodeSandboxDelete,
   rpcChainId,
@@ -130,8 +131,34 @@ describe('devnet: a create job on the cloud service', () => {
       args: [sandboxId],
     });
     expect((holder as Hex).toLowerCase()).toBe(operator.toLowerCase());
+
+    // Deleting it (which also gives its capacity back to the shared devnet) routes to the same operator.
+    const routed = await send('serviceOwner', 'submitJob', [cloud, 1, encodeSandboxDelete(sandboxId)]);
+    const route = routed.find((e) => e.eventName === 'OperatorRouted');
+    expect(String(route?.args.operator).toLowerCase()).toBe(operator.toLowerCase());
+    const deleted = await send(roleOf(operator), 'submitResult', [
+      cloud,
+      route?.args.callId,
+      encodeJsonOutput('{"deleted":true}'),
+    ]);
+    const gone = deleted.find((e) => e.eventName === 'SandboxDeleted');
+    expect(gone?.args.sandboxHash).toBe(keccak256(toBytes(sandboxId)));
+    const active = await pub.readContract({
+      address: devnet.contracts.cloud,
+      abi: agentSandboxBlueprintAbi as Abi,
+      functionName: 'isSandboxActive',
+      args: [sandboxId],
+    });
+    expect(active).toBe(false);
   });
 });
+
+/**
+ * Closes a create call with an empty sandbox id: the call completes and its reserved slot is
+ * released, but nothing is recorded, so refusal tests leave the shared devnet's capacity as found.
+ */
+const closeEmpty = (operator: Hex, callId: bigint) =>
+  send(roleOf(operator), 'submitResult', [cloud, callId, createResult('', '{}')]);
 
 describe('devnet: refusals carry the contract error by name', () => {
   const inputs = encodeSandboxCreateRequest(sampleSandboxCreateRequest({ name: 'refused' }), 'flat');
@@ -155,15 +182,17 @@ describe('devnet: refusals carry the contract error by name', () => {
   });
 
   it('refuses a result from an account that is not an operator of the service', async () => {
-    const { callId } = await createJob('devnet-test-non-operator');
+    const { callId, operator } = await createJob('devnet-test-non-operator');
     expect(await refusal('user', 'submitResult', [cloud, callId, createResult('sb-x', '{}')])).toBe(
       'OperatorNotInService',
     );
+    const closed = await closeEmpty(operator, callId);
+    expect(closed.map((e) => e.eventName)).not.toContain('SandboxCreated');
   });
 
   it('refuses a second result for a completed call, from either operator', async () => {
     const { callId, operator } = await createJob('devnet-test-twice');
-    await send(roleOf(operator), 'submitResult', [cloud, callId, createResult(`sb-twice-${callId}`, '{}')]);
+    await closeEmpty(operator, callId);
     for (const role of ['operator1', 'operator2'] as const) {
       expect(await refusal(role, 'submitResult', [cloud, callId, createResult('sb-again', '{}')])).toBe(
         'JobAlreadyCompleted',

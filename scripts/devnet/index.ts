@@ -17,6 +17,7 @@ export { DEVNET_CHAIN_ID, rpcChainId } from './anvil.ts';
 export { DEFAULT_STATE_FILE, DevnetError, type DevnetErrorCode } from './errors.ts';
 export {
   encodeCreateOutput,
+  encodeJsonOutput,
   encodeSandboxCreateRequest,
   encodeSandboxDelete,
   type SandboxCreateRequest,

@@ -150,3 +150,8 @@ export function encodeCreateOutput(sandboxId: string, json: string): Hex {
 export function encodeSandboxDelete(sandboxId: string): Hex {
   return encodeAbiParameters([{ name: 'sandbox_id', type: 'string' }], [sandboxId]);
 }
+
+/** Jobs 1-4's output, `abi.encode((string json))`: one tuple. */
+export function encodeJsonOutput(json: string): Hex {
+  return encodeAbiParameters([{ type: 'tuple', components: [{ name: 'json', type: 'string' }] }], [{ json }]);
+}
