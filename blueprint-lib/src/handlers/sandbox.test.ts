@@ -1,0 +1,271 @@
+// Jobs 0/1 through the blueprint router, on the shared devnet (real OperatorAssigned/Routed events
+// from a fresh service) and the real Docker engine (real SandboxManager, encrypted store on disk).
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { EncryptedStore, SandboxManager } from '@agent-sandbox/runtime';
+import { decodeJobResult, type JobContext } from '@agent-sandbox/sdk';
+import Docker from 'dockerode';
+import pino from 'pino';
+import { type Address, encodeAbiParameters, type Hex } from 'viem';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { BlueprintChain } from '../chain.ts';
+import type { SandboxRuntime } from '../deps.ts';
+import {
+  JOB_SANDBOX_CREATE,
+  JOB_SANDBOX_DELETE,
+  JSON_OUTPUT,
+  SANDBOX_CREATE_INPUT,
+  SANDBOX_CREATE_OUTPUT,
+  SANDBOX_DELETE_INPUT,
+} from '../jobs.ts';
+import { blueprintRouter } from '../router.ts';
+import { DevnetJobs } from '../testing/devnet-service.ts';
+import type { SandboxCreateRequest } from '../validate.ts';
+
+const devnet = inject('devnet');
+const image = inject('sandboxImage');
+const SECRET = 'cd'.repeat(32);
+const RUN = `bl-${Date.now().toString(36)}`;
+const LABELS = { 'agent-sandbox.test': '1', 'agent-sandbox.test.suite': 'blueprint-lib' };
+
+function request(over: Partial<SandboxCreateRequest> = {}): SandboxCreateRequest {
+  return {
+    name: 'unit',
+    image: '',
+    stack: 'default',
+    agent_identifier: 'default',
+    env_json: '{"GREETING":"hi"}',
+    metadata_json: '{"purpose":"test"}',
+    ssh_enabled: false,
+    ssh_public_key: '',
+    web_terminal_enabled: true,
+    max_lifetime_seconds: 600n,
+    idle_timeout_seconds: 300n,
+    cpu_cores: 1n,
+    memory_mb: 256n,
+    disk_gb: 1n,
+    tee_required: false,
+    tee_type: 0,
+    attestation_nonce: '',
+    capabilities_json: '',
+    ...over,
+  };
+}
+const flat = (r: SandboxCreateRequest): Hex =>
+  encodeAbiParameters(SANDBOX_CREATE_INPUT, SANDBOX_CREATE_INPUT.map((p) => r[p.name]) as never);
+const tuple = (r: SandboxCreateRequest): Hex =>
+  encodeAbiParameters([{ type: 'tuple', components: SANDBOX_CREATE_INPUT }], [r]);
+
+interface Op {
+  dir: string;
+  store: EncryptedStore;
+  manager: SandboxManager;
+}
+async function openOp(name: string): Promise<Op> {
+  const dir = await mkdtemp(join(tmpdir(), `${RUN}-${name}-`));
+  const store = await EncryptedStore.open({ dir: join(dir, 'store'), secret: SECRET });
+  const manager = await SandboxManager.open({
+    store,
+    config: {
+      operatorId: `${RUN}-${name}`,
+      image,
+      snapshotDir: join(dir, 'snapshots'),
+      extraLabels: LABELS,
+      maxMemoryMb: 2048,
+    },
+  });
+  return { dir, store, manager };
+}
+
+let jobs: DevnetJobs;
+let main: Op;
+let spare: Op;
+const chain = new BlueprintChain({ httpRpcUrl: devnet.rpcUrl, blueprint: devnet.contracts.cloud });
+
+function routerFor(op: Op, operator: Address) {
+  return blueprintRouter({
+    operator,
+    mode: 'cloud',
+    chain,
+    sandboxes: op.manager as unknown as SandboxRuntime,
+    store: op.store,
+    policy: {
+      defaultImage: image,
+      imageAllowlist: ['agent-sandbox-allowed-but-absent:1'],
+      maxCpuCores: 2,
+      maxMemoryMb: 2048,
+      maxDiskGb: 10,
+      teeAvailable: false,
+    },
+    operatorApiUrl: 'http://127.0.0.1:9999',
+  }).router;
+}
+
+function ctx(
+  call: { callId: bigint; blockNumber: bigint; transactionHash: Hex },
+  jobIndex: number,
+): JobContext {
+  return {
+    serviceId: jobs.serviceId,
+    callId: call.callId,
+    jobIndex,
+    caller: jobs.caller.address,
+    blockNumber: call.blockNumber,
+    transactionHash: call.transactionHash,
+    log: pino({ level: 'silent' }),
+    signal: new AbortController().signal,
+  };
+}
+
+async function create(input: Hex, op: Op = main, as?: Address) {
+  const call = await jobs.submit(JOB_SANDBOX_CREATE, input);
+  const operator = as ?? call.operator!;
+  const outcome = await routerFor(op, operator).dispatch(
+    { jobIndex: JOB_SANDBOX_CREATE, input },
+    ctx(call, JOB_SANDBOX_CREATE),
+  );
+  return { call, operator, outcome };
+}
+
+function createOutput(outcome: Awaited<ReturnType<typeof create>>['outcome']) {
+  if (outcome.kind !== 'result') throw new Error(`expected a result, got ${JSON.stringify(outcome)}`);
+  const v = decodeJobResult(SANDBOX_CREATE_OUTPUT, outcome.output);
+  return { sandboxId: v.sandboxId, json: JSON.parse(v.json) as Record<string, unknown>, hex: outcome.output };
+}
+
+beforeAll(async () => {
+  jobs = new DevnetJobs(devnet);
+  await jobs.newCloudService();
+  main = await openOp('main');
+  spare = await openOp('spare');
+});
+
+afterAll(async () => {
+  for (const op of [main, spare]) {
+    if (!op) continue;
+    for (const r of op.manager.list()) await op.manager.delete(r.id).catch(() => {});
+    await op.store.close();
+    await rm(op.dir, { recursive: true, force: true });
+  }
+  const docker = new Docker();
+  const left = await docker.listContainers({
+    all: true,
+    filters: { label: ['agent-sandbox.test.suite=blueprint-lib'] },
+  });
+  for (const c of left)
+    if (Object.values(c.Labels).some((v) => v.startsWith(RUN)))
+      await docker
+        .getContainer(c.Id)
+        .remove({ force: true })
+        .catch(() => {});
+});
+
+describe('SANDBOX_CREATE and SANDBOX_DELETE', () => {
+  it('provisions on the assigned operator only; the result names the sandbox and never the token; a redelivery makes nothing new; delete removes it', async () => {
+    const input = flat(request({ name: 'e2e-unit' }));
+    const { call, operator, outcome } = await create(input);
+    const out = createOutput(outcome);
+    expect(out.sandboxId).toMatch(/^sbx-[0-9a-f]{32}$/);
+    expect(out.json).toMatchObject({
+      sandboxId: out.sandboxId,
+      operatorApiUrl: 'http://127.0.0.1:9999',
+      state: 'running',
+      operator,
+    });
+    const rec = main.manager.get(out.sandboxId);
+    expect(rec.owner.toLowerCase()).toBe(jobs.caller.address.toLowerCase());
+    // The sidecar token exists only in the encrypted store, never in the result (hex or text).
+    expect(rec.token).toMatch(/^[0-9a-f]{64}$/);
+    expect(out.hex.toLowerCase()).not.toContain(rec.token);
+    expect(JSON.stringify(out.json)).not.toContain(rec.token);
+    expect(Buffer.from(out.hex.slice(2), 'hex').toString('latin1')).not.toContain(rec.token);
+
+    // The other operator skips the same call (its own store, as on its own machine).
+    const other = await routerFor(spare, jobs.otherOperator(operator)).dispatch(
+      { jobIndex: 0, input },
+      ctx(call, 0),
+    );
+    expect(other).toEqual({ kind: 'skip', reason: 'handler-skipped' });
+
+    // Redelivered: the same answer, still one sandbox for the call.
+    const again = await routerFor(main, operator).dispatch({ jobIndex: 0, input }, ctx(call, 0));
+    expect(again).toEqual(outcome);
+    expect(main.manager.list().filter((r) => r.callId === `${call.callId}`)).toHaveLength(1);
+
+    // Post the result as the operator would, so the blueprint records the sandbox and routes a delete.
+    await jobs.submitResult(operator, call.callId, out.hex);
+    const delInput = encodeAbiParameters(SANDBOX_DELETE_INPUT, [out.sandboxId]);
+    const del = await jobs.submit(JOB_SANDBOX_DELETE, delInput);
+    expect(del.operator?.toLowerCase()).toBe(operator.toLowerCase());
+
+    // An operator that does not know the sandbox answers with a clear error.
+    const unknown = await routerFor(spare, operator).dispatch({ jobIndex: 1, input: delInput }, ctx(del, 1));
+    expect(unknown.kind).toBe('result');
+    const uj = JSON.parse(decodeJobResult(JSON_OUTPUT, (unknown as { output: Hex }).output).json);
+    expect(uj).toMatchObject({ code: 'NOT_FOUND', sandboxId: out.sandboxId });
+    expect(uj.error).toContain('not known to operator');
+
+    const done = await routerFor(main, operator).dispatch({ jobIndex: 1, input: delInput }, ctx(del, 1));
+    const dj = JSON.parse(decodeJobResult(JSON_OUTPUT, (done as { output: Hex }).output).json);
+    expect(dj).toMatchObject({ sandboxId: out.sandboxId, deleted: true });
+    expect(() => main.manager.get(out.sandboxId)).toThrow(/does not exist/);
+    const gone = await new Docker().listContainers({
+      all: true,
+      filters: { label: [`agent-sandbox.id=${out.sandboxId}`] },
+    });
+    expect(gone).toHaveLength(0);
+  });
+
+  it('decodes the flat and the tuple encoding to the same request', async () => {
+    const r = request({ image: 'not-on-the-list:1' });
+    expect(tuple(r)).not.toBe(flat(r));
+    const a = createOutput((await create(flat(r))).outcome);
+    const b = createOutput((await create(tuple(r))).outcome);
+    for (const o of [a, b]) {
+      expect(o.sandboxId).toBe('');
+      expect(o.json).toMatchObject({ code: 'IMAGE_NOT_ALLOWED', phase: 'validation' });
+      expect(o.json['error']).toContain('not-on-the-list:1');
+    }
+  });
+
+  it('refuses oversize resources, bad JSON fields and long names with a readable result', async () => {
+    const cases: Array<[Partial<SandboxCreateRequest>, string, string]> = [
+      [{ cpu_cores: 64n }, 'RESOURCES_EXCEED_LIMIT', 'cpu_cores'],
+      [{ memory_mb: 2n ** 63n }, 'RESOURCES_EXCEED_LIMIT', 'memory_mb'],
+      [{ disk_gb: 11n }, 'RESOURCES_EXCEED_LIMIT', 'disk_gb'],
+      [{ env_json: '[1,2]' }, 'INVALID_REQUEST', 'env_json'],
+      [{ env_json: '{not json' }, 'INVALID_REQUEST', 'env_json'],
+      [{ metadata_json: '{"n":1}' }, 'INVALID_REQUEST', 'metadata_json'],
+      [{ name: 'x'.repeat(65) }, 'INVALID_REQUEST', 'name'],
+      [{ agent_identifier: 'a'.repeat(129) }, 'INVALID_REQUEST', 'agent_identifier'],
+    ];
+    for (const [over, code, field] of cases) {
+      const o = createOutput((await create(flat(request(over)))).outcome);
+      expect(o.sandboxId, field).toBe('');
+      expect(o.json, field).toMatchObject({ code, phase: 'validation' });
+      expect(String(o.json['error']), field).toContain(field);
+    }
+    expect(main.manager.list()).toHaveLength(0);
+  });
+
+  it('posts a failed provision with its phase, and the provision record keeps the reason', async () => {
+    const { call, outcome } = await create(flat(request({ image: 'agent-sandbox-allowed-but-absent:1' })));
+    const o = createOutput(outcome);
+    expect(o.sandboxId).toBe('');
+    expect(o.json).toMatchObject({ code: 'IMAGE_NOT_FOUND', phase: 'image_pull' });
+    const p = await main.manager.getProvision(`${call.callId}`);
+    expect(p.phase).toBe('failed');
+    expect(p.error).toContain('agent-sandbox-allowed-but-absent:1');
+  });
+
+  it('skips input that is neither encoding, without touching anything', async () => {
+    const call = await jobs.submit(JOB_SANDBOX_CREATE, flat(request({ image: 'x:1' })));
+    const bad = await routerFor(main, call.operator!).dispatch(
+      { jobIndex: 0, input: '0x1234' },
+      ctx(call, 0),
+    );
+    expect(bad.kind).toBe('skip');
+    expect((bad as { reason: string }).reason).toBe('bad-input');
+  });
+});

@@ -1,0 +1,149 @@
+// Test helper: a fresh cloud service on the shared devnet (both operators, a fresh permitted
+// caller), so a test's jobs never mix with another test's; plus job submission and results.
+import { localTangleAbi } from '@agent-sandbox/contracts';
+import {
+  type Address,
+  createPublicClient,
+  createWalletClient,
+  type Hex,
+  http,
+  type LocalAccount,
+  type PublicClient,
+  parseEther,
+  parseEventLogs,
+} from 'viem';
+import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
+import type { DevnetInfo } from '../../../scripts/devnet/index.ts';
+import { BlueprintChain } from '../chain.ts';
+
+const isNonceClash = (e: unknown) =>
+  /nonce|replacement|already known/i.test(String((e as Error)?.message ?? e));
+
+export class DevnetJobs {
+  readonly pub: PublicClient;
+  readonly info: DevnetInfo;
+  readonly caller: LocalAccount;
+  serviceId = 0n;
+
+  constructor(info: DevnetInfo) {
+    this.info = info;
+    this.pub = createPublicClient({ transport: http(info.rpcUrl) });
+    this.caller = privateKeyToAccount(generatePrivateKey());
+  }
+
+  account(role: keyof DevnetInfo['accounts']): LocalAccount {
+    return privateKeyToAccount(this.info.accounts[role].privateKey);
+  }
+
+  /** Sends a Tangle call, retrying when another process used the same key at the same moment. */
+  async send(
+    from: LocalAccount,
+    functionName: string,
+    args: readonly unknown[],
+  ): Promise<{ logs: readonly unknown[]; blockNumber: bigint; transactionHash: Hex }> {
+    const wallet = createWalletClient({ account: from, transport: http(this.info.rpcUrl) });
+    for (let i = 0; ; i++) {
+      try {
+        const { request } = await this.pub.simulateContract({
+          account: from,
+          address: this.info.contracts.tangle,
+          abi: localTangleAbi,
+          functionName: functionName as never,
+          args: args as never,
+        });
+        // Assignment depends on block randomness: give the estimate headroom.
+        const gas = await this.pub.estimateContractGas(request as never);
+        const hash = await wallet.writeContract({
+          ...(request as object),
+          gas: (gas * 15n) / 10n,
+          chain: null,
+        } as never);
+        const r = await this.pub.waitForTransactionReceipt({ hash, pollingInterval: 100 });
+        if (r.status !== 'success') throw new Error(`${functionName} reverted (${hash})`);
+        return { logs: r.logs, blockNumber: r.blockNumber, transactionHash: hash };
+      } catch (e) {
+        if (i < 8 && isNonceClash(e)) {
+          await new Promise((res) => setTimeout(res, 150 + Math.random() * 300));
+          continue;
+        }
+        throw e;
+      }
+    }
+  }
+
+  /** New cloud service with operator1 and operator2; `caller` (fresh, funded) may submit jobs. */
+  async newCloudService(): Promise<bigint> {
+    await this.pub.request({
+      method: 'anvil_setBalance' as never,
+      params: [this.caller.address, `0x${parseEther('100').toString(16)}`] as never,
+    });
+    const ops = [this.info.accounts.operator1.address, this.info.accounts.operator2.address];
+    const req = await this.send(this.account('serviceOwner'), 'requestService', [
+      BigInt(this.info.blueprints.cloud),
+      ops,
+      '0x',
+      [this.caller.address],
+      0n,
+      '0x0000000000000000000000000000000000000000',
+      0n,
+      0,
+    ]);
+    const [ev] = parseEventLogs({
+      abi: localTangleAbi,
+      eventName: 'ServiceRequested',
+      logs: req.logs as never,
+    });
+    const requestId = ev!.args.requestId;
+    const approval = {
+      requestId,
+      securityCommitments: [],
+      blsPubkey: [0n, 0n, 0n, 0n],
+      blsPopSignature: [0n, 0n],
+      teeCommitments: [],
+    };
+    await this.send(this.account('operator1'), 'approveService', [approval]);
+    const done = await this.send(this.account('operator2'), 'approveService', [approval]);
+    const [act] = parseEventLogs({
+      abi: localTangleAbi,
+      eventName: 'ServiceActivated',
+      logs: done.logs as never,
+    });
+    this.serviceId = act!.args.serviceId;
+    return this.serviceId;
+  }
+
+  /** Submits a job from `caller`; returns the call and the operator the blueprint named. */
+  async submit(
+    jobIndex: number,
+    inputs: Hex,
+  ): Promise<{ callId: bigint; blockNumber: bigint; transactionHash: Hex; operator: Address | undefined }> {
+    const r = await this.send(this.caller, 'submitJob', [this.serviceId, jobIndex, inputs]);
+    const [ev] = parseEventLogs({ abi: localTangleAbi, eventName: 'JobSubmitted', logs: r.logs as never });
+    const callId = ev!.args.callId;
+    const chain = new BlueprintChain({ httpRpcUrl: this.info.rpcUrl, blueprint: this.info.contracts.cloud });
+    const ref = {
+      serviceId: this.serviceId,
+      callId,
+      blockNumber: r.blockNumber,
+      transactionHash: r.transactionHash,
+    };
+    const operator =
+      (await chain.operatorForCall('OperatorAssigned', ref)) ??
+      (await chain.operatorForCall('OperatorRouted', ref));
+    return { callId, blockNumber: r.blockNumber, transactionHash: r.transactionHash, operator };
+  }
+
+  /** Posts a result as one of the devnet operators (what the consumer does). */
+  async submitResult(as: Address, callId: bigint, output: Hex): Promise<void> {
+    const role = [this.info.accounts.operator1, this.info.accounts.operator2].find(
+      (a) => a.address.toLowerCase() === as.toLowerCase(),
+    );
+    if (!role) throw new Error(`${as} is not a devnet operator`);
+    await this.send(privateKeyToAccount(role.privateKey), 'submitResult', [this.serviceId, callId, output]);
+  }
+
+  otherOperator(op: Address): Address {
+    const { operator1, operator2 } = this.info.accounts;
+    return op.toLowerCase() === operator1.address.toLowerCase() ? operator2.address : operator1.address;
+  }
+}
