@@ -61,15 +61,43 @@ async function postResult(operator: string, callId: bigint, output: Hex): Promis
 }
 
 let op: SpecOperator;
+let startBlock = 0n;
 beforeAll(async () => {
   op = await startSpecOperator();
+  startBlock = await chainFor().publicClient.getBlockNumber();
 });
-afterAll(async () => op.close());
+
+/**
+ * The devnet is shared by the whole run and an unanswered create holds an operator slot: answer
+ * every create these tests left open with a failure result, as its assigned operator.
+ */
+afterAll(async () => {
+  const chain = chainFor();
+  const logs = await chain.publicClient.getContractEvents({
+    address: tangle,
+    abi: iTangleAbi,
+    eventName: 'JobSubmitted',
+    args: { serviceId },
+    fromBlock: startBlock,
+  });
+  const layout = sandboxCreateRequestLayout().components;
+  for (const log of logs) {
+    if (log.args.jobIndex !== 0) continue;
+    const name = decodeAbiParameters(layout, log.args.inputs!)[0];
+    if (typeof name !== 'string' || !name.startsWith('client-test-')) continue;
+    const callId = log.args.callId!;
+    if (await chain.findResult(callId, startBlock)) continue;
+    const operator = await chain.assignedOperator(callId, startBlock);
+    if (operator)
+      await postResult(operator, callId, createOutput('', { error: 'test cleanup', phase: 'queued' }));
+  }
+  await op.close();
+});
 
 describe('SandboxChain', () => {
   it('submits job 0 from the owner: call id, assigned operator, and inputs the chain decodes back', async () => {
     const chain = chainFor();
-    const req = buildCreateRequest({ name: 'chain-test', cpu_cores: 2n, memory_mb: 512n });
+    const req = buildCreateRequest({ name: 'client-test-chain', cpu_cores: 2n, memory_mb: 512n });
     const job = await chain.submitCreate(req);
     expect(job.callId).toBeGreaterThanOrEqual(0n);
     const operators = [devnet.accounts.operator1.address, devnet.accounts.operator2.address].map((a) =>
@@ -89,7 +117,7 @@ describe('SandboxChain', () => {
 
   it('waits for the posted result and decodes it; delete is routed to the same operator', async () => {
     const chain = chainFor();
-    const job = await chain.submitCreate(buildCreateRequest({ name: 'roundtrip' }));
+    const job = await chain.submitCreate(buildCreateRequest({ name: 'client-test-roundtrip' }));
     const id = `sb-chain-${job.callId}`;
     await postResult(job.operator!, job.callId, createOutput(id, { sandboxId: id, operatorApiUrl: op.url }));
     const out = await chain.waitForCreateResult(job.callId, {
@@ -120,6 +148,15 @@ describe('SandboxChain', () => {
     });
   });
 
+  it('concurrent submissions from one account all land, each with its own call id', async () => {
+    const jobs = await Promise.all(
+      [1, 2, 3, 4].map((n) =>
+        chainFor().submitCreate(buildCreateRequest({ name: `client-test-concurrent-${n}` })),
+      ),
+    );
+    expect(new Set(jobs.map((j) => j.callId)).size).toBe(4);
+  });
+
   it('deleting an unknown sandbox reverts with UnknownSandbox', async () => {
     const err = await chainFor()
       .submitDelete('no-such-sandbox')
@@ -130,7 +167,7 @@ describe('SandboxChain', () => {
 
   it('waitForResult times out with a clear chain error when no operator answers', async () => {
     const chain = chainFor();
-    const job = await chain.submitCreate(buildCreateRequest({ name: 'nobody-answers' }));
+    const job = await chain.submitCreate(buildCreateRequest({ name: 'client-test-nobody-answers' }));
     const err = await chain
       .waitForResult(job.callId, { fromBlock: job.blockNumber, timeoutMs: 300 })
       .catch((e) => e);
@@ -184,7 +221,7 @@ describe('createSandbox', () => {
     const created = await createSandbox({
       chain: chainFor(),
       account: user,
-      request: { name: 'e2e' },
+      request: { name: 'client-test-e2e' },
       operatorUrl: op.url,
       pollMs: 100,
       timeoutMs: 30_000,
@@ -201,6 +238,13 @@ describe('createSandbox', () => {
     expect(seen).toContain('phase:health_check');
     expect(seen.slice(-2)).toEqual(['result', 'running']);
     expect(await created.client.exec(created.sandboxId, 'true')).toMatchObject({ exit_code: 0 });
+    // Give the slot back: delete it as the owner, answered by its operator.
+    const del = await chainFor().submitDelete(created.sandboxId);
+    await postResult(
+      del.operator!,
+      del.callId,
+      encodeAbiParameters([{ type: 'string' }], ['{"deleted":true}']),
+    );
   });
 
   it('throws with the failed phase and reason from the on-chain failure result', async () => {
@@ -209,6 +253,7 @@ describe('createSandbox', () => {
     const err = await createSandbox({
       chain: chainFor(),
       account: user,
+      request: { name: 'client-test-fail-result' },
       operatorUrl: () => undefined, // no live progress: the chain result alone decides
       pollMs: 100,
       timeoutMs: 30_000,
@@ -228,6 +273,7 @@ describe('createSandbox', () => {
     const err = await createSandbox({
       chain: chainFor(),
       account: user,
+      request: { name: 'client-test-fail-phase' },
       operatorUrl: op.url,
       pollMs: 100,
       timeoutMs: 30_000,

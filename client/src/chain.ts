@@ -132,24 +132,32 @@ export class SandboxChain {
       throw new ClientError('USAGE', 'submitting a job needs the owner’s key (--private-key or --keystore)');
     const what = `submitJob(service ${this.serviceId}, job ${jobIndex})`;
     const wallet = createWalletClient({ account, transport: http(this.rpcUrl) });
-    let txHash: Hex;
-    try {
-      // Simulate first: a revert (no capacity, not permitted, unknown sandbox) surfaces by name
-      // and costs nothing.
-      const { request } = await this.publicClient.simulateContract({
-        account,
-        address: this.tangle,
-        abi: revertAbi,
-        functionName: 'submitJob',
-        args: [this.serviceId, jobIndex, inputs],
-        ...(options.value === undefined ? {} : { value: options.value }),
-      });
-      // The blueprint picks an operator from block randomness, so the gas a call needs differs
-      // between the estimate's block and the one it lands in: leave a margin.
-      const gas = await this.publicClient.estimateContractGas(request);
-      txHash = await wallet.writeContract({ ...request, gas: (gas * 13n) / 10n, chain: null });
-    } catch (e) {
-      throw chainError(e, what);
+    let txHash: Hex | undefined;
+    // Another process sending from the same account can take our nonce between the node's
+    // answer and our send; that is retried (a fresh nonce each time), nothing else is.
+    for (let attempt = 1; txHash === undefined; attempt++) {
+      try {
+        // Simulate first: a revert (no capacity, not permitted, unknown sandbox) surfaces by
+        // name and costs nothing.
+        const { request } = await this.publicClient.simulateContract({
+          account,
+          address: this.tangle,
+          abi: revertAbi,
+          functionName: 'submitJob',
+          args: [this.serviceId, jobIndex, inputs],
+          ...(options.value === undefined ? {} : { value: options.value }),
+        });
+        // The blueprint picks an operator from block randomness, so the gas a call needs
+        // differs between the estimate's block and the one it lands in: leave a margin.
+        const gas = await this.publicClient.estimateContractGas(request);
+        txHash = await wallet.writeContract({ ...request, gas: (gas * 13n) / 10n, chain: null });
+      } catch (e) {
+        const nonceRace =
+          /nonce too low|nonce has already been used|replacement transaction underpriced|already known/i;
+        if (attempt < 4 && e instanceof BaseError && nonceRace.test(`${e.shortMessage} ${e.details}`))
+          continue;
+        throw chainError(e, what);
+      }
     }
     let receipt: Awaited<ReturnType<PublicClient['waitForTransactionReceipt']>>;
     try {
