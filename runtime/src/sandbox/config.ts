@@ -40,7 +40,7 @@ export const SandboxRuntimeConfigSchema = z.object({
   healthTimeoutMs: z.number().int().positive().default(30_000),
   /** First health poll interval; doubles up to healthMaxIntervalMs. */
   healthIntervalMs: z.number().int().positive().default(10),
-  healthMaxIntervalMs: z.number().int().positive().default(200),
+  healthMaxIntervalMs: z.number().int().positive().default(25),
   stopTimeoutSeconds: z.number().int().min(0).default(5),
   /** Extra labels on everything created (tests add agent-sandbox.test=1). */
   extraLabels: z.record(z.string(), z.string()).default({}),
