@@ -136,9 +136,7 @@ describe('operator API on real sandboxes', () => {
     );
     expect((await call('GET', `/api/sandboxes/${id}/secrets`)).json.names).toEqual(['MY_SECRET']);
     expect((await call('DELETE', `/api/sandboxes/${id}/secrets`)).json.status).toBe('secrets_wiped');
-    const after = await call('POST', `/api/sandboxes/${id}/exec`, {
-      command: 'echo "[${MY_SECRET:-absent}]"',
-    });
+    const after = await call('POST', `/api/sandboxes/${id}/exec`, { command: ABSENT_PROBE });
     expect(after.json.stdout).toBe('[absent]\n');
   }, 120_000);
 
