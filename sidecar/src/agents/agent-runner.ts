@@ -9,6 +9,9 @@ import { identity, runProcess } from '../exec/run-process.ts';
 import * as z from '../schema.ts';
 import { assertInstalled, chooseHarness, harnessArgv } from './harness.ts';
 
+const PART_INTERVAL_MS = 50;
+const MAX_PENDING_LINE = 64 * 1024;
+
 export const AgentRunBody = z.object({
   identifier: z._default(z.string().check(z.minLength(1)), 'default'),
   message: z.string({ error: 'message is required' }).check(z.minLength(1, 'message is required')),
@@ -112,6 +115,24 @@ export class AgentRunner {
     const limit = this.config.outputLimitBytes;
     const emit = (state: AgentPart['state']) =>
       hooks.onPart?.({ id: partId, type: 'text', text, content: text, state });
+    // Each event carries the whole text so far, so a flood of short lines is coalesced (at most one
+    // event per PART_INTERVAL_MS) instead of writing O(n²) bytes to the stream.
+    let emitted = '';
+    let lastEmit = 0;
+    let partTimer: NodeJS.Timeout | undefined;
+    const flushPart = () => {
+      partTimer = undefined;
+      if (text === emitted) return;
+      emitted = text;
+      lastEmit = Date.now();
+      emit('running');
+    };
+    const schedulePart = () => {
+      if (partTimer) return;
+      const wait = PART_INTERVAL_MS - (Date.now() - lastEmit);
+      if (wait <= 0) flushPart();
+      else partTimer = setTimeout(flushPart, wait);
+    };
     try {
       const r = await runProcess({
         argv: inv.argv,
@@ -123,14 +144,17 @@ export class AgentRunner {
         signal: controller.signal,
         onStdout: (chunk) => {
           pending += decoder.write(chunk);
-          const nl = pending.lastIndexOf('\n');
+          let nl = pending.lastIndexOf('\n');
+          // A very long line without a newline is passed on anyway rather than held without bound.
+          if (nl < 0 && pending.length >= MAX_PENDING_LINE) nl = pending.length - 1;
           if (nl < 0) return;
           // Whole lines only, so a client never renders half a line; accumulated text is capped like exec output.
           if (text.length < limit) text = (text + pending.slice(0, nl + 1)).slice(0, limit);
           pending = pending.slice(nl + 1);
-          emit('running');
+          schedulePart();
         },
       });
+      clearTimeout(partTimer);
       pending += decoder.end();
       if (pending && text.length < limit) text = (text + pending).slice(0, limit);
       if (r.cancelled) throw new SidecarError('AGENT_EXECUTION_FAILED', 'agent run cancelled', 500);
@@ -165,6 +189,7 @@ export class AgentRunner {
       if (err instanceof SidecarError && err.code !== 'SPAWN_FAILED') throw err;
       throw new SidecarError('AGENT_EXECUTION_FAILED', `agent run failed: ${(err as Error).message}`, 500);
     } finally {
+      clearTimeout(partTimer);
       this.#running.delete(traceId);
       hooks.signal?.removeEventListener('abort', onOuterAbort);
     }

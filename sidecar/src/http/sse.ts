@@ -1,6 +1,8 @@
 // Server-sent events on a raw node:http response: named or unnamed frames, keep-alive comments, disconnect detection.
 import type { ServerResponse } from 'node:http';
 
+const MAX_BUFFERED_BYTES = 8 * 1024 * 1024;
+
 export interface SseStream {
   /** Sends one frame; multi-line data becomes several `data:` lines, as SSE requires. */
   send(data: string, event?: string): void;
@@ -30,12 +32,15 @@ export function openSse(res: ServerResponse, keepAliveMs: number): SseStream {
     for (const fn of listeners.splice(0)) fn();
   };
   res.on('close', finish);
-  return {
+  const stream: SseStream = {
     send(data, event) {
       if (closed) return;
       let frame = event ? `event: ${event}\n` : '';
       for (const line of data.split(/\r\n|\r|\n/)) frame += `data: ${line}\n`;
       res.write(`${frame}\n`);
+      // A client that cannot keep up would make us buffer without bound: drop it (it can reconnect;
+      // terminals replay their scrollback).
+      if (res.writableLength > MAX_BUFFERED_BYTES) stream.close();
     },
     close() {
       if (closed) return;
@@ -50,4 +55,5 @@ export function openSse(res: ServerResponse, keepAliveMs: number): SseStream {
       else listeners.push(fn);
     },
   };
+  return stream;
 }

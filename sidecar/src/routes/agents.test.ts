@@ -7,6 +7,7 @@ const AGENT = [
   'echo "model=$SIDECAR_AGENT_MODEL uid=$(id -u) pwd=$PWD token=${SIDECAR_AUTH_TOKEN:-none} key=$ANTHROPIC_API_KEY"',
   'case "$SIDECAR_AGENT_MESSAGE" in',
   '  fail) echo "bad things" >&2; exit 3;;',
+  '  flood) seq 1 400000;;',
   '  hang) (sleep 317 &); echo started; sleep 317;;',
   '  *) for i in 1 2 3; do echo "line $i: $SIDECAR_AGENT_MESSAGE"; sleep 0.15; done;;',
   'esac',
@@ -87,6 +88,18 @@ describe('agents', () => {
     expect(result.response).toBe(result.finalText);
     expect(result.metadata.sessionId).toBe(JSON.parse(frames[0]!.data).sessionId);
     expect(typeof result.timing.totalMs).toBe('number');
+  });
+
+  it('bounds a flood of agent output and still delivers the result', async () => {
+    const frames = await readSse(
+      await stream(fx, { message: 'flood' }),
+      (f) => f.event === 'result' || f.event === 'error',
+    );
+    const result = JSON.parse(frames.at(-1)!.data);
+    expect(frames.at(-1)!.event).toBe('result');
+    expect(result.finalText).toContain('\n1\n2\n3\n');
+    expect(result.finalText.length).toBeLessThanOrEqual(1024 * 1024);
+    expect((await fx.call('GET', '/health')).status).toBe(200);
   });
 
   it('cancels a running agent, killing its whole process group', async () => {
