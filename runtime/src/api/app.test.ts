@@ -220,3 +220,88 @@ describe('operator API: rate limits and client IP', () => {
     }
   });
 });
+
+describe('operator API: request timeout', () => {
+  it('a request that outlives requestTimeoutMs → 504 REQUEST_TIMEOUT (streams are exempt)', async () => {
+    const h = await startHarness({ config: { requestTimeoutMs: 300 } });
+    try {
+      const o = await h.newOwner();
+      const id = h.addSandbox(o.address).id;
+      h.sidecar.behaviour.hang = true;
+      const r = await h.call('POST', `/api/sandboxes/${id}/exec`, {
+        token: o.token,
+        body: { command: 'sleep' },
+      });
+      expect(r.status).toBe(504);
+      expect(r.json.error.code).toBe('REQUEST_TIMEOUT');
+      h.sidecar.behaviour.hang = false;
+      // An SSE stream lives past the timeout.
+      h.sidecar.behaviour.parts = 10;
+      h.sidecar.behaviour.eventDelayMs = 60;
+      const p = await h.call('POST', `/api/sandboxes/${id}/prompt`, {
+        token: o.token,
+        body: { message: 'x' },
+      });
+      const { readSse } = await import('./testing/sse-reader.ts');
+      const sse = await readSse(`${h.url}/api/sandboxes/${id}/runs/${p.json.run_id}/events`, {
+        token: o.token,
+      });
+      expect(sse.events.at(-1)?.event).toBe('run.completed');
+    } finally {
+      await h.close();
+    }
+  });
+});
+
+describe('operator API: tee-instance mode', () => {
+  it('serves the TEE routes for the instance sandbox and its owner only', async () => {
+    let id = '';
+    const seen: unknown[] = [];
+    const h = await startHarness({
+      mode: 'tee-instance',
+      deps: {
+        instanceSandboxId: () => id,
+        tee: {
+          attestation: (sbx, nonce) => ({ sandbox_id: sbx, nonce, quote: 'q' }),
+          publicKey: () => ({ public_key: 'pk' }),
+          sealedSecrets: (_sbx, body) => {
+            seen.push(body);
+            return { status: 'sealed_secrets_configured' };
+          },
+        },
+      },
+    });
+    try {
+      const o = await h.newOwner();
+      const other = await h.newOwner();
+      id = h.addSandbox(o.address).id;
+      const att = await h.call('GET', '/api/sandbox/tee/attestation?nonce=00112233445566778899', {
+        token: o.token,
+      });
+      expect(att.json).toEqual({ sandbox_id: id, nonce: '00112233445566778899', quote: 'q' });
+      expect((await h.call('GET', '/api/sandbox/tee/public-key', { token: o.token })).json).toEqual({
+        public_key: 'pk',
+      });
+      const sealed = await h.call('POST', '/api/sandbox/tee/sealed-secrets', {
+        token: o.token,
+        body: { sealed: 'abc' },
+      });
+      expect(sealed.json.status).toBe('sealed_secrets_configured');
+      expect((await h.call('GET', '/api/sandbox/tee/attestation?nonce=zz', { token: o.token })).status).toBe(
+        400,
+      );
+      expect((await h.call('GET', '/api/sandbox/tee/public-key', { token: other.token })).status).toBe(403);
+      expect(
+        (
+          await h.call('POST', '/api/sandbox/tee/sealed-secrets', {
+            token: other.token,
+            body: { sealed: 'x' },
+          })
+        ).status,
+      ).toBe(403);
+      expect(seen).toEqual([{ sealed: 'abc' }]);
+    } finally {
+      await h.close();
+    }
+  });
+});

@@ -6,6 +6,7 @@ import type { SandboxRecord } from '../../sandbox/record.ts';
 import type { ApiEnv } from '../context.ts';
 import type { ApiSandboxes, ApiSessions } from '../deps.ts';
 
+const TOUCH_EVERY_MS = 1_000;
 const BEARER_RE = /^Bearer ([A-Za-z0-9._~+/=-]{1,4096})$/;
 
 export function bearerToken(header: string | undefined): string | undefined {
@@ -50,6 +51,7 @@ export function sameOwner(a: string, b: string): boolean {
  * sandbox (403), an unknown or deleted sandbox 404, another owner's 403. Then counts activity.
  */
 export function requireSandboxAccess(sandboxes: ApiSandboxes): MiddlewareHandler<ApiEnv> {
+  const lastTouch = new Map<string, number>();
   return async (c, next) => {
     const id = c.get('sandboxId');
     const session = c.get('session');
@@ -66,8 +68,13 @@ export function requireSandboxAccess(sandboxes: ApiSandboxes): MiddlewareHandler
       throw new RuntimeError('FORBIDDEN', 'this sandbox belongs to another wallet');
     }
     c.set('sandbox', record);
-    // Not awaited: activity bookkeeping must not add store latency to every request.
+    // Not awaited, and at most once a second per sandbox: activity bookkeeping (a store write)
+    // must not add latency or load to every request; idle timers count in minutes.
     const log = c.get('log');
+    const now = Date.now();
+    if (now - (lastTouch.get(id) ?? 0) < TOUCH_EVERY_MS) return next();
+    lastTouch.set(id, now);
+    if (lastTouch.size > 100_000) lastTouch.clear();
     Promise.resolve()
       .then(() => sandboxes.touch(id))
       .catch((e: unknown) => {

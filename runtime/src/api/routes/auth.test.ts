@@ -175,3 +175,25 @@ describe('auth routes', () => {
     });
   });
 });
+
+describe('auth capacity', () => {
+  it('beyond the open-challenge cap → 503 CAPACITY_EXHAUSTED with retry_after_ms', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'cap-auth-'));
+    const store = await EncryptedStore.open({ dir, secret: 'c3'.repeat(32) });
+    const capped = await SessionAuth.create({ secret: 'c3'.repeat(32), store, limits: { maxChallenges: 2 } });
+    const h = await startHarness({ deps: { sessions: capped } });
+    try {
+      expect((await h.call('POST', '/api/auth/challenge')).status).toBe(200);
+      expect((await h.call('POST', '/api/auth/challenge')).status).toBe(200);
+      const r = await h.call('POST', '/api/auth/challenge');
+      expect(r.status).toBe(503);
+      expect(r.json.error.code).toBe('CAPACITY_EXHAUSTED');
+      expect(r.json.error.retry_after_ms).toBeGreaterThan(0);
+      expect(r.headers.get('retry-after')).toBeTruthy();
+    } finally {
+      await h.close();
+      await store.close();
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});
