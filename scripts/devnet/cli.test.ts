@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import { rpcChainId } from './anvil.ts';
+import { runDevnetCli } from './cli.ts';
 import { REPO_ROOT } from './errors.ts';
 import type { DevnetInfo } from './state.ts';
 
@@ -143,21 +144,28 @@ describe('devnet CLI', () => {
   });
 
   it('--help explains the commands; bad input is refused with exit code 2', async () => {
-    const help = await run(['--help']);
+    const cli = async (...argv: string[]) => {
+      let out = '';
+      let err = '';
+      const code = await runDevnetCli(argv, { out: (t) => (out += t), err: (t) => (err += t) });
+      return { code, out, err };
+    };
+    const help = await cli('--help');
     expect(help.code).toBe(0);
     for (const word of ['up', 'status', 'down', '--port', '--state', '--detach'])
-      expect(help.stdout).toContain(word);
-
-    const badPort = await run(['up', '--port', 'eighty']);
+      expect(help.out).toContain(word);
+    const badPort = await cli('up', '--port', 'eighty');
     expect(badPort.code).toBe(2);
-    expect(badPort.stderr).toContain('--port must be a port number');
-
-    const badCommand = await run(['launch']);
+    expect(badPort.err).toContain('--port must be a port number');
+    const badCommand = await cli('launch');
     expect(badCommand.code).toBe(2);
-    expect(badCommand.stderr).toContain('unknown command "launch"');
-
-    const badFlag = await run(['up', '--colour']);
+    expect(badCommand.err).toContain('unknown command "launch"');
+    const badFlag = await cli('up', '--colour');
     expect(badFlag.code).toBe(2);
+    expect(badFlag.err).toContain("Unknown option '--colour'");
+    const noDevnet = await cli('status', '--state', join(dir, 'nothing', 'devnet.json'));
+    expect(noDevnet.code).toBe(1);
+    expect(noDevnet.err).toContain('no devnet');
   });
 
   it('refuses a port where another chain already answers, saying which', { timeout: 120_000 }, async () => {
