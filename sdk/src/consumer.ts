@@ -71,6 +71,8 @@ export class ResultConsumer {
   #nonce: number | undefined;
   #fees: { maxFeePerGas: bigint; maxPriorityFeePerGas: bigint; at: number } | undefined;
   #idle: Array<() => void> = [];
+  /** Phase timestamps of the batch being sent (for the log line). */
+  #t: Record<string, number> = {};
 
   constructor(opts: ResultConsumerOptions) {
     this.#o = { maxBatch: 16, gasHeadroomPct: 25, precheckCompleted: true, ...opts };
@@ -110,10 +112,11 @@ export class ResultConsumer {
       }
       if (receipt?.status === 'success') {
         log.info({ tx: tx.hash, calls }, 'result tx from the last run is on chain; calls done');
-        for (const c of tx.calls) await cursor.finish(c.callId, c.pos);
-      } else if (receipt) {
-        log.warn({ tx: tx.hash, calls }, 'result tx from the last run reverted; redoing its calls');
+        await cursor.settlePending(tx.hash, tx.calls);
+        continue;
       }
+      if (receipt)
+        log.warn({ tx: tx.hash, calls }, 'result tx from the last run reverted; redoing its calls');
       await cursor.removePending(tx.hash);
     }
   }
@@ -157,12 +160,13 @@ export class ResultConsumer {
   }
 
   async #finish(items: Item[], outcome: SubmitOutcome): Promise<void> {
-    for (const i of items) await this.#o.cursor.finish(i.callId, i.pos);
+    await Promise.all(items.map((i) => this.#o.cursor.finish(i.callId, i.pos)));
     for (const i of items) i.settle(outcome);
   }
 
   async #process(batch: Item[]): Promise<void> {
     const { client, tangle, serviceId, log } = this.#o;
+    this.#t = { start: performance.now() };
     // Pre-check: a completed call needs no result (another operator answered, or we did before a crash).
     let live = batch;
     if (this.#o.precheckCompleted) {
@@ -242,6 +246,7 @@ export class ResultConsumer {
       }
     }
     if (live.length === 0 || gas === undefined) return;
+    this.#t['estimated'] = performance.now();
     await this.#send(live, gas);
   }
 
@@ -310,6 +315,7 @@ export class ResultConsumer {
     };
     // Durable before broadcast: after a crash the SAME signed bytes are re-sent, so no second result.
     await cursor.addPending(tx);
+    this.#t['persisted'] = performance.now();
     this.#nonce = nonce + 1;
     const callIds = items.map((i) => `${i.callId}`);
     try {
@@ -322,11 +328,28 @@ export class ResultConsumer {
       await cursor.removePending(tx.hash);
       return this.#process(items);
     }
+    this.#t['sent'] = performance.now();
     const receipt = await this.#waitReceipt(tx);
     if (receipt.status === 'success') {
-      log.info({ tx: tx.hash, callIds, block: `${receipt.blockNumber}` }, 'job results submitted');
-      await this.#finish(items, 'submitted');
-      await cursor.removePending(tx.hash);
+      const t = this.#t;
+      const ms = (a: string, b: string) => Math.round(((t[b] ?? 0) - (t[a] ?? 0)) * 10) / 10;
+      t['mined'] = performance.now();
+      log.info(
+        {
+          tx: tx.hash,
+          callIds,
+          block: `${receipt.blockNumber}`,
+          ms: {
+            check: ms('start', 'estimated'),
+            persist: ms('estimated', 'persisted'),
+            send: ms('persisted', 'sent'),
+            receipt: ms('sent', 'mined'),
+          },
+        },
+        'job results submitted',
+      );
+      await cursor.settlePending(tx.hash, tx.calls);
+      for (const i of items) i.settle('submitted');
       return;
     }
     // Mined but reverted (e.g. another operator completed a call in between): check again, bounded.
@@ -340,14 +363,15 @@ export class ResultConsumer {
 
   async #waitReceipt(tx: PendingResultTx) {
     const { client } = this.#o;
-    let delay = 20;
+    // Start fast: on a dev chain (instant mining) the receipt exists within milliseconds.
+    let delay = 5;
     let lastSend = Date.now();
     for (;;) {
       if (this.#abort.signal.aborted) throw new Aborted();
       const r = await client.getTransactionReceipt({ hash: tx.hash }).catch(() => undefined);
       if (r) return r;
       await sleep(delay, this.#abort.signal);
-      delay = Math.min(1000, delay * 2);
+      delay = Math.min(1000, Math.ceil(delay * 1.5));
       if (Date.now() - lastSend > 30_000) {
         lastSend = Date.now(); // dropped from a mempool? the same bytes are safe to re-send
         await client.sendRawTransaction({ serializedTransaction: tx.raw }).catch(() => {});

@@ -23,7 +23,7 @@ describe('JobCursor', () => {
     c.begin(1n, pos(10n, 0));
     c.begin(2n, pos(10n, 3));
     c.begin(3n, pos(12n, 1));
-    await c.scanned(12n);
+    c.scanned(12n);
     expect(c.position).toEqual(pos(10n, 0));
     await c.finish(2n); // a later one finishes first: cursor stays, 2 is remembered as done
     expect(c.position).toEqual(pos(10n, 0));
@@ -48,6 +48,16 @@ describe('JobCursor', () => {
     expect(file.cursor).toEqual({ block: '13', logIndex: 0 });
   });
 
+  it('writes a cursor move from scanning alone lazily, and finished calls at once', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'sdk-cursor-'));
+    const c = await JobCursor.open(dir, id, async () => 1n);
+    c.lazyPersistMs = 20;
+    c.scanned(5n);
+    expect((await JobCursor.open(dir, id, async () => 0n)).position).toEqual(pos(1n, 0));
+    await new Promise((r) => setTimeout(r, 100));
+    expect((await JobCursor.open(dir, id, async () => 0n)).position).toEqual(pos(6n, 0));
+  });
+
   it('persists pending result transactions with their calls', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'sdk-cursor-'));
     const c = await JobCursor.open(dir, id, async () => 1n);
@@ -69,7 +79,7 @@ describe('JobCursor', () => {
     const dir = await mkdtemp(join(tmpdir(), 'sdk-cursor-'));
     const c = await JobCursor.open(dir, id, async () => 1n);
     for (let i = 0; i < 50; i++) c.begin(BigInt(i), pos(1n, i));
-    await c.scanned(1n);
+    c.scanned(1n);
     await Promise.all(Array.from({ length: 50 }, (_, i) => c.finish(BigInt(i))));
     const r = await JobCursor.open(dir, id, async () => 0n);
     expect(r.position).toEqual(pos(2n, 0));

@@ -62,6 +62,9 @@ export class JobCursor {
   #version = 0;
   #written = 0;
   #writing: Promise<void> | undefined;
+  #lazy: NodeJS.Timeout | undefined;
+  /** Delay for writing cursor moves that come from scanning alone. */
+  lazyPersistMs = 1000;
 
   private constructor(path: string, identity: JobCursorIdentity, position: LogPosition) {
     this.path = path;
@@ -165,25 +168,46 @@ export class JobCursor {
     this.#inFlight.set(callId, pos);
   }
 
-  /** The producer delivered every event up to and including `block`. */
-  scanned(block: bigint): Promise<void> {
-    if (block <= this.#scannedTo) return Promise.resolve();
+  /**
+   * The producer delivered every event up to and including `block`. The move is written lazily
+   * (within `lazyPersistMs`, or with the next write): losing it in a crash only means rescanning
+   * blocks whose events are all finished or unfinished as the file says, so nothing is lost or redone.
+   */
+  scanned(block: bigint): void {
+    if (block <= this.#scannedTo) return;
     this.#scannedTo = block;
-    return this.#advance() ? this.persist() : Promise.resolve();
+    if (!this.#advance() || this.#lazy) return;
+    this.#lazy = setTimeout(() => {
+      this.#lazy = undefined;
+      this.persist().catch(() => {}); // a failing disk surfaces on the next awaited write
+    }, this.lazyPersistMs);
+    this.#lazy.unref();
   }
 
   /** The call's result is on chain (or it was deliberately skipped): durable once this resolves. */
   finish(callId: bigint, pos?: LogPosition): Promise<void> {
+    this.#markFinished(callId, pos);
+    this.#advance();
+    return this.persist();
+  }
+
+  #markFinished(callId: bigint, pos?: LogPosition): void {
     const p = this.#inFlight.get(callId) ?? pos;
     this.#inFlight.delete(callId);
     if (p && comparePositions(p, this.#position) >= 0) this.#done.set(callId, p);
-    this.#advance();
-    return this.persist();
   }
 
   /** Records a signed result tx; resolves once it is durable, so it may then be broadcast. */
   addPending(tx: PendingResultTx): Promise<void> {
     this.#pending.set(tx.hash, tx);
+    return this.persist();
+  }
+
+  /** The tx is mined: its calls are finished and the tx forgotten, in one durable write. */
+  settlePending(hash: Hex, finished: Array<{ callId: bigint; pos: LogPosition }>): Promise<void> {
+    for (const c of finished) this.#markFinished(c.callId, c.pos);
+    this.#pending.delete(hash);
+    this.#advance();
     return this.persist();
   }
 
@@ -228,6 +252,8 @@ export class JobCursor {
 
   /** Writes the state; concurrent calls coalesce into as few writes as possible, each awaited durably. */
   async persist(): Promise<void> {
+    clearTimeout(this.#lazy);
+    this.#lazy = undefined;
     const target = ++this.#version;
     while (this.#written < target) {
       if (this.#writing) {

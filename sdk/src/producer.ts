@@ -24,7 +24,7 @@ export interface JobProducerOptions {
 /** Where the producer hands events: `deliver` may wait (backpressure); `scanned` marks a block range done. */
 export interface JobSink {
   deliver(event: JobSubmittedEvent): Promise<void>;
-  scanned(toBlock: bigint): Promise<void>;
+  scanned(toBlock: bigint): void | Promise<void>;
 }
 
 const TOO_MANY = /too many|limit exceeded|range|more than|response size|query returned more/i;
