@@ -133,6 +133,12 @@ export const Provision = z.preprocess(
   },
   z.looseObject({
     phase: z.string(),
+    /** Every phase entered, oldest first (the runtime writes `[{phase, at}]`). */
+    phases: z.array(z.unknown()).optional(),
+    /** The phase that was running when it failed (`failedPhase` from the runtime). */
+    failedPhase: z.string().nullish(),
+    failed_phase: z.string().nullish(),
+    sandboxId: z.string().nullish(),
     sandbox_id: z.string().nullish(),
     message: z.string().nullish(),
     reason: z.string().nullish(),

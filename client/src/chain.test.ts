@@ -195,9 +195,15 @@ describe('createSandbox', () => {
       await new Promise((r) => setTimeout(r, 250));
       if (failPhase) {
         op.provisions.set(key, {
-          call_id: Number(p.callId),
+          // The runtime's record shape: phases history, failedPhase, error.
+          callId: key,
           phase: 'failed',
-          failed_phase: failPhase,
+          phases: [
+            { phase: 'queued', at: 1 },
+            { phase: failPhase, at: 2 },
+            { phase: 'failed', at: 3 },
+          ],
+          failedPhase: failPhase,
           error: 'disk full',
         });
         return;

@@ -120,7 +120,7 @@ export async function createSandbox(options: CreateSandboxOptions): Promise<Crea
         emitted.add(phase);
         emit({ stage: 'phase', callId, phase, provision: p! });
         if (phase === 'failed') {
-          const failedAt = typeof p!.failed_phase === 'string' ? p!.failed_phase : lastPhase;
+          const failedAt = p!.failedPhase ?? p!.failed_phase ?? lastPhase;
           throw provisionFailed(callId, failedAt, provisionFailureReason(p!));
         }
         lastPhase = phase;

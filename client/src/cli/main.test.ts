@@ -227,6 +227,29 @@ describe('prompt', () => {
     expect(op.cancelled).toEqual(['run-1']);
   });
 
+  it("follows the operator's run records: run.completed prints the final text, run.failed exits 5", async () => {
+    op.runScript.events = [
+      { event: 'run.queued', data: { run_id: 'run-1' } },
+      { event: 'run.completed', data: { run_id: 'run-1', final_text: 'done', usage: null } },
+    ];
+    expect(await cli(['prompt', 'sb-1', ...withKey(), 'hi'])).toMatchObject({ code: 0, out: 'done\n' });
+    await op.close();
+    op = await startSpecOperator();
+    op.sandboxes.set('sb-1', {
+      id: 'sb-1',
+      owner: owner.address.toLowerCase(),
+      state: 'running',
+      secrets: {},
+    });
+    op.runScript.events = [
+      { event: 'run.failed', data: { run_id: 'run-1', code: 'AGENT_TIMEOUT', message: 'agent timed out' } },
+    ];
+    const failed = await cli(['prompt', 'sb-1', '--operator', op.url, '--private-key', key, '--json', 'hi']);
+    expect(failed.code).toBe(5);
+    expect(failed.err).toMatch(/agent timed out/);
+    expect(JSON.parse(failed.out.trim()).event).toBe('run.failed');
+  });
+
   it('an error event fails the command with exit 5', async () => {
     op.runScript.events = [
       { event: 'error', data: { code: 'AGENT_EXECUTION_FAILED', message: 'codex not installed' } },

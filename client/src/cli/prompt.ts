@@ -18,6 +18,7 @@ export class RunPrinter {
   private printedText = false;
   private endsWithNewline = true;
   error: { code?: string; message?: string } | undefined;
+  cancelled = false;
   sessionId: string | undefined;
 
   constructor(private readonly ctx: Pick<CliContext, 'io' | 'note'>) {}
@@ -64,7 +65,18 @@ export class RunPrinter {
         return;
       }
       case 'error':
+      case 'run.failed':
         this.error = { code: data.code as string | undefined, message: data.message as string | undefined };
+        return;
+      case 'run.completed': {
+        // The operator's own end-of-run record: print the answer if no part carried it.
+        const final = typeof data.final_text === 'string' ? data.final_text : '';
+        if (!this.printedText && final) this.write(final);
+        if (this.printedText && !this.endsWithNewline) this.write('\n');
+        return;
+      }
+      case 'run.cancelled':
+        this.cancelled = true;
         return;
       default:
         return;
@@ -94,13 +106,21 @@ export const prompt: Command = async (ctx) => {
   const printer = new RunPrinter(ctx);
   const lastEventId = typeof o['last-event-id'] === 'string' ? o['last-event-id'] : undefined;
   for await (const ev of run.events({ signal: ctx.io.signal, ...(lastEventId ? { lastEventId } : {}) })) {
-    if (ctx.json) ctx.io.stdout.write(`${JSON.stringify(ev)}\n`);
-    else printer.handle(ev);
-    if (ev.event === 'error' && ctx.json) printer.handle(ev);
+    if (ctx.json) {
+      ctx.io.stdout.write(`${JSON.stringify(ev)}\n`);
+      // Still track the outcome (failed/cancelled) for the exit code, printing nothing else.
+      if (ev.event === 'error' || ev.event.startsWith('run.'))
+        printer.handle({ ...ev, data: { ...(ev.data as object), final_text: undefined } });
+    } else printer.handle(ev);
   }
   if (ctx.io.signal.aborted) {
     await run.cancel().catch(() => {});
     throw new ClientError('INTERRUPTED', `cancelled run ${run.runId}`);
+  }
+  if (printer.cancelled && !printer.error) {
+    throw new ClientError('RUN_CANCELLED', `run ${run.runId} was cancelled (by another client?)`, {
+      exitCode: 5,
+    });
   }
   if (printer.error) {
     throw new ClientError(
