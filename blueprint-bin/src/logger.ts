@@ -21,7 +21,8 @@ export function createLogger(opts: { level: string; pretty: boolean; name?: stri
       censor: '[redacted]',
     },
   };
-  if (!opts.pretty) return pino(base);
+  // Logs go to stderr: stdout carries the command's own output (e.g. run's one-line ready event).
+  if (!opts.pretty) return pino(base, pino.destination({ fd: 2, sync: true }));
   return pino(
     base,
     pretty({

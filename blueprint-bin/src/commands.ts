@@ -1,0 +1,226 @@
+// The subcommands of agent-sandbox-operator: each reads its configuration once, then acts.
+import { randomBytes } from 'node:crypto';
+import { chmod, mkdir, readFile, stat, writeFile } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
+import { EncryptedStore } from '@agent-sandbox/runtime';
+import { createKeystore, KEYSTORE_DEV_FILE, loadKeystore, register } from '@agent-sandbox/sdk';
+import { encodeAbiParameters, type Hex } from 'viem';
+import { type Command, ConfigError, loadConfig } from './config.ts';
+import { createLogger } from './logger.ts';
+import { startOperator } from './operator.ts';
+
+const out = (v: unknown) =>
+  process.stdout.write(`${typeof v === 'string' ? v : JSON.stringify(v, null, 2)}\n`);
+
+function config(command: Command, pretty: boolean, env: Record<string, string | undefined> = process.env) {
+  const cfg = loadConfig(command, env);
+  const log = createLogger({ level: cfg.logLevel, pretty: pretty || cfg.pretty });
+  return { cfg, log };
+}
+
+/** Runs until SIGTERM/SIGINT, then shuts down cleanly; a second signal exits at once. */
+export async function cmdRun(opts: {
+  pretty: boolean;
+  env?: Record<string, string | undefined>;
+}): Promise<number> {
+  const { cfg, log } = config('run', opts.pretty, opts.env);
+  const op = await startOperator(cfg, log);
+  process.stdout.write(
+    `${JSON.stringify({ event: 'ready', operator: op.key.address, api: op.publicUrl })}\n`,
+  );
+  await new Promise<void>((done) => {
+    const onSignal = (sig: NodeJS.Signals) => {
+      process.once(sig, () => {
+        log.warn({ signal: sig }, 'second signal: exiting without waiting');
+        process.exit(1);
+      });
+      op.stop(`received ${sig}`).then(done, (err) => {
+        log.error({ err }, 'shutdown failed');
+        done();
+      });
+    };
+    process.once('SIGTERM', onSignal);
+    process.once('SIGINT', onSignal);
+  });
+  return 0;
+}
+
+export async function cmdRegister(opts: {
+  pretty: boolean;
+  capacity?: string | undefined;
+  rpcAddress?: string | undefined;
+}): Promise<number> {
+  const { cfg, log } = config('register', opts.pretty);
+  const env = cfg.env!;
+  let capacity = cfg.values.OPERATOR_MAX_CAPACITY ?? 0;
+  if (opts.capacity !== undefined) {
+    if (!/^\d+$/.test(opts.capacity) || Number(opts.capacity) > 4_294_967_295) {
+      throw new ConfigError([{ variable: '--capacity', problem: 'expected a uint32 number' }]);
+    }
+    capacity = Number(opts.capacity);
+  }
+  const key = await loadKeystore({
+    uri: env.keystoreUri,
+    password: env.keystorePassword,
+    testMode: env.testMode,
+  });
+  // The blueprint reads abi.encode(uint32 capacity); 0 (or no input) means its default.
+  const registrationInputs: Hex | undefined =
+    capacity > 0 ? encodeAbiParameters([{ type: 'uint32' }], [capacity]) : undefined;
+  const rpcAddress = opts.rpcAddress ?? cfg.values.OPERATOR_RPC_ADDRESS ?? cfg.api.publicUrl ?? '';
+  const r = await register({
+    httpRpcUrl: env.httpRpcUrl,
+    tangle: env.tangleContract,
+    blueprintId: env.blueprintId,
+    key,
+    rpcAddress,
+    registrationInputs,
+    captureOnlyPath: env.registrationCaptureOnly ? env.registrationOutputPath : undefined,
+    logger: log,
+  });
+  out({ ...r, operator: key.address, blueprintId: `${env.blueprintId}`, capacity, rpcAddress });
+  return 0;
+}
+
+export async function cmdKeys(opts: { action: string | undefined; force: boolean }): Promise<number> {
+  const { cfg } = config('keys', false);
+  const v = cfg.values;
+  const uri = v.KEYSTORE_URI!;
+  if (opts.action === 'show') {
+    const key = await loadKeystore({ uri, password: v.KEYSTORE_PASSWORD, testMode: v.TEST_MODE });
+    out({ address: key.address, publicKey: key.publicKey, kind: key.kind, path: key.path });
+    return 0;
+  }
+  if (opts.action === 'create') {
+    if (v.KEYSTORE_PASSWORD === undefined && !v.TEST_MODE) {
+      throw new ConfigError([
+        {
+          variable: 'KEYSTORE_PASSWORD',
+          problem: 'is required to create an encrypted key (or set TEST_MODE=true for a plain dev key)',
+        },
+      ]);
+    }
+    const isDir =
+      uri.endsWith('/') ||
+      (await stat(uri).catch(() => undefined))?.isDirectory() ||
+      !/\.(json|key)$/.test(uri);
+    if (isDir) await mkdir(uri, { recursive: true, mode: 0o700 });
+    const k = await createKeystore({
+      path: isDir ? `${uri.replace(/\/$/, '')}/` : uri,
+      password: v.KEYSTORE_PASSWORD,
+      overwrite: opts.force,
+    });
+    out({ created: k.path, address: k.address, publicKey: k.publicKey, kind: k.kind });
+    return 0;
+  }
+  process.stderr.write('usage: agent-sandbox-operator keys <create|show> (see --help)\n');
+  return 2;
+}
+
+/** Reads the secret kept in DATA_DIR, or generates and keeps one (0600). Never printed. */
+export async function devnetSecret(dataDir: string): Promise<string> {
+  const file = join(dataDir, 'session-auth-secret');
+  const existing = await readFile(file, 'utf8').catch(() => undefined);
+  if (existing && /^[0-9a-f]{64}$/.test(existing.trim())) {
+    await chmod(file, 0o600);
+    return existing.trim();
+  }
+  const secret = randomBytes(32).toString('hex');
+  await writeFile(file, `${secret}\n`, { mode: 0o600 });
+  await chmod(file, 0o600);
+  return secret;
+}
+
+export async function cmdDevnet(opts: { pretty: boolean; operator: string }): Promise<number> {
+  if (opts.operator !== 'operator1' && opts.operator !== 'operator2') {
+    throw new ConfigError([{ variable: '--operator', problem: 'expected operator1 or operator2' }]);
+  }
+  const which = opts.operator;
+  const log = createLogger({
+    level: process.env['LOG_LEVEL'] ?? 'info',
+    pretty: opts.pretty || process.env['LOG_PRETTY'] === 'true',
+  });
+  // Imported here: the devnet scripts (anvil, forge output) are only needed by this command.
+  const { startDevnet } = await import('../../scripts/devnet/index.ts');
+  const devnet = await startDevnet({
+    reuse: true,
+    detach: true,
+    log: (line) => log.info({ step: 'devnet' }, line),
+  });
+  const info = devnet.info;
+  const dataDir = resolve(process.env['DATA_DIR'] ?? resolve(devnet.stateFile, '..', which));
+  await mkdir(join(dataDir, 'keystore'), { recursive: true, mode: 0o700 });
+  const keyFile = join(dataDir, 'keystore', KEYSTORE_DEV_FILE);
+  if (!(await stat(keyFile).catch(() => undefined))) {
+    await createKeystore({ path: keyFile, privateKey: info.accounts[which].privateKey });
+  }
+  const env: Record<string, string | undefined> = {
+    ...process.env,
+    HTTP_RPC_URL: info.rpcUrl,
+    WS_RPC_URL: process.env['WS_RPC_URL'],
+    TANGLE_CONTRACT: info.contracts.tangle,
+    BLUEPRINT_CONTRACT: info.contracts.cloud,
+    BLUEPRINT_ID: `${info.blueprints.cloud}`,
+    SERVICE_ID: `${info.services.cloud}`,
+    DATA_DIR: dataDir,
+    KEYSTORE_URI: join(dataDir, 'keystore'),
+    TEST_MODE: 'true',
+    OPERATOR_API_PORT: process.env['OPERATOR_API_PORT'] ?? (which === 'operator1' ? '9090' : '9091'),
+    SESSION_AUTH_SECRET: process.env['SESSION_AUTH_SECRET'] ?? (await devnetSecret(dataDir)),
+  };
+  log.info({ rpc: info.rpcUrl, serviceId: info.services.cloud, dataDir }, `devnet ready; starting ${which}`);
+  return cmdRun({ pretty: opts.pretty, env });
+}
+
+export async function cmdStatus(opts: { url?: string | undefined; local: boolean }): Promise<number> {
+  const { cfg } = config('status', false);
+  const url = (opts.url ?? cfg.api.publicUrl ?? `http://${cfg.api.host}:${cfg.api.port}`).replace(/\/$/, '');
+  if (!opts.local) {
+    try {
+      const get = async (path: string) => {
+        const r = await fetch(`${url}${path}`, { signal: AbortSignal.timeout(5000) });
+        return { status: r.status, body: (await r.json()) as unknown };
+      };
+      const [health, capabilities] = await Promise.all([get('/health'), get('/api/capabilities')]);
+      out({ url, health: health.body, capabilities: capabilities.body });
+      return health.status === 200 ? 0 : 1;
+    } catch (e) {
+      process.stderr.write(
+        `operator API at ${url} does not answer (${(e as Error).message}); reading the local store\n`,
+      );
+    }
+  }
+  const dataDir = cfg.dataDir;
+  const secret = cfg.values.SESSION_AUTH_SECRET;
+  if (!dataDir || !secret) {
+    throw new ConfigError([
+      ...(dataDir ? [] : [{ variable: 'DATA_DIR', problem: 'is required for the local store summary' }]),
+      ...(secret
+        ? []
+        : [{ variable: 'SESSION_AUTH_SECRET', problem: 'is required for the local store summary' }]),
+    ]);
+  }
+  let store: EncryptedStore;
+  try {
+    store = await EncryptedStore.open({ dir: join(dataDir, 'store'), secret });
+  } catch (e) {
+    process.stderr.write(
+      `cannot open the store in ${dataDir} (${(e as Error).message}); is the operator running? use --url\n`,
+    );
+    return 1;
+  }
+  try {
+    const sandboxes = await store.collection<{ state: string }>('sandboxes').values();
+    const byState: Record<string, number> = {};
+    for (const s of sandboxes) byState[s.state] = (byState[s.state] ?? 0) + 1;
+    out({
+      dataDir,
+      sandboxes: byState,
+      handledCalls: await store.collection('handled-calls').count(),
+      workflows: await store.collection('workflows').count(),
+    });
+  } finally {
+    await store.close();
+  }
+  return 0;
+}

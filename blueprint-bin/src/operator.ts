@@ -1,0 +1,312 @@
+// `run`: the operator's startup order and clean shutdown. Configuration is validated before this
+// is called; then store → Docker engine → image → reconcile → operator API → job runner → timers.
+import { chmod, mkdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import {
+  BlueprintChain,
+  type BlueprintDeps,
+  blueprintRouter,
+  HandledCalls,
+  resolveBlueprintContract,
+  type SandboxRuntime,
+} from '@agent-sandbox/blueprint-lib';
+import {
+  CircuitBreaker,
+  createApiSidecars,
+  createOperatorApi,
+  EncryptedStore,
+  SandboxManager,
+  SessionAuth,
+  serveOperatorApi,
+} from '@agent-sandbox/runtime';
+import {
+  createRunner,
+  loadKeystore,
+  type OperatorKey,
+  runnerOptionsFromEnvironment,
+} from '@agent-sandbox/sdk';
+import { ensureSandboxImage } from '@agent-sandbox/sidecar';
+import Docker from 'dockerode';
+import type { Logger } from 'pino';
+import { Registry } from 'prom-client';
+import { createPublicClient, http } from 'viem';
+import type { OperatorConfig } from './config.ts';
+
+export interface RunningOperator {
+  apiUrl: string;
+  publicUrl: string;
+  key: OperatorKey;
+  /** Stop taking jobs, finish in-flight ones, close the API, close the store. Idempotent. */
+  stop(reason?: string): Promise<void>;
+}
+
+const step = async <T>(log: Logger, what: string, fn: () => Promise<T>): Promise<T> => {
+  const t0 = Date.now();
+  log.info(`${what}…`);
+  const out = await fn();
+  log.info({ ms: Date.now() - t0 }, `${what}: done`);
+  return out;
+};
+
+/** Default image: the configured one, or the project's sandbox image, built if missing (with progress). */
+export async function resolveImage(cfg: OperatorConfig, log: Logger): Promise<string> {
+  if (cfg.values.SANDBOX_IMAGE) return cfg.values.SANDBOX_IMAGE;
+  const { tag, built } = await ensureSandboxImage({
+    onProgress: (line) => log.info({ step: 'image' }, line),
+  });
+  log.info({ image: tag, built }, built ? 'sandbox image built' : 'sandbox image present');
+  return tag;
+}
+
+export async function startOperator(cfg: OperatorConfig, log: Logger): Promise<RunningOperator> {
+  const v = cfg.values;
+  const env = cfg.env;
+  if (!env || env.serviceId === undefined || !cfg.dataDir)
+    throw new Error('run needs a validated chain environment');
+  const cleanup: Array<() => Promise<void> | void> = [];
+  const unwind = async () => {
+    for (const fn of cleanup.reverse())
+      await Promise.resolve(fn()).catch((err) => log.error({ err }, 'cleanup step failed'));
+  };
+  try {
+    const key = await loadKeystore({
+      uri: env.keystoreUri,
+      password: env.keystorePassword,
+      testMode: env.testMode,
+    });
+    log.info({ operator: key.address, keyKind: key.kind }, 'operator key loaded');
+    await mkdir(cfg.dataDir, { recursive: true, mode: 0o700 });
+    await chmod(cfg.dataDir, 0o700).catch(() => {});
+
+    const store = await step(log, 'opening the encrypted store', () =>
+      EncryptedStore.open({ dir: join(cfg.dataDir!, 'store'), secret: v.SESSION_AUTH_SECRET! }),
+    );
+    cleanup.push(() => store.close());
+
+    await step(log, 'checking the Docker engine', async () => {
+      try {
+        await new Docker().ping();
+      } catch (e) {
+        throw new Error(
+          `the Docker engine does not answer on /var/run/docker.sock (${(e as Error).message}); start dockerd`,
+        );
+      }
+    });
+    const image = await step(log, 'resolving the sandbox image', () => resolveImage(cfg, log));
+
+    const registry = new Registry();
+    const operatorId = v.OPERATOR_ID ?? key.address.toLowerCase();
+    const manager = await SandboxManager.open({
+      store,
+      registry,
+      logger: log,
+      config: {
+        operatorId,
+        image,
+        sidecarPort: v.SIDECAR_HTTP_PORT!,
+        publicHost: v.SIDECAR_PUBLIC_HOST!,
+        defaultCpuCores: v.SANDBOX_DEFAULT_CPU_CORES!,
+        defaultMemoryMb: v.SANDBOX_DEFAULT_MEMORY_MB!,
+        defaultDiskGb: v.SANDBOX_DEFAULT_DISK_GB!,
+        maxCpuCores: v.SANDBOX_MAX_CPU_CORES!,
+        maxMemoryMb: v.SANDBOX_MAX_MEMORY_MB!,
+        maxDiskGb: v.SANDBOX_MAX_DISK_GB!,
+        pidsLimit: v.SANDBOX_PIDS_LIMIT!,
+        maxSandboxes: v.OPERATOR_MAX_CAPACITY!,
+        defaultIdleTimeoutSeconds: v.SANDBOX_DEFAULT_IDLE_TIMEOUT!,
+        defaultMaxLifetimeSeconds: v.SANDBOX_DEFAULT_MAX_LIFETIME!,
+        maxIdleTimeoutSeconds: v.SANDBOX_MAX_IDLE_TIMEOUT!,
+        maxMaxLifetimeSeconds: v.SANDBOX_MAX_MAX_LIFETIME!,
+        reaperIntervalSeconds: v.SANDBOX_REAPER_INTERVAL!,
+        gcIntervalSeconds: v.SANDBOX_GC_INTERVAL!,
+        gcHotRetentionSeconds: v.SANDBOX_GC_HOT_RETENTION!,
+        gcWarmRetentionSeconds: v.SANDBOX_GC_WARM_RETENTION!,
+        gcColdRetentionSeconds: v.SANDBOX_GC_COLD_RETENTION!,
+        snapshotAutoCommit: v.SANDBOX_SNAPSHOT_AUTO_COMMIT!,
+        snapshotDir: v.SANDBOX_SNAPSHOT_DIR ?? join(cfg.dataDir, 'snapshots'),
+        healthTimeoutMs: v.SANDBOX_HEALTH_TIMEOUT_MS!,
+        extraLabels: v.SANDBOX_EXTRA_LABELS ?? {},
+      },
+    });
+    const report = await step(log, 'reconciling the store with the engine', () => manager.reconcile());
+    log.info({ report }, 'reconciled');
+
+    const sessions = await SessionAuth.create({ secret: v.SESSION_AUTH_SECRET!, store });
+    // One breaker for the API's sidecar calls and workflow execs, so the GC timer can prune it.
+    const breaker = new CircuitBreaker();
+    const sandboxesForApi = apiSandboxes(manager, new HandledCalls(store), env.serviceId);
+    const sidecars = createApiSidecars(sandboxesForApi, { breaker });
+
+    const blueprint =
+      v.BLUEPRINT_CONTRACT ??
+      (await resolveBlueprintContract({
+        httpRpcUrl: env.httpRpcUrl,
+        tangle: env.tangleContract,
+        blueprintId: env.blueprintId,
+      }));
+    const chain = new BlueprintChain({ httpRpcUrl: env.httpRpcUrl, blueprint });
+    const chainClient = createPublicClient({ transport: http(env.httpRpcUrl) });
+
+    let ready = false;
+    const app = createOperatorApi(
+      {
+        sessions,
+        sandboxes: sandboxesForApi,
+        sidecars,
+        store,
+        metrics: registry,
+        logger: log,
+        mode: cfg.mode,
+        capabilities: {
+          operator: key.address,
+          blueprintId: `${env.blueprintId}`,
+          serviceId: `${env.serviceId}`,
+          backends: ['docker'],
+          tee: false,
+          images: [image, ...(v.SANDBOX_IMAGE_ALLOWLIST ?? [])],
+          limits: {
+            maxCpuCores: v.SANDBOX_MAX_CPU_CORES,
+            maxMemoryMb: v.SANDBOX_MAX_MEMORY_MB,
+            maxDiskGb: v.SANDBOX_MAX_DISK_GB,
+            maxSandboxes: v.OPERATOR_MAX_CAPACITY,
+          },
+        },
+        health: {
+          runtime: () => new Docker().ping(),
+          store: () => {
+            if (store.closed) throw new Error('store closed');
+          },
+          chain: () => chainClient.getBlockNumber({ cacheTime: 0 }),
+        },
+        ready: () => ready,
+      },
+      {
+        corsAllowedOrigins: v.CORS_ALLOWED_ORIGINS ?? [],
+        trustedProxies: v.TRUSTED_PROXIES ?? [],
+        tls: v.OPERATOR_API_TLS ?? false,
+      },
+    );
+    const server = await step(log, 'starting the operator API', () =>
+      serveOperatorApi(app, { host: cfg.api.host, port: cfg.api.port }),
+    );
+    cleanup.push(() => server.close());
+    const publicUrl = cfg.api.publicUrl ?? server.url;
+    log.info({ url: server.url, publicUrl }, 'operator API listening');
+
+    const deps: BlueprintDeps = {
+      operator: key.address,
+      mode: cfg.mode,
+      chain,
+      sandboxes: manager as unknown as SandboxRuntime,
+      store,
+      policy: {
+        defaultImage: image,
+        imageAllowlist: v.SANDBOX_IMAGE_ALLOWLIST ?? [],
+        maxCpuCores: v.SANDBOX_MAX_CPU_CORES!,
+        maxMemoryMb: v.SANDBOX_MAX_MEMORY_MB!,
+        maxDiskGb: v.SANDBOX_MAX_DISK_GB!,
+        teeAvailable: false,
+      },
+      operatorApiUrl: publicUrl,
+      exec: async (id, c) => {
+        const r = await (await sidecars.client(id)).exec({
+          command: c.command,
+          ...(c.cwd ? { cwd: c.cwd } : {}),
+          ...(c.timeoutMs ? { timeout: c.timeoutMs } : {}),
+        });
+        await manager.touch(id).catch(() => {});
+        return r;
+      },
+      logger: log,
+    };
+    const { router } = blueprintRouter(deps);
+    const runner = createRunner(
+      runnerOptionsFromEnvironment(env, key, router, {
+        logger: log,
+        concurrency: v.JOB_CONCURRENCY!,
+        pollIntervalMs: v.JOB_POLL_INTERVAL_MS!,
+        confirmations: v.JOB_CONFIRMATIONS!,
+        startBlock: v.JOB_START_BLOCK ?? 'latest',
+        shutdownGraceMs: v.SHUTDOWN_GRACE_MS!,
+      }),
+    );
+    await step(log, 'starting the job runner', () => runner.start());
+    cleanup.push(() => runner.stop());
+
+    manager.startBackground();
+    cleanup.push(() => manager.stopBackground());
+    const gc = setInterval(() => {
+      sessions
+        .collect()
+        .then((r) =>
+          log.debug({ collected: r, breakersPruned: breaker.prune() }, 'session and breaker collection'),
+        )
+        .catch((err) => log.warn({ err }, 'session collection failed'));
+    }, v.SESSION_GC_INTERVAL! * 1000);
+    gc.unref();
+    cleanup.push(() => clearInterval(gc));
+
+    ready = true;
+    log.info(
+      { operator: key.address, serviceId: `${env.serviceId}`, api: publicUrl, mode: cfg.mode },
+      'operator ready',
+    );
+    let stopping: Promise<void> | undefined;
+    return {
+      apiUrl: server.url,
+      publicUrl,
+      key,
+      stop(reason = 'stop requested') {
+        stopping ??= (async () => {
+          ready = false;
+          log.info({ reason }, 'shutting down: no new jobs; finishing in-flight work');
+          // Order (reverse of start): timers → runner (finishes in-flight) → API → store.
+          await unwind();
+          log.info('operator stopped');
+        })();
+        return stopping;
+      },
+    };
+  } catch (e) {
+    await unwind();
+    throw e;
+  }
+}
+
+/** The runtime manager as the API wants it: get → undefined when unknown, failed creates visible. */
+function apiSandboxes(manager: SandboxManager, handled: HandledCalls, serviceId: bigint) {
+  return {
+    get: (id: string) => {
+      try {
+        return manager.get(id);
+      } catch {
+        return undefined;
+      }
+    },
+    list: (f: { owner: string }) => manager.list(f),
+    stop: (id: string) => manager.stop(id),
+    resume: (id: string) => manager.resume(id),
+    snapshot: (id: string) => manager.snapshot(id),
+    injectSecrets: (id: string, env: Record<string, string>) => manager.injectSecrets(id, env),
+    wipeSecrets: (id: string) => manager.wipeSecrets(id),
+    touch: (id: string) => manager.touch(id),
+    sidecarEndpoint: (id: string) => manager.sidecarEndpoint(id),
+    async getProvision(callId: string) {
+      try {
+        return await manager.getProvision(callId);
+      } catch {
+        // A create refused before the runtime saw it (validation): its reason is in the handled record.
+        const h = await handled.failedCreate(serviceId, callId);
+        if (!h) return undefined;
+        const json = JSON.parse(h.value?.['json'] ?? '{}') as { error?: string; phase?: string };
+        return {
+          callId,
+          sandboxId: '',
+          phase: 'failed',
+          failedPhase: json.phase ?? 'validation',
+          error: json.error ?? h.reason ?? null,
+        };
+      }
+    },
+  };
+}
