@@ -40,10 +40,12 @@ export function acceptRequestId(value: string | undefined): string {
 }
 
 export function requestId(logger: Logger): MiddlewareHandler<ApiEnv> {
+  // Redaction is compiled once here; per-request children inherit it.
+  const apiLogger = logger.child({ component: 'operator-api' }, { redact: REDACT });
   return async (c, next) => {
     const id = acceptRequestId(c.req.header('x-request-id'));
     c.set('requestId', id);
-    c.set('log', logger.child({ request_id: id }, { redact: REDACT }));
+    c.set('log', apiLogger.child({ request_id: id }));
     c.header('x-request-id', id);
     await next();
     // Error handlers build fresh responses; make sure the id is on whatever leaves.

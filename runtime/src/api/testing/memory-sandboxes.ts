@@ -54,21 +54,23 @@ export class MemorySandboxes implements ApiSandboxes {
     return record;
   }
 
+  // Records are handed out as they are (like the SandboxManager does); the API never mutates them.
   get(id: string) {
-    const r = this.records.get(id);
-    return r ? structuredClone(r) : undefined;
+    return this.records.get(id);
   }
   list({ owner }: { owner: string }) {
-    return [...this.records.values()]
-      .filter((r) => r.owner.toLowerCase() === owner.toLowerCase())
-      .map((r) => structuredClone(r));
+    const o = owner.toLowerCase();
+    return [...this.records.values()].filter((r) => r.owner.toLowerCase() === o);
   }
   private mutate(id: string, fn: (r: SandboxRecord) => void): SandboxRecord {
     const r = this.records.get(id);
     if (!r) throw new RuntimeError('SANDBOX_NOT_FOUND', 'no such sandbox');
-    fn(r);
-    r.updatedAt = Date.now();
-    return structuredClone(r);
+    // Replaced, not edited in place: a record a request already holds stays as it was.
+    const next = structuredClone(r);
+    fn(next);
+    next.updatedAt = Date.now();
+    this.records.set(id, next);
+    return next;
   }
   stop(id: string) {
     return this.mutate(id, (r) => {
@@ -98,7 +100,7 @@ export class MemorySandboxes implements ApiSandboxes {
     });
   }
   touch(id: string) {
-    this.touches.push(id);
+    if (this.touches.length < 100_000) this.touches.push(id);
   }
   getProvision(callId: string) {
     return this.provisions.get(callId);
