@@ -1,27 +1,15 @@
-// The CLI in-process: exit codes a script can rely on, one-line errors, cached sessions that are
-// never printed, streaming prompt output, Ctrl-C cancelling a run, the terminal, and on-chain
-// commands against the shared devnet.
+// The CLI in-process against a spec-speaking operator: exit codes a script can rely on, one-line
+// errors, cached sessions that are never printed, streaming prompt output, Ctrl-C cancelling a
+// run, and the terminal.
 import { readFileSync, rmSync, statSync } from 'node:fs';
 import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
-import { iTangleAbi } from '@agent-sandbox/contracts';
-import {
-  createPublicClient,
-  createWalletClient,
-  decodeAbiParameters,
-  encodeAbiParameters,
-  type Hex,
-  http,
-  parseEventLogs,
-} from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
-import { afterEach, beforeEach, describe, expect, inject, it } from 'vitest';
-import { sandboxCreateRequestLayout } from '../job-io.ts';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { runCliInProcess } from '../testing/cli-harness.ts';
 import { type SpecOperator, startSpecOperator } from '../testing/spec-operator.ts';
-import type { CliIO } from './context.ts';
-import { main } from './main.ts';
 
 const key = generatePrivateKey();
 const owner = privateKeyToAccount(key);
@@ -39,28 +27,11 @@ afterEach(async () => {
   rmSync(configDir, { recursive: true, force: true });
 });
 
-interface Run {
-  code: number;
-  out: string;
-  err: string;
-}
-
 function cli(
   argv: string[],
   opts: { env?: Record<string, string>; stdin?: PassThrough; abortAfterMs?: number } = {},
 ) {
-  const out: string[] = [];
-  const err: string[] = [];
-  const ac = new AbortController();
-  const io: CliIO = {
-    stdout: { write: (s: string) => out.push(s) },
-    stderr: { write: (s: string) => err.push(s) },
-    stdin: opts.stdin ?? new PassThrough(),
-    env: { AGENT_SANDBOX_CONFIG_DIR: configDir, ...opts.env },
-    signal: ac.signal,
-  };
-  if (opts.abortAfterMs !== undefined) setTimeout(() => ac.abort(), opts.abortAfterMs);
-  return main(argv, io).then((code): Run => ({ code, out: out.join(''), err: err.join('') }));
+  return runCliInProcess(argv, { configDir, ...opts });
 }
 
 const withKey = () => ['--operator', op.url, '--private-key', key];
@@ -283,195 +254,5 @@ describe('terminal', () => {
     const r = await running;
     expect(r.code).toBe(0);
     expect(r.err).toContain('[terminal closed]');
-  });
-});
-
-describe('on-chain commands', () => {
-  const devnetFile = inject('devnetStateFile');
-
-  it('create refuses bad flags and secret-looking env before touching the chain (exit 1)', async () => {
-    expect((await cli(['create', '--devnet', devnetFile, '--tee', 'sgx'])).code).toBe(1);
-    expect((await cli(['create', '--devnet', devnetFile, '--cpu', 'two'])).code).toBe(1);
-    const r = await cli(['create', '--devnet', devnetFile, '--env', 'AWS_SECRET_ACCESS_KEY=x']);
-    expect(r.code).toBe(1);
-    expect(r.err).toMatch(/looks like a secret.*secrets set/);
-  });
-
-  it('needs rpc/tangle/service from flags or --devnet (exit 1)', async () => {
-    const r = await cli(['delete', 'sb-1', '--private-key', key]);
-    expect(r.code).toBe(1);
-    expect(r.err).toMatch(/on-chain jobs need --rpc, --tangle, --service/);
-  });
-
-  it('an unreachable RPC: exit 6', async () => {
-    const r = await cli([
-      'delete',
-      'sb-1',
-      '--private-key',
-      key,
-      '--rpc',
-      'http://127.0.0.1:9',
-      '--tangle',
-      '0x5FbDB2315678afecb367f032d93F642f64180aa3',
-      '--service',
-      '0',
-    ]);
-    expect(r.code).toBe(6);
-  });
-
-  it('delete of a sandbox the chain does not know: exit 6 naming the revert', async () => {
-    const r = await cli(['delete', 'no-such-sandbox', '--devnet', devnetFile]);
-    expect(r.code).toBe(6);
-    expect(r.err).toMatch(/UnknownSandbox/);
-  });
-});
-
-describe('create and delete through the CLI on the devnet', () => {
-  const devnet = inject('devnet');
-  const devnetFile = inject('devnetStateFile');
-  const tangle = devnet.contracts.tangle as Hex;
-  const serviceId = BigInt(devnet.services.cloud);
-  const pub = createPublicClient({ transport: http(devnet.rpcUrl) });
-  const user = devnet.accounts.user;
-  const keyOf = (addr: string) =>
-    Object.values(devnet.accounts).find((a) => a.address.toLowerCase() === addr.toLowerCase())!
-      .privateKey as Hex;
-
-  /**
-   * Plays the operator for the one job whose inputs match `match`: waits for its JobSubmitted,
-   * reports phases on the test API, and posts `output` with the assigned operator's real key.
-   */
-  async function actAsOperator(
-    fromBlock: bigint,
-    match: (job: number, inputs: Hex) => boolean,
-    respond: (callId: bigint) => Hex,
-  ): Promise<bigint> {
-    for (let i = 0; i < 300; i++) {
-      const logs = await pub.getContractEvents({
-        address: tangle,
-        abi: iTangleAbi,
-        eventName: 'JobSubmitted',
-        fromBlock,
-      });
-      const hit = logs.find((l) => l.args.serviceId === serviceId && match(l.args.jobIndex!, l.args.inputs!));
-      if (hit) {
-        const callId = hit.args.callId!;
-        const receipt = await pub.getTransactionReceipt({ hash: hit.transactionHash! });
-        const { agentSandboxBlueprintAbi } = await import('@agent-sandbox/contracts');
-        const [assigned] = parseEventLogs({
-          abi: agentSandboxBlueprintAbi,
-          logs: receipt.logs,
-          eventName: ['OperatorAssigned', 'OperatorRouted'],
-        });
-        const operator = assigned!.args.operator;
-        op.provisions.set(String(callId), { phase: 'queued' });
-        await new Promise((r) => setTimeout(r, 300));
-        // Shorter than the CLI's poll: only the history the record keeps shows it.
-        op.provisions.set(String(callId), {
-          phase: 'ready',
-          phases: [
-            { phase: 'queued' },
-            { phase: 'container_start' },
-            { phase: 'health_check' },
-            { phase: 'ready' },
-          ],
-        });
-        const wallet = createWalletClient({
-          account: privateKeyToAccount(keyOf(operator)),
-          transport: http(devnet.rpcUrl),
-        });
-        const hash = await wallet.writeContract({
-          address: tangle,
-          abi: iTangleAbi,
-          functionName: 'submitResult',
-          args: [serviceId, callId, respond(callId)],
-          chain: null,
-        });
-        await pub.waitForTransactionReceipt({ hash });
-        return callId;
-      }
-      await new Promise((r) => setTimeout(r, 100));
-    }
-    throw new Error('the job never appeared on chain');
-  }
-
-  it('create prints progress and the id once running; get finds it again; delete removes it', async () => {
-    const name = `cli-e2e-${Date.now()}`;
-    const id = `sb-${name}`;
-    const from = await pub.getBlockNumber();
-    const actor = actAsOperator(
-      from,
-      (job, inputs) =>
-        job === 0 && decodeAbiParameters(sandboxCreateRequestLayout().components, inputs)[0] === name,
-      () => {
-        op.sandboxes.set(id, { id, owner: user.address.toLowerCase(), state: 'running', secrets: {} });
-        return encodeAbiParameters(
-          [{ type: 'tuple', components: [{ type: 'string' }, { type: 'string' }] }],
-          [[id, JSON.stringify({ sandboxId: id, operatorApiUrl: op.url })]],
-        );
-      },
-    );
-    actor.catch(() => {}); // awaited below, after the CLI's own verdict
-    const created = await cli([
-      'create',
-      '--devnet',
-      devnetFile,
-      '--operator',
-      op.url,
-      '--name',
-      name,
-      '--timeout',
-      '60',
-    ]);
-    expect(created.code, created.err).toBe(0);
-    await actor;
-    expect(created.out).toBe(`${id}\n`);
-    expect(created.err).toMatch(/job submitted: call \d+/);
-    expect(created.err).toMatch(/container_start[\s\S]*health_check[\s\S]*ready[\s\S]*running/);
-
-    // The operator was remembered and the session cached: no --operator, no key needed.
-    const got = await cli(['get', id, '--json']);
-    expect(got.code).toBe(0);
-    expect(JSON.parse(got.out)).toMatchObject({ id, state: 'running' });
-
-    const delFrom = await pub.getBlockNumber();
-    const delActor = actAsOperator(
-      delFrom,
-      (job, inputs) => job === 1 && decodeAbiParameters([{ type: 'string' }], inputs)[0] === id,
-      () => encodeAbiParameters([{ type: 'string' }], ['{"deleted":true}']),
-    );
-    delActor.catch(() => {});
-    const del = await cli(['delete', id, '--devnet', devnetFile, '--timeout', '60']);
-    expect(del.code, del.err).toBe(0);
-    await delActor;
-    expect(del).toMatchObject({ code: 0, out: `deleted ${id}\n` });
-  });
-
-  it('a failed provision: exit 5 naming the phase and the reason', async () => {
-    const name = `cli-fail-${Date.now()}`;
-    const from = await pub.getBlockNumber();
-    const actor = actAsOperator(
-      from,
-      (job, inputs) =>
-        job === 0 && decodeAbiParameters(sandboxCreateRequestLayout().components, inputs)[0] === name,
-      () =>
-        encodeAbiParameters(
-          [{ type: 'tuple', components: [{ type: 'string' }, { type: 'string' }] }],
-          [['', JSON.stringify({ error: 'image agent:nope not found', phase: 'image_pull' })]],
-        ),
-    );
-    actor.catch(() => {});
-    const r = await cli([
-      'create',
-      '--devnet',
-      devnetFile,
-      '--operator',
-      'http://127.0.0.1:9',
-      '--name',
-      name,
-    ]);
-    expect(r.code, r.err).toBe(5);
-    await actor;
-    expect(r.err).toMatch(/provisioning failed at image_pull: image agent:nope not found/);
   });
 });
