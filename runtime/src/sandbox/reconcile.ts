@@ -96,6 +96,8 @@ async function reconcileOne(
 ): Promise<void> {
   switch (r.state) {
     case 'running': {
+      // Not in the list taken at the start: re-check once (a create may have finished since).
+      if (!c && r.containerId && (await ctx.driver.exists(r.containerId))?.running) return;
       if (!c) {
         const after = await containerVanished(ctx, r);
         (after.state === 'failed' ? report.failed : report.stopped).push(r.id);
