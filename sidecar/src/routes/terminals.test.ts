@@ -110,6 +110,18 @@ describe('terminals', () => {
     expect((await fx.call('GET', `/terminals/${id}`)).status).toBe(404);
   });
 
+  it('hangs up the shell and its jobs when a session is deleted', async () => {
+    const id = (await fx.call('POST', '/terminals', {})).json.sessionId;
+    await fx.call('POST', `/terminals/${id}/execute`, { command: 'sleep 327 & sleep 328' });
+    const running = async () =>
+      (
+        await fx.call('POST', '/terminals/commands', { command: 'pgrep -f "[s]leep 32[78]" | wc -l' })
+      ).json.stdout.trim();
+    await waitFor(async () => ((await running()) === '2' ? true : undefined));
+    expect((await fx.call('DELETE', `/terminals/${id}`)).status).toBe(200);
+    await waitFor(async () => ((await running()) === '0' ? true : undefined));
+  });
+
   it('validates create and resize bodies', async () => {
     expect((await fx.call('POST', '/terminals', { cols: 0 })).status).toBe(400);
     expect((await fx.call('POST', '/terminals', { cwd: 'missing-dir' })).json.error.code).toBe('INVALID_CWD');
