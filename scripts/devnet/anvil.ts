@@ -88,7 +88,8 @@ export async function startAnvil(opts: AnvilOptions): Promise<AnvilHandle> {
       return await startOnce(port, opts);
     } catch (err) {
       last = err;
-      if (!(err instanceof DevnetError) || err.code !== 'ANVIL_EXITED') throw err;
+      // A free port can be taken between our probe and anvil's bind: try another one.
+      if (!(err instanceof DevnetError) || !['ANVIL_EXITED', 'PORT_IN_USE'].includes(err.code)) throw err;
     }
   }
   throw last;
@@ -143,6 +144,12 @@ async function startOnce(port: number, opts: AnvilOptions): Promise<AnvilHandle>
   while ((await rpcChainId(rpcUrl, 500)) !== DEVNET_CHAIN_ID) {
     if (exited) {
       process.off('exit', onExit);
+      if (/address already in use|in use/i.test(tail.join(' '))) {
+        throw new DevnetError(
+          'PORT_IN_USE',
+          `port ${port} is taken by another program; stop it, or pick another port (--port)`,
+        );
+      }
       throw new DevnetError(
         'ANVIL_EXITED',
         `anvil exited (code ${exited.code}, signal ${exited.signal}) before answering on ${rpcUrl}: ` +
