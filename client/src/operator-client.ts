@@ -123,6 +123,11 @@ export class OperatorClient {
     return this.http.parse(res, Provision, 'GET /api/provisions');
   }
 
+  /** Alias of `provision`, named like the route. */
+  provisions(callId: bigint | number | string, signal?: AbortSignal): Promise<Provision | null> {
+    return this.provision(callId, signal);
+  }
+
   async capabilities(): Promise<Record<string, unknown>> {
     return this.http.json('GET', '/api/capabilities', z.record(z.string(), z.unknown()), { auth: false });
   }

@@ -118,7 +118,8 @@ export const COMMANDS: Record<string, CommandSpec> = {
       env: { type: 'string', multiple: true, arg: 'K=V', help: 'extra env for this command; repeatable' },
       timeout: { type: 'string', arg: 'MS', help: 'command timeout in ms (server default 30000)' },
     },
-    details: "Prints the command's stdout and stderr. Exits 7 when the command ran but exited non-zero.",
+    details:
+      "The words after -- are joined with spaces and run by the sandbox's shell (like ssh), so quote a command that needs its own quoting as one argument. Prints the command's stdout and stderr. Exits 7 when the command ran but exited non-zero.",
     examples: ["agent-sandbox exec sb-123 -- 'ls -la /home/agent'"],
   },
   prompt: {
