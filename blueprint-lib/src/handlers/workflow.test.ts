@@ -1,0 +1,207 @@
+// Jobs 2–4 on the devnet and Docker: the operator holding the target sandbox stores the workflow,
+// runs its command on trigger (output kept in the encrypted store, never in the result), cancels it.
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createApiSidecars, EncryptedStore, SandboxManager } from '@agent-sandbox/runtime';
+import { decodeJobResult, type JobContext } from '@agent-sandbox/sdk';
+import pino from 'pino';
+import { type Address, encodeAbiParameters, type Hex } from 'viem';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { BlueprintChain } from '../chain.ts';
+import type { BlueprintDeps, SandboxRuntime } from '../deps.ts';
+import {
+  JOB_SANDBOX_CREATE,
+  JOB_WORKFLOW_CANCEL,
+  JOB_WORKFLOW_CREATE,
+  JOB_WORKFLOW_TRIGGER,
+  JSON_OUTPUT,
+  SANDBOX_CREATE_INPUT,
+  SANDBOX_CREATE_OUTPUT,
+  WORKFLOW_CREATE_INPUT,
+  WORKFLOW_ID_INPUT,
+} from '../jobs.ts';
+import { blueprintRouter } from '../router.ts';
+import { DevnetJobs } from '../testing/devnet-service.ts';
+import { workflowCommand } from './workflow.ts';
+
+const devnet = inject('devnet');
+const image = inject('sandboxImage');
+const RUN = `blwf-${Date.now().toString(36)}`;
+
+let jobs: DevnetJobs;
+let dir: string;
+let store: EncryptedStore;
+let manager: SandboxManager;
+let otherStore: EncryptedStore;
+let otherManager: SandboxManager;
+
+function router(
+  operator: Address,
+  own: { store: EncryptedStore; manager: SandboxManager } = { store, manager },
+) {
+  const sidecars = createApiSidecars({ sidecarEndpoint: (id: string) => own.manager.sidecarEndpoint(id) });
+  const deps: BlueprintDeps = {
+    operator,
+    mode: 'cloud',
+    chain: new BlueprintChain({ httpRpcUrl: devnet.rpcUrl, blueprint: devnet.contracts.cloud }),
+    sandboxes: own.manager as unknown as SandboxRuntime,
+    store: own.store,
+    policy: {
+      defaultImage: image,
+      imageAllowlist: [],
+      maxCpuCores: 2,
+      maxMemoryMb: 2048,
+      maxDiskGb: 10,
+      teeAvailable: false,
+    },
+    operatorApiUrl: 'http://127.0.0.1:9999',
+    exec: async (id, c) => (await sidecars.client(id)).exec({ command: c.command }),
+  };
+  return blueprintRouter(deps);
+}
+
+const ctx = (
+  call: { callId: bigint; blockNumber: bigint; transactionHash: Hex },
+  jobIndex: number,
+): JobContext => ({
+  serviceId: jobs.serviceId,
+  callId: call.callId,
+  jobIndex,
+  caller: jobs.caller.address,
+  blockNumber: call.blockNumber,
+  transactionHash: call.transactionHash,
+  log: pino({ level: 'silent' }),
+  signal: new AbortController().signal,
+});
+
+async function run(r: ReturnType<typeof router>, jobIndex: number, input: Hex, post = true) {
+  const call = await jobs.submit(jobIndex, input);
+  const outcome = await r.router.dispatch({ jobIndex, input }, ctx(call, jobIndex));
+  if (outcome.kind !== 'result') return { call, outcome, json: undefined };
+  if (post) await jobs.submitResult(opOf.get(r) as Address, call.callId, outcome.output);
+  return {
+    call,
+    outcome,
+    json: JSON.parse(decodeJobResult(JSON_OUTPUT, outcome.output).json) as Record<string, unknown>,
+  };
+}
+const opOf = new Map<ReturnType<typeof router>, Address>();
+
+beforeAll(async () => {
+  jobs = new DevnetJobs(devnet);
+  await jobs.newCloudService();
+  dir = await mkdtemp(join(tmpdir(), `${RUN}-`));
+  store = await EncryptedStore.open({ dir: join(dir, 'store'), secret: 'ef'.repeat(32) });
+  manager = await SandboxManager.open({
+    store,
+    config: {
+      operatorId: RUN,
+      image,
+      snapshotDir: join(dir, 'snap'),
+      extraLabels: { 'agent-sandbox.test': '1' },
+    },
+  });
+  // The other operator: its own store and runtime, as on its own machine.
+  otherStore = await EncryptedStore.open({ dir: join(dir, 'other-store'), secret: 'ef'.repeat(32) });
+  otherManager = await SandboxManager.open({
+    store: otherStore,
+    config: {
+      operatorId: `${RUN}-other`,
+      image,
+      snapshotDir: join(dir, 'other-snap'),
+      extraLabels: { 'agent-sandbox.test': '1' },
+    },
+  });
+});
+
+afterAll(async () => {
+  for (const r of manager?.list() ?? []) await manager.delete(r.id).catch(() => {});
+  await store?.close();
+  await otherStore?.close();
+  if (dir) await rm(dir, { recursive: true, force: true });
+});
+
+describe('workflow jobs', () => {
+  it('parses a workflow command', () => {
+    expect(workflowCommand('{"command":"ls","cwd":"/tmp","timeout_ms":5}')).toEqual({
+      command: 'ls',
+      cwd: '/tmp',
+      timeoutMs: 5,
+    });
+    expect(workflowCommand('{"steps":[]}')).toBeUndefined();
+    expect(workflowCommand('not json')).toBeUndefined();
+  });
+
+  it('create, trigger (exec in the sandbox), cancel — answered by the sandbox holder, skipped by the other', async () => {
+    // A sandbox on chain, held by the assigned operator.
+    const createIn = encodeAbiParameters(SANDBOX_CREATE_INPUT, [
+      'wf',
+      '',
+      '',
+      '',
+      '{}',
+      '{}',
+      false,
+      '',
+      false,
+      600n,
+      300n,
+      1n,
+      256n,
+      1n,
+      false,
+      0,
+      '',
+      '',
+    ]);
+    const sbCall = await jobs.submit(JOB_SANDBOX_CREATE, createIn);
+    const me = sbCall.operator!;
+    const mine = router(me);
+    opOf.set(mine, me);
+    const other = router(jobs.otherOperator(me), { store: otherStore, manager: otherManager });
+    const created = await mine.router.dispatch({ jobIndex: 0, input: createIn }, ctx(sbCall, 0));
+    if (created.kind !== 'result') throw new Error('sandbox create did not answer');
+    await jobs.submitResult(me, sbCall.callId, created.output);
+    const sandboxId = decodeJobResult(SANDBOX_CREATE_OUTPUT, created.output).sandboxId;
+
+    const wfIn = encodeAbiParameters(WORKFLOW_CREATE_INPUT, [
+      'nightly',
+      JSON.stringify({ command: 'echo secret-output-$((6*7))' }),
+      'manual',
+      '',
+      '',
+      0,
+      sandboxId,
+      0n,
+    ]);
+    const wfCall = await jobs.submit(JOB_WORKFLOW_CREATE, wfIn);
+    // The non-holder skips (its own view: it does not hold the sandbox; the chain names the holder).
+    const skipped = await other.router.dispatch({ jobIndex: 2, input: wfIn }, ctx(wfCall, 2));
+    expect(skipped).toEqual({ kind: 'skip', reason: 'handler-skipped' });
+    const wf = await mine.router.dispatch({ jobIndex: 2, input: wfIn }, ctx(wfCall, 2));
+    if (wf.kind !== 'result') throw new Error('workflow create did not answer');
+    await jobs.submitResult(me, wfCall.callId, wf.output);
+    const wfJson = JSON.parse(decodeJobResult(JSON_OUTPUT, wf.output).json);
+    expect(wfJson).toMatchObject({ workflowId: `${wfCall.callId}`, stored: true, execution: 'exec' });
+    const stored = await mine.workflow.workflows.get(`${jobs.serviceId}:${wfCall.callId}`);
+    expect(stored).toMatchObject({ name: 'nightly', targetSandboxId: sandboxId, active: true });
+
+    const idIn = encodeAbiParameters(WORKFLOW_ID_INPUT, [wfCall.callId]);
+    const trig = await run(mine, JOB_WORKFLOW_TRIGGER, idIn);
+    expect(trig.json).toMatchObject({
+      workflowId: `${wfCall.callId}`,
+      triggered: true,
+      execution: 'exec',
+      exitCode: 0,
+    });
+    // Command output stays off chain, in the encrypted store.
+    expect(JSON.stringify(trig.json)).not.toContain('secret-output');
+    const runs = await mine.workflow.runs.values();
+    expect(runs.find((r) => r.callId === `${trig.call.callId}`)?.stdout).toContain('secret-output-42');
+
+    const cancel = await run(mine, JOB_WORKFLOW_CANCEL, idIn);
+    expect(cancel.json).toMatchObject({ workflowId: `${wfCall.callId}`, canceled: true, active: false });
+    expect((await mine.workflow.workflows.get(`${jobs.serviceId}:${wfCall.callId}`))?.active).toBe(false);
+  });
+});
