@@ -79,6 +79,13 @@ describe('SandboxManager on the real engine', () => {
     expect(again.id).toBe(a.id);
     const list = await rig.manager.driver.listManaged(rig.operatorId);
     expect(list.filter((c) => c.sandboxId === a.id)).toHaveLength(1);
+    // Call ids count per service: the same call id on another service is another job.
+    const other = await rig.manager.create({ ...base, serviceId: 8, callId, owner: '0xdef' });
+    expect(other.id).not.toBe(a.id);
+    expect(other.owner).toBe('0xdef');
+    expect((await rig.manager.getProvision(callId, 7)).sandboxId).toBe(a.id);
+    expect((await rig.manager.getProvision(callId, 8)).sandboxId).toBe(other.id);
+    await rig.manager.delete(other.id);
   });
 
   it('refuses resources above the caps and below the minimum before creating anything', async () => {

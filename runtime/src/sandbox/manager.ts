@@ -16,7 +16,7 @@ import { mustGet, RecordBook, type SandboxContext } from './context.ts';
 import { parseUserEnv } from './env.ts';
 import { deleteSandbox, resumeSandbox, setSecrets, snapshotSandbox, stopSandbox } from './lifecycle.ts';
 import { SandboxMetrics } from './metrics.ts';
-import { type ProvisionProgress, ProvisionProgressSchema } from './provision.ts';
+import { type ProvisionProgress, ProvisionProgressSchema, provisionKey } from './provision.ts';
 import { admit, callKey, existingProvision, type ProvisionHooks, runProvision } from './provisioner.ts';
 import { gcTick, reaperTick, type TickResult } from './reaper.ts';
 import { type ReconcileReport, reconcile } from './reconcile.ts';
@@ -81,8 +81,8 @@ export class SandboxManager {
   async create(params: CreateSandboxParams, hooks: ProvisionHooks = {}): Promise<SandboxRecord> {
     this.#assertOpen();
     const req = resolveCreate(params, this.config);
-    return this.#calls.run(callKey(req.callId), async () => {
-      const prior = await existingProvision(this.#ctx, req.callId);
+    return this.#calls.run(callKey(req.serviceId, req.callId), async () => {
+      const prior = await existingProvision(this.#ctx, req.serviceId, req.callId);
       if (prior) return this.#priorOutcome(req.callId, prior.progress, prior.record);
       const rec = await admit(this.#ctx, req);
       return this.#lock(rec.id, () => runProvision(this.#ctx, rec, hooks));
@@ -118,9 +118,22 @@ export class SandboxManager {
       .sort((a, b) => a.createdAt - b.createdAt);
   }
 
-  async getProvision(callId: string | number | bigint): Promise<ProvisionProgress> {
-    const p = await this.#ctx.provisions.get(String(callId));
-    if (!p) throw new RuntimeError('NOT_FOUND', `no provision for call ${String(callId)}`);
+  /**
+   * Progress of the create job `callId`. Call ids count per service, so pass the service id when
+   * this operator serves several; without it the newest provision with that call id is returned.
+   */
+  async getProvision(
+    callId: string | number | bigint,
+    serviceId?: string | number | bigint,
+  ): Promise<ProvisionProgress> {
+    const c = String(callId);
+    const p =
+      serviceId !== undefined
+        ? await this.#ctx.provisions.get(provisionKey(String(serviceId), c))
+        : (await this.#ctx.provisions.find((x) => x.callId === c)).sort(
+            (a, b) => b.startedAt - a.startedAt,
+          )[0];
+    if (!p) throw new RuntimeError('NOT_FOUND', `no provision for call ${c}`);
     return p;
   }
 

@@ -30,6 +30,11 @@ export const ProvisionProgressSchema = z.object({
 });
 export type ProvisionProgress = z.infer<typeof ProvisionProgressSchema>;
 
+/** Call ids count per service on Tangle, so a provision is keyed by both. */
+export function provisionKey(serviceId: string, callId: string): string {
+  return `${serviceId}:${callId}`;
+}
+
 export function newProgress(p: {
   callId: string;
   sandboxId: string;
@@ -84,6 +89,6 @@ export class ProvisionTracker {
       error: error ?? this.#progress.error,
       updatedAt: at,
     };
-    await this.#coll.put(this.#progress.callId, this.#progress);
+    await this.#coll.put(provisionKey(this.#progress.serviceId, this.#progress.callId), this.#progress);
   }
 }

@@ -4,7 +4,7 @@ import { volumeName } from '../docker/labels.ts';
 import { isRuntimeError, RuntimeError } from '../errors.ts';
 import { type SandboxContext, transition } from './context.ts';
 import { launchContainer } from './launch.ts';
-import { newProgress, type ProvisionProgress, ProvisionTracker } from './provision.ts';
+import { newProgress, type ProvisionProgress, ProvisionTracker, provisionKey } from './provision.ts';
 import { newSandboxId, newSidecarToken, type SandboxRecord } from './record.ts';
 import type { ResolvedCreate } from './request.ts';
 
@@ -13,16 +13,17 @@ export interface ProvisionHooks {
   cmd?: string[];
 }
 
-export function callKey(callId: string): string {
-  return `call:${callId}`;
+export function callKey(serviceId: string, callId: string): string {
+  return `call:${provisionKey(serviceId, callId)}`;
 }
 
 /** Returns the outcome of an earlier provision for the same call id, if there was one. */
 export async function existingProvision(
   ctx: SandboxContext,
+  serviceId: string,
   callId: string,
 ): Promise<{ progress: ProvisionProgress; record: SandboxRecord | undefined } | undefined> {
-  const progress = await ctx.provisions.get(callId);
+  const progress = await ctx.provisions.get(provisionKey(serviceId, callId));
   if (!progress) return undefined;
   return { progress, record: ctx.records.get(progress.sandboxId) };
 }
@@ -77,7 +78,7 @@ export async function admit(ctx: SandboxContext, req: ResolvedCreate): Promise<S
   // Record first: a crash right after leaves a record that reconcile can find by its progress.
   await ctx.records.put(rec);
   await ctx.provisions.put(
-    req.callId,
+    provisionKey(req.serviceId, req.callId),
     newProgress({ callId: req.callId, sandboxId: id, serviceId: req.serviceId, now }),
   );
   ctx.metrics?.jobs.inc();
@@ -90,7 +91,7 @@ export async function runProvision(
   rec: SandboxRecord,
   hooks: ProvisionHooks = {},
 ): Promise<SandboxRecord> {
-  const progress = await ctx.provisions.get(rec.callId);
+  const progress = await ctx.provisions.get(provisionKey(rec.serviceId, rec.callId));
   if (!progress) throw new RuntimeError('INTERNAL', `provision progress for call ${rec.callId} is missing`);
   const tracker = new ProvisionTracker(progress, ctx.provisions, ctx.now, (phase, s) =>
     ctx.metrics?.phaseSeconds.observe({ phase }, s),

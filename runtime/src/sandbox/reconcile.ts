@@ -11,6 +11,7 @@ import type { ManagedContainer } from '../docker/driver.ts';
 import { probeHealth } from '../docker/health.ts';
 import { type SandboxContext, transition } from './context.ts';
 import { containerVanished } from './lifecycle.ts';
+import { provisionKey } from './provision.ts';
 import type { LockFn } from './reaper.ts';
 import type { SandboxRecord } from './record.ts';
 
@@ -139,7 +140,8 @@ async function finishOrFail(
   report: ReconcileReport,
   removeContainer: (c: ManagedContainer) => Promise<void>,
 ): Promise<void> {
-  const progress = await ctx.provisions.get(r.callId);
+  const key = provisionKey(r.serviceId, r.callId);
+  const progress = await ctx.provisions.get(key);
   const now = ctx.now();
   if (c && c.state === 'running') {
     const port = c.loopbackPorts[ctx.cfg.sidecarPort] ?? 0;
@@ -153,7 +155,7 @@ async function finishOrFail(
         lastActivityAt: now,
       });
       if (progress) {
-        await ctx.provisions.put(r.callId, {
+        await ctx.provisions.put(key, {
           ...progress,
           phase: 'ready',
           phases: [...progress.phases, { phase: 'ready', at: now }],
@@ -175,7 +177,7 @@ async function finishOrFail(
     error: reason,
   });
   if (progress) {
-    await ctx.provisions.put(r.callId, {
+    await ctx.provisions.put(key, {
       ...progress,
       phase: 'failed',
       failedPhase: progress.phase,
