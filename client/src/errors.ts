@@ -123,7 +123,7 @@ export function hintFor(code: string, details?: Record<string, unknown>): string
     case 'CHAT_RUN_ACTIVE':
       return 'wait for the active run to finish or cancel it';
     case 'RATE_LIMITED':
-      return `too many requests; retry${retry === undefined ? ' later' : ` in ${retry} s`}`;
+      return `slow down and retry${retry === undefined ? ' later' : ` in ${retry} s`}`;
     case 'CIRCUIT_OPEN':
       return `the sandbox's sidecar is failing; retry${retry === undefined ? ' shortly' : ` in ${retry} s`}`;
     case 'SIDECAR_TIMEOUT':

@@ -49,6 +49,38 @@ describe('sign-in', () => {
     expect(err.message).toContain('agent-sandbox login');
   });
 
+  it('signs in again before using a token it knows has expired (no 401 round trip)', async () => {
+    const c = new OperatorClient({
+      baseUrl: op.url,
+      account: owner,
+      token: 'v4.local.old',
+      tokenExpiresAt: Math.floor(Date.now() / 1000) - 10,
+    });
+    await c.list();
+    expect(op.log.slice(0, 3)).toEqual([
+      'POST /api/auth/challenge',
+      'POST /api/auth/session',
+      'GET /api/sandboxes',
+    ]);
+  });
+
+  it('concurrent calls share one sign-in', async () => {
+    const c = new OperatorClient({ baseUrl: op.url, account: owner });
+    await Promise.all([c.list(), c.get('sb-1'), c.get('sb-2')]);
+    expect(op.log.filter((l) => l === 'POST /api/auth/session')).toHaveLength(1);
+  });
+
+  it('429 keeps its code, says when to retry, exits 5', async () => {
+    const c = new OperatorClient({ baseUrl: op.url, account: owner });
+    await c.login();
+    op.rateLimitSeconds = 7;
+    const err = await c.list().catch((e) => e);
+    expect(isClientError(err, 'RATE_LIMITED')).toBe(true);
+    expect(err.message).toBe('too many requests; slow down and retry in 7 s');
+    expect(err.details).toEqual({ retry_after_ms: 7000 });
+    expect(err.exitCode).toBe(ExitCode.REMOTE);
+  });
+
   it('refuses to sign a challenge that is not the documented sign-in text', async () => {
     await op.close();
     op = await startSpecOperator({ tamperChallenge: true });

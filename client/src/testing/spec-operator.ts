@@ -26,6 +26,8 @@ export interface SpecOperator {
   runScript: { events: Array<{ event: string; data: unknown }>; cutAfter?: number };
   cancelled: string[];
   terminalInput: string[];
+  /** When set, every authenticated route answers 429 with this retry-after (seconds). */
+  rateLimitSeconds: number | undefined;
   lastEventIds: Array<string | undefined>;
   close: () => Promise<void>;
 }
@@ -45,6 +47,7 @@ export async function startSpecOperator(options: { tamperChallenge?: boolean } =
     runScript: { events: [] },
     cancelled: [],
     terminalInput: [],
+    rateLimitSeconds: undefined,
     lastEventIds: [],
   };
   let counter = 0;
@@ -98,6 +101,10 @@ export async function startSpecOperator(options: { tamperChallenge?: boolean } =
       const token = /^Bearer (.+)$/.exec(req.headers.authorization ?? '')?.[1];
       const owner = token ? state.tokens.get(token) : undefined;
       if (!owner) return fail(res, 401, 'UNAUTHORIZED', 'missing or invalid session');
+      if (state.rateLimitSeconds !== undefined) {
+        res.setHeader('retry-after', String(state.rateLimitSeconds));
+        return fail(res, 429, 'RATE_LIMITED', 'too many requests');
+      }
       if (method === 'DELETE' && path === '/api/auth/session') {
         state.tokens.delete(token!);
         return send(res, 200, { revoked: true });
