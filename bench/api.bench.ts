@@ -7,7 +7,7 @@
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { ensureSandboxImage } from '@agent-sandbox/sidecar';
@@ -132,7 +132,10 @@ async function main(): Promise<void> {
     ).json()) as { token: string };
     const auth = { authorization: `Bearer ${sess.token}` };
 
-    console.log(`# operator API bench (${SECONDS}s per wrk run, ${CONNECTIONS} connections, 1 wrk thread)`);
+    console.log(
+      `# operator API bench (${SECONDS}s per wrk run, ${CONNECTIONS} connections, 1 wrk thread; ` +
+        `${cpus().length} CPUs, load average ${loadavg()[0]!.toFixed(1)} at start)`,
+    );
     await wrk(`${floor.url}/floor`, {}); // warm-up
     const floorRes = await wrk(`${floor.url}/floor`, {});
     const apiRes = await wrk(`${server.url}/api/sandboxes`, auth);
@@ -146,12 +149,31 @@ async function main(): Promise<void> {
       `ratio  API/floor throughput: ${(apiRes.rps / floorRes.rps).toFixed(2)}  (target ≥ 5000 req/s)`,
     );
 
+    // In-process cost per request (no sockets): the API's own work against the bare route.
+    const inProcess = async (
+      fetchFn: (r: Request) => Response | Promise<Response>,
+      url: string,
+      h: Record<string, string>,
+    ) => {
+      const n = 20_000;
+      for (let i = 0; i < 2_000; i++) await (await fetchFn(new Request(url, { headers: h }))).arrayBuffer();
+      const t0 = performance.now();
+      for (let i = 0; i < n; i++) await (await fetchFn(new Request(url, { headers: h }))).arrayBuffer();
+      return ((performance.now() - t0) / n) * 1000;
+    };
+    const floorUs = await inProcess(floorApp.fetch, 'http://x/floor', {});
+    const apiUs = await inProcess(api.fetch, 'http://x/api/sandboxes', auth);
+    console.log(
+      `cpu    per request in-process: API ${apiUs.toFixed(1)} µs, bare route ${floorUs.toFixed(1)} µs ` +
+        `(API work ≈ ${(apiUs - floorUs).toFixed(1)} µs → one core could serve ≈ ${Math.round(1e6 / apiUs)} req/s before HTTP I/O)`,
+    );
+
     // Exec: alternate API and direct calls so both see the same container and machine state.
     const direct = new SidecarClient({ sandboxId: record.id, baseUrl: sidecarUrl, token: record.token });
     const body = JSON.stringify({ command: 'echo hello' });
     const viaApi: number[] = [];
     const viaSidecar: number[] = [];
-    for (let i = 0; i < EXECS + 20; i++) {
+    const viaApiOnce = async () => {
       const t0 = performance.now();
       const r = await fetch(`${server.url}/api/sandboxes/${record.id}/exec`, {
         method: 'POST',
@@ -159,13 +181,28 @@ async function main(): Promise<void> {
         body,
       });
       const j = (await r.json()) as { stdout?: string };
-      const t1 = performance.now();
       if (j.stdout !== 'hello\n') throw new Error(`API exec failed: ${JSON.stringify(j)}`);
+      return performance.now() - t0;
+    };
+    const directOnce = async () => {
+      const t0 = performance.now();
       await direct.exec({ command: 'echo hello' });
-      const t2 = performance.now();
+      return performance.now() - t0;
+    };
+    // Interleaved, order alternating, 20 warm-ups: both paths see the same machine state.
+    for (let i = 0; i < EXECS + 20; i++) {
+      let a: number;
+      let d: number;
+      if (i % 2 === 0) {
+        a = await viaApiOnce();
+        d = await directOnce();
+      } else {
+        d = await directOnce();
+        a = await viaApiOnce();
+      }
       if (i >= 20) {
-        viaApi.push(t1 - t0);
-        viaSidecar.push(t2 - t1);
+        viaApi.push(a);
+        viaSidecar.push(d);
       }
     }
     const mApi = quantile(viaApi, 0.5);

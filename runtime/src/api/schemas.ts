@@ -103,7 +103,13 @@ export const ExecRequestSchema = z
     command: z.string().min(1, 'command is required').max(65_536),
     cwd: z.string().max(4096).optional(),
     env: EnvMap.optional(),
-    timeout_ms: z.number().int().positive().max(600_000).optional(),
+    // Below the API's 120 s request timeout, so the sidecar's exit 124 can still be answered.
+    timeout_ms: z
+      .number()
+      .int()
+      .positive()
+      .max(110_000, 'timeout_ms is at most 110000 (use a task for longer work)')
+      .optional(),
   })
   .openapi('ExecRequest');
 

@@ -68,12 +68,9 @@ export function resolveClientIp(
 export function clientIp(trustedProxies: string[]): MiddlewareHandler<ApiEnv> {
   const isTrusted = proxyMatcher(trustedProxies);
   return async (c, next) => {
-    let peer = 'unknown';
-    try {
-      peer = getConnInfo(c).remote.address ?? 'unknown';
-    } catch {
-      // app.request() in tests has no socket; everything then shares one bucket.
-    }
+    // app.fetch() without a socket (in-process callers) has no peer; they share one bucket.
+    const hasSocket = Boolean((c.env as { incoming?: unknown } | undefined)?.incoming);
+    const peer = hasSocket ? (getConnInfo(c).remote.address ?? 'unknown') : 'unknown';
     c.set('clientIp', resolveClientIp(peer, c.req.header('x-forwarded-for'), isTrusted));
     await next();
   };
