@@ -303,15 +303,33 @@ export class DockerDriver {
     }
   }
 
-  /** `docker load` of an archive written by saveImage; the tag inside it comes back. */
-  async loadImage(file: string): Promise<void> {
+  /**
+   * Replaces an image in the engine by its scrubbed copy (save -> scrub -> load, streamed, never
+   * on disk) tagged `repoTag`, and removes the original; returns the new image id.
+   */
+  async scrubImageInEngine(ref: string, repoTag: string): Promise<string> {
     try {
-      const stream = await this.docker.loadImage(createReadStream(file), { quiet: true });
+      const stream = (await this.docker.getImage(ref).get()) as NodeJS.ReadableStream & AsyncIterable<Buffer>;
+      await this.loadImage(scrubSavedImage(stream, repoTag));
+    } catch (e) {
+      throw wrap(`scrub of image ${ref}`, e);
+    }
+    const loaded = await this.inspectImage(repoTag);
+    if (!loaded) throw new RuntimeError('DOCKER_ERROR', `scrubbed image ${repoTag} did not load`);
+    if (loaded.id !== ref) await this.removeImage(ref);
+    return loaded.id;
+  }
+
+  /** `docker load` of an archive written by saveImage (a path or a stream); its tag comes back. */
+  async loadImage(source: string | NodeJS.ReadableStream): Promise<void> {
+    try {
+      const input = typeof source === 'string' ? createReadStream(source) : source;
+      const stream = await this.docker.loadImage(input, { quiet: true });
       await new Promise<void>((resolve, reject) => {
         this.docker.modem.followProgress(stream, (err: Error | null) => (err ? reject(err) : resolve()));
       });
     } catch (e) {
-      throw wrap(`load image from ${file}`, e);
+      throw wrap(`load image${typeof source === 'string' ? ` from ${source}` : ''}`, e);
     }
   }
 

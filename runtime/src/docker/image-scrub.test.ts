@@ -4,8 +4,11 @@ import { randomBytes } from 'node:crypto';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, describe, expect, inject, it, vi } from 'vitest';
 import { DockerDriver } from './driver.ts';
+
+// Real containers on a shared 2-core machine: allow for a slow engine.
+vi.setConfig({ testTimeout: 180_000 });
 
 const image = inject('sandboxImage');
 const driver = new DockerDriver();

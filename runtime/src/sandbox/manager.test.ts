@@ -2,9 +2,12 @@
 // idempotency, stop/resume, delete, secrets, and the bad-input and fault cases.
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
 import { isRuntimeError } from '../errors.ts';
 import { makeRig, sidecarExec, type TestRig } from './test-support.ts';
+
+// Real containers on a shared 2-core machine: allow for a slow engine.
+vi.setConfig({ testTimeout: 180_000 });
 
 const image = inject('sandboxImage');
 let rig: TestRig;

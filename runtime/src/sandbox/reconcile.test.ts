@@ -2,10 +2,13 @@
 // operator SIGKILLed mid-provision (a real child process) and restarted.
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
 import { DockerDriver } from '../docker/driver.ts';
 import { sandboxLabels } from '../docker/labels.ts';
 import { makeRig, sidecarExec, TEST_LABELS, type TestRig } from './test-support.ts';
+
+// Real containers on a shared 2-core machine: allow for a slow engine.
+vi.setConfig({ testTimeout: 180_000 });
 
 const image = inject('sandboxImage');
 const owner = '0x00000000000000000000000000000000000000bb';

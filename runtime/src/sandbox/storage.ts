@@ -80,6 +80,9 @@ export async function demoteHotToWarm(
   if (!snap.snapshotImageId || !snap.snapshotArchiveDir) {
     throw new Error('no container and no snapshot left to demote');
   }
+  // The committed image still holds the container's env in Docker's image store; once the
+  // container is gone nothing else should, so the warm image is replaced by its scrubbed copy.
+  snap.snapshotImageId = await driver.scrubImageInEngine(snap.snapshotImageId, snapshotTag(rec.id));
   if (rec.containerId) await driver.removeContainer(rec.containerId);
   await driver.removeVolume(rec.volumeName);
   return { ...snap, containerId: null, tier: 'warm', tierSince: ctx.now() };
