@@ -117,8 +117,8 @@ describe('operator API: cross-cutting', () => {
     expect(metrics.text).toMatch(/operator_api_requests_total/);
     const caps = await h.call('GET', '/api/capabilities');
     expect(caps.json).toMatchObject({ mode: 'cloud', backends: ['docker'] });
-    h.sandboxes.provisions.set('42', { phase: 'ready', updated_at: 1 });
-    expect((await h.call('GET', '/api/provisions/42')).json).toEqual({ phase: 'ready', updated_at: 1 });
+    h.sandboxes.provisions.set('42', { phase: 'ready', updatedAt: 1, internalPath: '/var/lib/x' });
+    expect((await h.call('GET', '/api/provisions/42')).json).toEqual({ phase: 'ready', updatedAt: 1 });
     expect((await h.call('GET', '/api/provisions/43')).status).toBe(404);
     expect((await h.call('GET', '/api/provisions/abc')).status).toBe(400);
   });

@@ -67,6 +67,17 @@ const provisionRoute = createRoute({
 });
 
 const CHECK_TIMEOUT_MS = 2_000;
+const PROVISION_FIELDS = [
+  'callId',
+  'sandboxId',
+  'serviceId',
+  'phase',
+  'phases',
+  'failedPhase',
+  'error',
+  'startedAt',
+  'updatedAt',
+] as const;
 
 async function runCheck(check: HealthCheck | undefined): Promise<CheckResult> {
   if (!check) return 'not_configured';
@@ -128,7 +139,10 @@ export function publicRoutes(d: PublicRouteDeps): OpenAPIHono<ApiEnv> {
     const { callId } = c.req.valid('param');
     const p = await d.sandboxes.getProvision(callId);
     if (!p) throw new RuntimeError('NOT_FOUND', `no provision recorded for call ${callId}`);
-    return c.json({ ...p }, 200);
+    // Public route: only the progress facts, whatever else a record may grow to hold.
+    const out: Record<string, unknown> = {};
+    for (const k of PROVISION_FIELDS) if (p[k] !== undefined) out[k] = p[k];
+    return c.json(out, 200);
   });
 
   return app;
