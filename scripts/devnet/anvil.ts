@@ -167,7 +167,11 @@ async function startOnce(port: number, opts: AnvilOptions): Promise<AnvilHandle>
     await sleep(50);
   }
   if (opts.detached) child.unref();
-  opts.log?.(`anvil (pid ${child.pid}) answers on ${rpcUrl}`);
+  try {
+    opts.log?.(`anvil (pid ${child.pid}) answers on ${rpcUrl}`);
+  } catch {
+    // a failing logger must not cost us the handle (a detached anvil would be left running)
+  }
 
   return {
     pid: child.pid ?? 0,

@@ -1,11 +1,18 @@
 // The devnet CLI's commands: `up` (start, deploy, print, stay in the foreground), `status`, `down`, help.
-import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { readFileSync, rmSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { rpcChainId } from './anvil.ts';
 import { DEFAULT_STATE_FILE } from './errors.ts';
 import { startDevnet } from './index.ts';
-import { type DevnetInfo, isDevnetAlive, readDevnetInfo } from './state.ts';
+import {
+  type DevnetInfo,
+  isDevnetAlive,
+  readDevnetInfo,
+  readDevnetPid,
+  removeDevnetPid,
+  writeDevnetPid,
+} from './state.ts';
 import { formatSummary } from './summary.ts';
 
 const HELP = `Usage: tsx scripts/devnet.ts [command] [options]
@@ -98,15 +105,6 @@ function parse(args: string[]) {
 
 const say = (line: string) => io.err(`[devnet] ${line}\n`);
 
-/** Who runs the devnet: the foreground `up` process, or a detached anvil. */
-interface PidRecord {
-  pid: number;
-  detached: boolean;
-  rpcUrl: string;
-  startedAt: string;
-}
-const pidFile = (stateFile: string) => resolve(stateFile, '../devnet.pid');
-
 async function up(o: {
   port: number;
   stateFile: string;
@@ -126,13 +124,15 @@ async function up(o: {
     o.out(started.info);
     return 0;
   }
-  const record: PidRecord = {
-    pid: o.detach ? (started.pid ?? 0) : process.pid,
-    detached: o.detach,
-    rpcUrl: started.info.rpcUrl,
-    startedAt: started.info.startedAt,
-  };
-  writeFileSync(pidFile(o.stateFile), `${JSON.stringify(record)}\n`);
+  // startDevnet records a detached anvil itself; a foreground devnet is kept by this process.
+  if (!o.detach) {
+    writeDevnetPid(o.stateFile, {
+      pid: process.pid,
+      detached: false,
+      rpcUrl: started.info.rpcUrl,
+      startedAt: started.info.startedAt,
+    });
+  }
   o.out(started.info);
   if (o.detach) {
     say(`anvil runs detached (pid ${started.pid}); stop it with \`tsx scripts/devnet.ts down\``);
@@ -146,7 +146,7 @@ async function up(o: {
       stopping = true;
       say(`${signal}: stopping anvil`);
       await started.stop();
-      rmSync(pidFile(o.stateFile), { force: true });
+      removeDevnetPid(o.stateFile);
       say('stopped');
       done(0);
     };
@@ -162,7 +162,7 @@ async function up(o: {
       if (stopping) return;
       say('anvil exited on its own; the devnet is gone');
       void started.stop().then(() => {
-        rmSync(pidFile(o.stateFile), { force: true });
+        removeDevnetPid(o.stateFile);
         done(1);
       });
     });
@@ -188,12 +188,7 @@ async function status(stateFile: string, out: (i: DevnetInfo) => void): Promise<
 
 async function down(stateFile: string): Promise<number> {
   const info = readDevnetInfo(stateFile);
-  let record: PidRecord | undefined;
-  try {
-    record = JSON.parse(readFileSync(pidFile(stateFile), 'utf8')) as PidRecord;
-  } catch {
-    record = undefined;
-  }
+  const record = readDevnetPid(stateFile);
   if (!record || !info || record.rpcUrl !== info.rpcUrl || record.startedAt !== info.startedAt) {
     if (info && (await isDevnetAlive(info))) {
       say(
@@ -202,7 +197,7 @@ async function down(stateFile: string): Promise<number> {
       return 1;
     }
     say('no devnet running');
-    rmSync(pidFile(stateFile), { force: true });
+    removeDevnetPid(stateFile);
     return 0;
   }
   if (!isOurProcess(record.pid)) {
@@ -215,7 +210,7 @@ async function down(stateFile: string): Promise<number> {
     }
   }
   // The foreground `up` removes these itself; a detached anvil cannot.
-  rmSync(pidFile(stateFile), { force: true });
+  removeDevnetPid(stateFile);
   if (readDevnetInfo(stateFile)?.startedAt === info.startedAt) rmSync(stateFile, { force: true });
   say(`stopped the devnet at ${info.rpcUrl}`);
   return 0;

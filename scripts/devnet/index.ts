@@ -9,7 +9,9 @@ import {
   isDevnetAlive,
   readDevnetInfo,
   removeDevnetInfo,
+  removeDevnetPid,
   writeDevnetInfo,
+  writeDevnetPid,
 } from './state.ts';
 
 export { DEVNET_MNEMONIC, type DevnetAccount, devnetAccounts, uncompressedPublicKey } from './accounts.ts';
@@ -96,6 +98,15 @@ export async function startDevnet(opts: StartDevnetOptions = {}): Promise<Starte
   try {
     info = await deployDevnet(anvil.rpcUrl, anvil.wsUrl, log);
     writeDevnetInfo(stateFile, info);
+    // A detached anvil outlives us: devnet.pid lets `devnet down` stop it later.
+    if (opts.detach) {
+      writeDevnetPid(stateFile, {
+        pid: anvil.pid,
+        detached: true,
+        rpcUrl: info.rpcUrl,
+        startedAt: info.startedAt,
+      });
+    }
   } catch (err) {
     await anvil.stop();
     if (err instanceof DevnetError) throw err;
@@ -111,6 +122,7 @@ export async function startDevnet(opts: StartDevnetOptions = {}): Promise<Starte
     async stop() {
       await anvil.stop();
       removeDevnetInfo(stateFile, info);
+      if (opts.detach) removeDevnetPid(stateFile);
     },
   };
 }

@@ -1,6 +1,6 @@
 // The devnet's one JSON description (devnet.json): its shape, and writing, reading and liveness checks.
 import { mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
-import { dirname } from 'node:path';
+import { dirname, resolve } from 'node:path';
 import { z } from 'zod';
 import { rpcChainId } from './anvil.ts';
 import { DevnetError } from './errors.ts';
@@ -119,4 +119,31 @@ async function getCodeSize(rpcUrl: string, addr: string): Promise<number> {
   } catch {
     return 0;
   }
+}
+
+/** Who keeps a devnet running: the foreground `up` process, or a detached anvil (devnet.pid). */
+export interface DevnetPidRecord {
+  pid: number;
+  detached: boolean;
+  rpcUrl: string;
+  startedAt: string;
+}
+
+/** devnet.pid lives beside the state file; `down` reads it to know what to signal. */
+export const devnetPidFile = (stateFile: string): string => resolve(stateFile, '../devnet.pid');
+
+export function writeDevnetPid(stateFile: string, record: DevnetPidRecord): void {
+  writeFileSync(devnetPidFile(stateFile), `${JSON.stringify(record)}\n`);
+}
+
+export function readDevnetPid(stateFile: string): DevnetPidRecord | undefined {
+  try {
+    return JSON.parse(readFileSync(devnetPidFile(stateFile), 'utf8')) as DevnetPidRecord;
+  } catch {
+    return undefined;
+  }
+}
+
+export function removeDevnetPid(stateFile: string): void {
+  rmSync(devnetPidFile(stateFile), { force: true });
 }
