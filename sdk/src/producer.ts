@@ -1,7 +1,8 @@
 // Follows JobSubmitted for one service: eth_getLogs in windows from a cursor, triggered by a timer
 // (polling) or by new-head notifications over WebSocket, delivering events in (block, logIndex) order.
 import type { Logger } from 'pino';
-import { type Address, createPublicClient, type PublicClient, webSocket } from 'viem';
+import type { Address, Hex, PublicClient } from 'viem';
+import { webSocket } from 'viem';
 import { Backoff, sleep } from './backoff.ts';
 import { fetchJobSubmitted, type JobSubmittedEvent } from './tangle-events.ts';
 
@@ -34,6 +35,7 @@ export class JobProducer {
   #window: number;
   #wake: (() => void) | undefined;
   #latestHead: bigint | undefined;
+  #kick = false;
 
   constructor(opts: JobProducerOptions) {
     this.#o = {
@@ -119,13 +121,23 @@ export class JobProducer {
     return next;
   }
 
+  /** Asks for a scan now, or right after the one in progress. */
+  #requestScan(): void {
+    this.#kick = true;
+    this.#wake?.();
+  }
+
   #waitForTrigger(signal: AbortSignal): Promise<void> {
     const ms = this.#o.wsRpcUrl ? this.#o.pollIntervalMs * 4 : this.#o.pollIntervalMs;
-    if (this.#latestHead !== undefined) return Promise.resolve();
+    if (this.#kick) {
+      this.#kick = false;
+      return Promise.resolve();
+    }
     return new Promise((resolve) => {
       const inner = new AbortController();
       const done = () => {
         this.#wake = undefined;
+        this.#kick = false;
         signal.removeEventListener('abort', done);
         inner.abort();
         resolve();
@@ -137,51 +149,77 @@ export class JobProducer {
   }
 
   /**
-   * Subscribes to new heads; each one wakes the scan loop, which then backfills from its cursor, so
-   * a dropped connection loses nothing. A dead subscription is rebuilt with backoff.
+   * Subscribes to new heads; each one wakes the scan loop, which scans from its cursor. Once a
+   * (re)subscription is confirmed live the loop backfills from the cursor, so blocks mined while
+   * the socket was down or still connecting are never missed. A dead socket is rebuilt with backoff.
    */
   #watchHeads(url: string, signal: AbortSignal): () => void {
     const { log } = this.#o;
-    let unwatch: (() => void) | undefined;
-    let closeSocket: (() => void) | undefined;
     const backoff = new Backoff(500, 15_000);
+    let current: { close(): void } | undefined;
+    let retry: NodeJS.Timeout | undefined;
+    const fail = (err: unknown) => {
+      if (signal.aborted || retry) return;
+      current?.close();
+      current = undefined;
+      const ms = backoff.next();
+      log.warn(
+        { err, retryInMs: ms },
+        'websocket head subscription failed; resubscribing (polling meanwhile)',
+      );
+      retry = setTimeout(() => {
+        retry = undefined;
+        connect();
+      }, ms);
+      retry.unref();
+      this.#requestScan();
+    };
     const connect = () => {
       if (signal.aborted) return;
-      const transport = webSocket(url, {
-        reconnect: { attempts: 5, delay: 500 },
-        keepAlive: { interval: 15_000 },
-      });
-      const ws = createPublicClient({ transport });
-      closeSocket = () => {
-        ws.transport
-          .getRpcClient?.()
-          .then((c: { close(): void }) => c.close())
-          .catch(() => {});
+      // viem's own reconnect is off: it would resubscribe without telling us, and the backfill
+      // must run after the subscription is live.
+      const transport = webSocket(url, { reconnect: false, keepAlive: { interval: 15_000 } })({});
+      let closed = false;
+      const conn = {
+        close: () => {
+          closed = true;
+          transport.value
+            ?.getRpcClient()
+            .then((c) => c.close())
+            .catch(() => {});
+        },
       };
-      unwatch = ws.watchBlockNumber({
-        onBlockNumber: (n) => {
-          backoff.reset();
-          if (this.#latestHead === undefined || n > this.#latestHead) this.#latestHead = n;
-          this.#wake?.();
-        },
-        onError: (err) => {
-          if (signal.aborted) return;
-          const ms = backoff.next();
-          log.warn(
-            { err, retryInMs: ms },
-            'websocket head subscription failed; resubscribing (polling meanwhile)',
-          );
-          unwatch?.();
-          closeSocket?.();
-          setTimeout(connect, ms).unref();
-          this.#wake?.();
-        },
-      });
+      current = conn;
+      transport.value
+        ?.subscribe({
+          params: ['newHeads'],
+          onData: (data: { result?: { number?: Hex } }) => {
+            const n = data.result?.number;
+            if (closed || !n) return;
+            const head = BigInt(n);
+            if (this.#latestHead === undefined || head > this.#latestHead) this.#latestHead = head;
+            this.#requestScan();
+          },
+          onError: (err: unknown) => {
+            if (!closed) fail(err);
+          },
+        })
+        .then(
+          () => {
+            if (closed) return;
+            backoff.reset();
+            log.debug('websocket head subscription live; backfilling from the cursor');
+            this.#requestScan();
+          },
+          (err: unknown) => {
+            if (!closed) fail(err);
+          },
+        );
     };
     connect();
     return () => {
-      unwatch?.();
-      closeSocket?.();
+      clearTimeout(retry);
+      current?.close();
     };
   }
 }
