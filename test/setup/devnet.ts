@@ -18,7 +18,10 @@ export async function setupDevnet(project: TestProject): Promise<() => Promise<v
   const dir = mkdtempSync(join(tmpdir(), 'agent-sandbox-devnet-'));
   const stateFile = join(dir, 'devnet.json');
   const t0 = Date.now();
-  const devnet = await startDevnet({ port: 0, stateFile });
+  const devnet = await startDevnet({ port: 0, stateFile }).catch((err: unknown) => {
+    rmSync(dir, { recursive: true, force: true }); // vitest runs no teardown for a failed setup
+    throw err;
+  });
   process.stderr.write(`[devnet] up at ${devnet.info.rpcUrl} in ${Date.now() - t0} ms\n`);
   project.provide('devnet', devnet.info);
   project.provide('devnetStateFile', stateFile);
