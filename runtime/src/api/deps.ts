@@ -17,6 +17,8 @@ export interface ApiSessions {
     nonce: string;
     signature: string;
     scope?: string;
+    /** When given, the recovered signer must be this address. */
+    address?: string;
   }): Awaitable<{ token: string; address: string; expires_at: number | string }>;
   /** Throws (any error) when the token is invalid, expired, revoked or minted under another key. */
   verify(token: string): Awaitable<SessionClaims>;

@@ -58,6 +58,11 @@ export const SessionRequestSchema = z
   .object({
     nonce: z.string().regex(/^(0x)?[0-9a-fA-F]{64}$/, 'nonce must be the 32-byte hex nonce of a challenge'),
     signature: z.string().regex(/^(0x)?[0-9a-fA-F]{130}$/, 'signature must be 65 bytes as hex'),
+    /** Optional: the wallet the caller means to sign in as; a signature by any other fails. */
+    address: z
+      .string()
+      .regex(/^0x[0-9a-fA-F]{40}$/, 'address must be a 0x-prefixed 20-byte hex address')
+      .optional(),
     scope: z.string().regex(SCOPE_RE, 'scope must be sandbox:{id} or instance:{id}').optional(),
   })
   .openapi('SessionRequest');
