@@ -292,6 +292,44 @@ describe('createSandbox', () => {
     expect(err.details).toMatchObject({ phase: 'container_start', reason: 'disk full' });
   });
 
+  it('deletes (job 1, never a stop) a sandbox that exists but never reports running', async () => {
+    let play: Promise<void> | undefined;
+    const err = await createSandbox({
+      chain: chainFor(),
+      account: user,
+      request: { name: 'client-test-never-running' },
+      operatorUrl: op.url,
+      pollMs: 100,
+      timeoutMs: 30_000,
+      onProgress: (p) => {
+        if (p.stage !== 'assigned') return;
+        play = (async () => {
+          const id = `sb-stopped-${p.callId}`;
+          op.sandboxes.set(id, { id, owner: user.address.toLowerCase(), state: 'stopped', secrets: {} });
+          await postResult(p.operator!, p.callId, createOutput(id, { sandboxId: id }));
+        })();
+      },
+    }).catch((e) => e);
+    await play;
+    expect(isClientError(err, 'PROVISION_FAILED')).toBe(true);
+    expect(err.message).toMatch(/reports stopped, not running; delete job \d+ was submitted for it/);
+    const chain = chainFor();
+    const deleteCallId = BigInt(err.details.deleteCallId);
+    const routed = await chain.publicClient.getContractEvents({
+      abi: (await import('@agent-sandbox/contracts')).agentSandboxBlueprintAbi,
+      eventName: 'OperatorRouted',
+      args: { serviceId, callId: deleteCallId },
+      fromBlock: startBlock,
+    });
+    expect(routed).toHaveLength(1);
+    // Answer the delete as its operator, so the slot is free again for the rest of the run.
+    await postResult(
+      routed[0]!.args.operator!,
+      deleteCallId,
+      encodeAbiParameters([{ type: 'string' }], ['{}']),
+    );
+  });
+
   it('refuses a request with a secret-looking env before anything goes on chain', async () => {
     const submitted: string[] = [];
     const err = await createSandbox({

@@ -41,6 +41,11 @@ export interface CreateSandboxOptions {
     session: Parameters<NonNullable<OperatorHttpOptions['onSession']>>[0] & { operatorUrl: string },
   ) => void | Promise<void>;
   fetch?: typeof fetch;
+  /**
+   * When the sandbox exists but never reports running, delete it (job 1) rather than leave it
+   * behind. Default true.
+   */
+  deleteUnready?: boolean;
   /** Whole create, submit to running. Default 10 minutes. */
   timeoutMs?: number;
   pollMs?: number;
@@ -185,17 +190,54 @@ export async function createSandbox(options: CreateSandboxOptions): Promise<Crea
       };
     }
     if (sandbox && ['failed', 'stopped', 'expired', 'deleted'].includes(sandbox.state)) {
-      throw provisionFailed(callId, 'ready', `the sandbox reports ${sandbox.state}, not running`);
+      throw await handBack(
+        options,
+        output.sandboxId,
+        provisionFailed(callId, 'ready', `the sandbox reports ${sandbox.state}, not running`),
+      );
     }
     if (Date.now() >= deadline) {
-      throw new ClientError(
-        'TIMEOUT',
-        `sandbox ${output.sandboxId} ${sandbox ? `is still ${sandbox.state}` : 'is not visible on its operator'}; check it with \`agent-sandbox get ${output.sandboxId}\``,
-        { details: { sandboxId: output.sandboxId, callId: callId.toString() } },
+      throw await handBack(
+        options,
+        output.sandboxId,
+        new ClientError(
+          'TIMEOUT',
+          `sandbox ${output.sandboxId} ${sandbox ? `is still ${sandbox.state}` : 'is not visible on its operator'} after the wait`,
+          { details: { sandboxId: output.sandboxId, callId: callId.toString() } },
+        ),
       );
     }
     await sleep(pollMs, signal);
   }
+}
+
+/**
+ * A sandbox that exists on chain but never reached running is not handed to the caller: delete
+ * it (job 1, never a stop, which would keep its storage) unless told not to, and say so.
+ */
+async function handBack(
+  options: CreateSandboxOptions,
+  sandboxId: string,
+  err: ClientError,
+): Promise<ClientError> {
+  const details: Record<string, unknown> = { ...(err.details ?? {}), sandboxId };
+  let note: string;
+  if (options.deleteUnready === false) {
+    note = `it was kept: inspect it with \`agent-sandbox get ${sandboxId}\` and delete it when done`;
+  } else {
+    try {
+      const del = await options.chain.submitDelete(sandboxId);
+      details.deleteCallId = del.callId.toString();
+      note = `delete job ${del.callId} was submitted for it`;
+    } catch (e) {
+      note = `deleting it failed (${(e as Error).message}); delete it with \`agent-sandbox delete ${sandboxId}\``;
+    }
+  }
+  return new ClientError(err.code, `${err.message}; ${note}`, {
+    details,
+    ...(err.status === undefined ? {} : { status: err.status }),
+    exitCode: err.exitCode,
+  });
 }
 
 /** The phases a provision record shows, oldest first, ending with the current one. */

@@ -95,6 +95,10 @@ export const COMMANDS: Record<string, CommandSpec> = {
       'attestation-nonce': { type: 'string', arg: 'NONCE', help: 'nonce to bind into the TEE attestation' },
       'capabilities-json': { type: 'string', arg: 'JSON', help: 'capabilities JSON' },
       timeout: { type: 'string', arg: 'SECONDS', help: 'give up waiting after this long (default 600)' },
+      'keep-unready': {
+        type: 'boolean',
+        help: 'keep a sandbox that never reports running (default: delete it with job 1)',
+      },
     },
     details:
       'Job inputs are public on chain: put credentials in `agent-sandbox secrets set` after create. Env names that look like secrets are refused. Progress (queued → image_pull → container_create → container_start → health_check → ready) is printed as it happens; the command returns only when the operator reports the sandbox running, or fails naming the phase.',

@@ -91,6 +91,7 @@ export const create: Command = async (ctx) => {
         : {}),
     signal: ctx.io.signal,
     pollMs: 500,
+    deleteUnready: ctx.args.options['keep-unready'] !== true,
     ...(timeout ? { timeoutMs: Number(timeout) * 1000 } : {}),
     ...(ctx.io.fetch ? { fetch: ctx.io.fetch } : {}),
     onSession: (s) =>
