@@ -19,6 +19,7 @@ import { decodeJobResult, jobResult } from './job-abi.ts';
 import { loadKeystore } from './keystore.ts';
 import { type JobRouter, router, SKIP } from './router.ts';
 import { type BlueprintRunner, createRunner, type RunnerOptions } from './runner.ts';
+import { fetchJobSubmitted } from './tangle-events.ts';
 
 let chain: ToyChain;
 beforeAll(async () => {
@@ -167,6 +168,26 @@ describe('runner on a real chain', () => {
       expect(two.lines.some((l) => l['level'] === 50)).toBe(false);
     } finally {
       await Promise.all([one.runner.stop(), two.runner.stop()]);
+    }
+  });
+
+  it('waits for the configured confirmations before taking a job', async () => {
+    const { runner, outcomes } = await startRunner(0, echo(), { confirmations: 2 });
+    try {
+      const [a] = await submitJobs(chain, 0, ['0x0a']);
+      const h0 = await chain.client.getBlockNumber({ cacheTime: 0 });
+      const { events } = await fetchJobSubmitted(chain.client, chain.tangle, chain.serviceId, h0 - 3n, h0);
+      const block = events.find((e) => e.callId === a)!.blockNumber;
+      await new Promise((r) => setTimeout(r, 600)); // several polls
+      // On the shared devnet other tests mine blocks too; the check holds while fewer than 2 came.
+      if ((await chain.client.getBlockNumber({ cacheTime: 0 })) - block < 2n)
+        expect(outcomes.has(a!)).toBe(false);
+      // Two more blocks (other tests may add more; that only confirms sooner).
+      await chain.client.request({ method: 'anvil_mine' as never, params: ['0x2'] as never });
+      await until(() => outcomes.has(a!), 20_000);
+      expect(outcomes.get(a!)).toBe('submitted');
+    } finally {
+      await runner.stop();
     }
   });
 
