@@ -2,12 +2,11 @@
 import { randomBytes } from 'node:crypto';
 import { chmod, mkdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
-import { EncryptedStore } from '@agent-sandbox/runtime';
+import type { EncryptedStore } from '@agent-sandbox/runtime';
 import { createKeystore, KEYSTORE_DEV_FILE, loadKeystore, register } from '@agent-sandbox/sdk';
 import { encodeAbiParameters, type Hex } from 'viem';
 import { type Command, ConfigError, loadConfig } from './config.ts';
 import { createLogger } from './logger.ts';
-import { startOperator } from './operator.ts';
 
 const out = (v: unknown) =>
   process.stdout.write(`${typeof v === 'string' ? v : JSON.stringify(v, null, 2)}\n`);
@@ -24,6 +23,8 @@ export async function cmdRun(opts: {
   env?: Record<string, string | undefined>;
 }): Promise<number> {
   const { cfg, log } = config('run', opts.pretty, opts.env);
+  // The runtime stack loads only for the commands that use it.
+  const { startOperator } = await import('./operator.ts');
   const op = await startOperator(cfg, log);
   process.stdout.write(
     `${JSON.stringify({ event: 'ready', operator: op.key.address, api: op.publicUrl })}\n`,
@@ -200,9 +201,10 @@ export async function cmdStatus(opts: { url?: string | undefined; local: boolean
         : [{ variable: 'SESSION_AUTH_SECRET', problem: 'is required for the local store summary' }]),
     ]);
   }
+  const { EncryptedStore: Store } = await import('@agent-sandbox/runtime');
   let store: EncryptedStore;
   try {
-    store = await EncryptedStore.open({ dir: join(dataDir, 'store'), secret });
+    store = await Store.open({ dir: join(dataDir, 'store'), secret });
   } catch (e) {
     process.stderr.write(
       `cannot open the store in ${dataDir} (${(e as Error).message}); is the operator running? use --url\n`,

@@ -1,8 +1,6 @@
 // agent-sandbox-operator: the operator program's entry point and subcommands
 // (run, register, keys, devnet, status). Each validates its whole configuration before acting.
 import { parseArgs } from 'node:util';
-import { cmdDevnet, cmdKeys, cmdRegister, cmdRun, cmdStatus } from './commands.ts';
-import { ConfigError } from './config.ts';
 
 const HELP: Record<string, string> = {
   main: `agent-sandbox-operator — the Tangle operator that rents out AI-agent sandboxes
@@ -87,6 +85,8 @@ export async function main(argv: string[]): Promise<number> {
     return 0;
   }
   const pretty = values.pretty ?? false;
+  // Loaded only now: help and usage errors answer without loading the chain and runtime stacks.
+  const { cmdDevnet, cmdKeys, cmdRegister, cmdRun, cmdStatus } = await import('./commands.ts');
   switch (command) {
     case 'run':
       return cmdRun({ pretty });
@@ -111,7 +111,8 @@ main(process.argv.slice(2)).then(
       setTimeout(() => process.exit(code), 200).unref();
   },
   (e: unknown) => {
-    if (e instanceof ConfigError) {
+    // By name: importing config.ts here would load the whole sdk just to print help.
+    if (e instanceof Error && e.name === 'ConfigError') {
       process.stderr.write(`${e.message}\n`);
       process.exitCode = 2;
       return;
