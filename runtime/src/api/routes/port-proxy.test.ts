@@ -25,7 +25,7 @@ describe('port proxy', () => {
         body,
         prefix: req.headers['x-forwarded-prefix'] as string,
       });
-      res.writeHead(201, { 'content-type': 'text/plain', 'x-app': 'yes' });
+      res.writeHead(201, { 'content-type': 'text/plain', 'x-app': 'yes', 'set-cookie': 'sid=evil; Path=/' });
       res.end(`app saw ${req.method} ${req.url}`);
     });
     await new Promise<void>((r) => app.listen(0, '127.0.0.1', r));
@@ -46,6 +46,9 @@ describe('port proxy', () => {
     expect(r.text).toBe('app saw POST /api/items?x=1');
     expect(r.headers.get('x-app')).toBe('yes');
     expect(r.headers.get('x-frame-options')).toBe('DENY');
+    // The sandbox app cannot plant cookies on the operator origin and runs as an opaque origin.
+    expect(r.headers.get('set-cookie')).toBeNull();
+    expect(r.headers.get('content-security-policy')).toMatch(/^sandbox /);
     const last = seen.at(-1)!;
     expect(last.body).toBe('{"a":1}');
     expect(last.auth).toBeUndefined();

@@ -23,6 +23,9 @@ const DROP_REQUEST = new Set([
   'host',
   'content-length',
 ]);
+// Every sandbox's app is served from the operator's one origin: a sandbox must not set cookies
+// there, and its pages run as an opaque origin (CSP sandbox) so they cannot read the operator
+// origin's storage (where a web client may keep its session) or another sandbox's pages.
 const DROP_RESPONSE = new Set([
   'connection',
   'keep-alive',
@@ -30,7 +33,10 @@ const DROP_RESPONSE = new Set([
   'trailer',
   'upgrade',
   'content-length',
+  'set-cookie',
+  'content-security-policy',
 ]);
+const SANDBOXED_CSP = 'sandbox allow-scripts allow-forms allow-popups allow-downloads';
 
 export function registerPortProxy(app: OpenAPIHono<ApiEnv>, d: SandboxRouteDeps): void {
   app.openAPIRegistry.registerPath({
@@ -96,6 +102,7 @@ export function registerPortProxy(app: OpenAPIHono<ApiEnv>, d: SandboxRouteDeps)
     }
     const out = new Headers();
     for (const [k, v] of upstream.headers) if (!DROP_RESPONSE.has(k)) out.append(k, v);
+    out.set('content-security-policy', SANDBOXED_CSP);
     return new Response(upstream.body, { status: upstream.status, headers: out });
   };
 
