@@ -15,6 +15,10 @@ import {
 import { Backoff, sleep } from './backoff.ts';
 import type { JobCursor, LogPosition, PendingResultTx } from './job-cursor.ts';
 
+const NONCE_ERROR =
+  /nonce too low|nonce has already been used|replacement transaction underpriced|already imported/i;
+const FEE_ERROR = /fee cap|less than (the )?block base fee|max fee per gas|feecap|transaction underpriced/i;
+
 /** Reverts that mean "nothing left to do for this call": someone completed it, or we already answered. */
 const DONE_ERRORS = new Set(['JobAlreadyCompleted', 'ResultAlreadySubmitted']);
 
@@ -322,10 +326,18 @@ export class ResultConsumer {
       await this.#retry(() => client.sendRawTransaction({ serializedTransaction: raw }), /already known/i);
     } catch (e) {
       if (e instanceof Aborted) throw e;
-      // Nonce taken (another sender on this key, or a stale count): resync, then redo these calls.
-      log.warn({ err: e, nonce, callIds }, 'result tx rejected for its nonce; resyncing the nonce');
-      this.#nonce = undefined;
+      // The node refused these bytes, so they can never be mined: forget them and sign again.
       await cursor.removePending(tx.hash);
+      if (!NONCE_ERROR.test(messageOf(e)) && FEE_ERROR.test(messageOf(e))) {
+        log.warn({ err: e, nonce, callIds }, 'result tx refused for its fee; refreshing fees and re-signing');
+        this.#fees = undefined;
+        this.#nonce = nonce;
+        await sleep(1000, this.#abort.signal);
+      } else {
+        // Nonce taken (another sender on this key, or a stale count): resync, then redo these calls.
+        log.warn({ err: e, nonce, callIds }, 'result tx rejected for its nonce; resyncing the nonce');
+        this.#nonce = undefined;
+      }
       return this.#process(items);
     }
     this.#t['sent'] = performance.now();
@@ -389,10 +401,7 @@ export class ResultConsumer {
       } catch (e) {
         if (okIf?.test(messageOf(e))) return undefined as T;
         if (revertOf(e) !== undefined) throw e;
-        if (
-          /nonce too low|nonce has already been used|replacement transaction underpriced/i.test(messageOf(e))
-        )
-          throw e;
+        if (NONCE_ERROR.test(messageOf(e)) || FEE_ERROR.test(messageOf(e))) throw e;
         const ms = backoff.next();
         this.#o.log.warn({ err: e, retryInMs: ms, attempt: backoff.attempt }, 'RPC call failed; retrying');
         await sleep(ms, this.#abort.signal);
