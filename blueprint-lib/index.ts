@@ -24,6 +24,12 @@ export {
 export { type HandledCall, HandledCalls } from './src/handled-calls.ts';
 export { createResultJson, describeFailure } from './src/handlers/sandbox.ts';
 export { type StoredWorkflow, type WorkflowRun, workflowCommand } from './src/handlers/workflow.ts';
+export {
+  type InstanceOptions,
+  instanceCallId,
+  type ProvisionedInstance,
+  provisionInstance,
+} from './src/instance.ts';
 export * from './src/jobs.ts';
 export { type BlueprintRouter, blueprintRouter } from './src/router.ts';
 export {

@@ -7,6 +7,7 @@ import {
   type BlueprintDeps,
   blueprintRouter,
   HandledCalls,
+  provisionInstance,
   resolveBlueprintContract,
   type SandboxRuntime,
 } from '@agent-sandbox/blueprint-lib';
@@ -148,6 +149,7 @@ export async function startOperator(cfg: OperatorConfig, log: Logger): Promise<R
     const chainClient = createPublicClient({ transport: http(env.httpRpcUrl) });
 
     let ready = false;
+    let instanceSandboxId: string | undefined;
     const app = createOperatorApi(
       {
         sessions,
@@ -179,6 +181,7 @@ export async function startOperator(cfg: OperatorConfig, log: Logger): Promise<R
           chain: () => chainClient.getBlockNumber({ cacheTime: 0 }),
         },
         ready: () => ready,
+        ...(cfg.mode === 'cloud' ? {} : { instanceSandboxId: () => instanceSandboxId }),
       },
       {
         corsAllowedOrigins: v.CORS_ALLOWED_ORIGINS ?? [],
@@ -219,6 +222,23 @@ export async function startOperator(cfg: OperatorConfig, log: Logger): Promise<R
       },
       logger: log,
     };
+    if (cfg.mode !== 'cloud') {
+      // Instance modes: the service's one sandbox, from its on-chain config, before taking jobs.
+      const inst = await step(log, 'provisioning the instance sandbox', () =>
+        provisionInstance({
+          mode: cfg.mode as 'instance' | 'tee-instance',
+          httpRpcUrl: env.httpRpcUrl,
+          blueprint,
+          serviceId: env.serviceId!,
+          account: key.account,
+          sandboxes: deps.sandboxes,
+          policy: deps.policy,
+          operatorApiUrl: publicUrl,
+          log,
+        }),
+      );
+      instanceSandboxId = inst.sandbox.id;
+    }
     const { router } = blueprintRouter(deps);
     const runner = createRunner(
       runnerOptionsFromEnvironment(env, key, router, {

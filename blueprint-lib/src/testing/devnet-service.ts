@@ -72,16 +72,21 @@ export class DevnetJobs {
   }
 
   /** New cloud service with operator1 and operator2; `caller` (fresh, funded) may submit jobs. */
-  async newCloudService(): Promise<bigint> {
+  newCloudService(): Promise<bigint> {
+    return this.newService('cloud', '0x');
+  }
+
+  /** New service of one of the devnet's blueprints; `config` is the request's config bytes. */
+  async newService(kind: 'cloud' | 'instance' | 'teeInstance', config: Hex): Promise<bigint> {
     await this.pub.request({
       method: 'anvil_setBalance' as never,
       params: [this.caller.address, `0x${parseEther('100').toString(16)}`] as never,
     });
     const ops = [this.info.accounts.operator1.address, this.info.accounts.operator2.address];
     const req = await this.send(this.account('serviceOwner'), 'requestService', [
-      BigInt(this.info.blueprints.cloud),
+      BigInt(this.info.blueprints[kind]),
       ops,
-      '0x',
+      config,
       [this.caller.address],
       0n,
       '0x0000000000000000000000000000000000000000',
