@@ -126,7 +126,10 @@ export class DockerDriver {
       );
     exited.catch(() => {});
     try {
-      await c.start();
+      await c.start().catch((e: unknown) => {
+        // Already running (304) is fine: start is idempotent here.
+        if (dockerStatus(e) !== 304) throw e;
+      });
       const info = await c.inspect();
       const binding = info.NetworkSettings?.Ports?.[`${port}/tcp`]?.find((b) => b.HostIp === '127.0.0.1');
       const hostPort = Number(binding?.HostPort);

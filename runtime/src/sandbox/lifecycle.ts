@@ -62,7 +62,8 @@ export async function containerVanished(ctx: SandboxContext, rec: SandboxRecord)
     return transition(ctx, rec.id, 'stopped', {
       ...DOWN,
       tier,
-      tierSince: now,
+      // A restart re-running this must not reset the GC clock of an already stopped sandbox.
+      tierSince: rec.state === 'stopped' && rec.tier === tier && rec.tierSince !== null ? rec.tierSince : now,
       stoppedAt: rec.state === 'stopped' ? rec.stoppedAt : now,
       stopReason: rec.state === 'stopped' ? rec.stopReason : 'engine',
     });
@@ -198,6 +199,46 @@ export async function setSecrets(
   if (updated.containerId) await ctx.driver.removeContainer(updated.containerId);
   return recreate(ctx, { ...updated, containerId: null }, 'running').catch(async (e) => {
     // The old container is gone and the new one failed: the volume still holds the workspace.
+    await transition(ctx, id, 'stopped', {
+      ...DOWN,
+      tier: 'hot',
+      tierSince: ctx.now(),
+      stoppedAt: ctx.now(),
+      stopReason: 'engine',
+    }).catch(() => {});
+    throw e;
+  });
+}
+
+/**
+ * Moves a running sandbox to another image (e.g. a new sidecar release): the container is
+ * recreated on the same workspace volume with the same id, token and owner; the old root
+ * filesystem and snapshot image are dropped. A stopped sandbox is resumed first.
+ */
+export async function upgradeImage(ctx: SandboxContext, id: string, image: string): Promise<SandboxRecord> {
+  const rec = mustGet(ctx, id);
+  if (rec.state !== 'running') {
+    throw new RuntimeError(
+      'SANDBOX_NOT_RUNNING',
+      `sandbox ${id} is ${rec.state}; resume it before changing its image`,
+    );
+  }
+  if (!(await ctx.driver.inspectImage(image))) {
+    throw new RuntimeError(
+      'IMAGE_NOT_FOUND',
+      `image ${image} is not present on this operator's engine; build or load it first`,
+    );
+  }
+  if (rec.containerId) await ctx.driver.removeContainer(rec.containerId);
+  if (rec.snapshotImageId) await ctx.driver.removeImage(rec.snapshotImageId);
+  const updated = await ctx.records.patch(id, (r) => ({
+    ...r,
+    image,
+    snapshotImageId: null,
+    containerId: null,
+    updatedAt: ctx.now(),
+  }));
+  return recreate(ctx, updated, 'running').catch(async (e) => {
     await transition(ctx, id, 'stopped', {
       ...DOWN,
       tier: 'hot',

@@ -217,6 +217,34 @@ describe('SandboxManager on the real engine', () => {
     expect(out2.stdout).toBe('[] base\n');
   });
 
+  it('an image upgrade keeps id, token, owner and workspace files', async () => {
+    const tag = String(Date.now());
+    const upgraded = `agent-sandbox-upgrade-test:${tag}`;
+    await rig.manager.driver.docker.getImage(image).tag({ repo: 'agent-sandbox-upgrade-test', tag });
+    try {
+      const rec = await rig.manager.create({ ...base, callId: nextCall() });
+      await sidecarExec(rig.manager.sidecarEndpoint(rec.id), 'echo before-upgrade > /home/agent/u.txt');
+      await expect(rig.manager.upgradeImage(rec.id, 'agent-sandbox/nope:1')).rejects.toMatchObject({
+        code: 'IMAGE_NOT_FOUND',
+      });
+      const after = await rig.manager.upgradeImage(rec.id, upgraded);
+      expect(after).toMatchObject({
+        id: rec.id,
+        token: rec.token,
+        owner: rec.owner,
+        image: upgraded,
+        state: 'running',
+      });
+      const info = await rig.manager.driver.docker.getContainer(after.containerId!).inspect();
+      expect(info.Config.Image).toBe(upgraded);
+      const out = await sidecarExec(rig.manager.sidecarEndpoint(rec.id), 'cat /home/agent/u.txt');
+      expect(out.stdout).toBe('before-upgrade\n');
+      await rig.manager.delete(rec.id);
+    } finally {
+      await rig.manager.driver.removeImage(upgraded, false);
+    }
+  });
+
   it('lists by owner (case-insensitive) and exposes metrics', async () => {
     const mine = rig.manager.list({ owner: base.owner.toLowerCase() });
     expect(mine.length).toBeGreaterThan(0);

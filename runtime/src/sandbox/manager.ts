@@ -14,7 +14,14 @@ import {
 } from './config.ts';
 import { mustGet, RecordBook, type SandboxContext } from './context.ts';
 import { parseUserEnv } from './env.ts';
-import { deleteSandbox, resumeSandbox, setSecrets, snapshotSandbox, stopSandbox } from './lifecycle.ts';
+import {
+  deleteSandbox,
+  resumeSandbox,
+  setSecrets,
+  snapshotSandbox,
+  stopSandbox,
+  upgradeImage,
+} from './lifecycle.ts';
 import { SandboxMetrics } from './metrics.ts';
 import { type ProvisionProgress, ProvisionProgressSchema, provisionKey } from './provision.ts';
 import { admit, callKey, existingProvision, type ProvisionHooks, runProvision } from './provisioner.ts';
@@ -151,6 +158,11 @@ export class SandboxManager {
 
   snapshot(id: string): Promise<{ snapshotImageId: string; createdAt: number }> {
     return this.#lock(id, () => snapshotSandbox(this.#ctx, id));
+  }
+
+  /** Moves the sandbox to another local image, keeping id, token, owner and workspace. */
+  upgradeImage(id: string, image: string): Promise<SandboxRecord> {
+    return this.#lock(id, () => upgradeImage(this.#ctx, id, image));
   }
 
   /** Phase 2: replaces the user secrets; the container is recreated with id, token, owner kept. */

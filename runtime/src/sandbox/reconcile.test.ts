@@ -42,7 +42,12 @@ describe('reconcile', () => {
     });
     expect(rig.manager.get(lost.id).state).toBe('failed');
     expect(rig.manager.get(lost.id).error).toMatch(/removed outside the operator/);
-    // Resume from the surviving volume: same id and token, files back.
+    // GC with only the volume left: archived through a never-started container, then resumed.
+    const gc = await rig.manager.gcTick(rig.manager.get(keep.id).tierSince! + 86_400_000);
+    expect(gc.acted).toContainEqual({ id: keep.id, action: 'hot->warm' });
+    expect(rig.manager.get(keep.id)).toMatchObject({ tier: 'warm', snapshotImageId: null });
+    expect(await rig.manager.driver.volumeExists(keep.volumeName)).toBe(false);
+    // Resume from the archived workspace: same id and token, files back.
     const back = await rig.manager.resume(keep.id);
     expect(back.token).toBe(keep.token);
     expect((await sidecarExec(rig.manager.sidecarEndpoint(keep.id), 'cat /home/agent/k.txt')).stdout).toBe(

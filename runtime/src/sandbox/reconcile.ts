@@ -118,7 +118,7 @@ async function reconcileOne(
     }
     case 'stopped': {
       if (c && c.state === 'running') await ctx.driver.stop(c.id, ctx.cfg.stopTimeoutSeconds);
-      if (r.tier === 'hot' && !c) {
+      if (r.tier === 'hot' && r.containerId && !c) {
         await containerVanished(ctx, r);
         report.stopped.push(r.id);
       }

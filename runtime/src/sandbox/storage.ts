@@ -63,26 +63,46 @@ export async function takeSnapshot(
   return { snapshotImageId: imageId, snapshotArchiveDir: dir };
 }
 
-/** hot -> warm: snapshot (unless the stop already took one), then drop the container and volume. */
+/**
+ * hot -> warm: snapshot the stopped container (always fresh: an older snapshot may predate the
+ * last writes), or, when only the volume is left, archive the volume through a throwaway
+ * container that is never started; then drop the container and the volume.
+ */
 export async function demoteHotToWarm(
   ctx: SandboxContext,
   rec: SandboxRecord,
 ): Promise<Partial<SandboxRecord>> {
-  const { driver } = ctx;
+  const { driver, cfg } = ctx;
   let snap = { snapshotImageId: rec.snapshotImageId, snapshotArchiveDir: rec.snapshotArchiveDir };
   const container = rec.containerId ? await driver.exists(rec.containerId) : undefined;
-  const fresh =
-    rec.snapshotImageId !== null &&
-    rec.snapshotArchiveDir !== null &&
-    (await fileExists(join(rec.snapshotArchiveDir, WORKSPACE_TAR))) &&
-    (await driver.inspectImage(rec.snapshotImageId)) !== undefined;
-  if (container && !fresh) snap = await takeSnapshot(ctx, rec);
-  if (!snap.snapshotImageId || !snap.snapshotArchiveDir) {
-    throw new Error('no container and no snapshot left to demote');
+  if (container) {
+    snap = await takeSnapshot(ctx, rec);
+  } else if (await driver.volumeExists(rec.volumeName)) {
+    const dir = archiveDirOf(ctx, rec.id);
+    await mkdir(dir, { recursive: true, mode: 0o700 });
+    const tmp = await driver.docker.createContainer({
+      Image: rec.image,
+      Cmd: ['true'],
+      Labels: sandboxLabels(rec, 'snapshot', cfg.extraLabels),
+      HostConfig: { Mounts: [{ Type: 'volume', Source: rec.volumeName, Target: WORKSPACE_PATH }] },
+    });
+    try {
+      await driver.archivePath(tmp.id, WORKSPACE_PATH, join(dir, `${WORKSPACE_TAR}.tmp`));
+      await rename(join(dir, `${WORKSPACE_TAR}.tmp`), join(dir, WORKSPACE_TAR));
+    } finally {
+      await driver.removeContainer(tmp.id);
+    }
+    snap.snapshotArchiveDir = dir;
+  } else {
+    throw new Error('no container and no volume left to demote');
   }
   // The committed image still holds the container's env in Docker's image store; once the
   // container is gone nothing else should, so the warm image is replaced by its scrubbed copy.
-  snap.snapshotImageId = await driver.scrubImageInEngine(snap.snapshotImageId, snapshotTag(rec.id));
+  if (snap.snapshotImageId && (await driver.inspectImage(snap.snapshotImageId))) {
+    snap.snapshotImageId = await driver.scrubImageInEngine(snap.snapshotImageId, snapshotTag(rec.id));
+  } else {
+    snap.snapshotImageId = null;
+  }
   if (rec.containerId) await driver.removeContainer(rec.containerId);
   await driver.removeVolume(rec.volumeName);
   return { ...snap, containerId: null, tier: 'warm', tierSince: ctx.now() };
@@ -93,7 +113,9 @@ export async function demoteWarmToCold(
   ctx: SandboxContext,
   rec: SandboxRecord,
 ): Promise<Partial<SandboxRecord>> {
-  if (!rec.snapshotImageId || !rec.snapshotArchiveDir) throw new Error('warm sandbox without a snapshot');
+  if (!rec.snapshotArchiveDir) throw new Error('warm sandbox without a workspace archive');
+  // Only the workspace was kept (the container had vanished): nothing to save.
+  if (!rec.snapshotImageId) return { tier: 'cold', tierSince: ctx.now() };
   const file = join(rec.snapshotArchiveDir, IMAGE_TAR);
   // Scrubbed on the way to disk (no container env in the archive); loads back under this tag.
   await ctx.driver.saveImage(rec.snapshotImageId, `${file}.tmp`, snapshotTag(rec.id));
@@ -158,14 +180,14 @@ export async function dropArchives(rec: SandboxRecord): Promise<void> {
   await rm(join(rec.snapshotArchiveDir, WORKSPACE_TAR), { force: true });
 }
 
-/** Whether anything a resume could start from is left when the container is gone. */
+/** The tier a sandbox without its container is in: hot (volume left), warm, cold, or none. */
 export async function hasSnapshot(
   ctx: SandboxContext,
   rec: SandboxRecord,
-): Promise<'warm' | 'cold' | undefined> {
-  if (!rec.snapshotArchiveDir || !(await fileExists(join(rec.snapshotArchiveDir, WORKSPACE_TAR)))) {
-    return (await ctx.driver.volumeExists(rec.volumeName)) ? 'warm' : undefined;
-  }
+): Promise<'hot' | 'warm' | 'cold' | undefined> {
+  if (await ctx.driver.volumeExists(rec.volumeName)) return 'hot';
+  if (!rec.snapshotArchiveDir || !(await fileExists(join(rec.snapshotArchiveDir, WORKSPACE_TAR))))
+    return undefined;
   if (rec.snapshotImageId && (await ctx.driver.inspectImage(rec.snapshotImageId))) return 'warm';
   if (await fileExists(join(rec.snapshotArchiveDir, IMAGE_TAR))) return 'cold';
   // Workspace files survive; the root filesystem falls back to the base image.
