@@ -1,8 +1,25 @@
 #!/usr/bin/env bash
-# The README's run command (`npm run demo`): installs/starts what it needs, builds the contracts,
-# and brings up the local devnet, printing what it deployed.
+# The README's main job (`npm run demo`): installs/starts what it needs, builds the contracts and
+# the sandbox image, then scripts/demo/run.ts starts the devnet and both operators, walks one
+# sandbox through its life with the `agent-sandbox` CLI and keeps everything up until Ctrl-C.
+# Options go to run.ts: `npm run demo -- --exit` stops at the end; `-- --help` explains.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+step() { printf '\n\033[1m━━ %s\033[0m\n' "$*"; }
+case " $* " in *" --help "*|*" -h "*) exec node_modules/.bin/tsx scripts/demo/run.ts --help ;; esac
+started=$SECONDS
+
+# A demo already running: its toolchain, contracts and image are in place; run.ts reuses it.
+if [ -f .devnet/demo.pid ] && kill -0 "$(cat .devnet/demo.pid)" 2>/dev/null; then
+  exec node_modules/.bin/tsx scripts/demo/run.ts "$@"
+fi
+
+step "toolchain (Docker engine, debootstrap, npm dependencies)"
 bash scripts/ensure-toolchain.sh
+step "contracts (forge build through solc-js + ABIs)"
 node scripts/contracts-build.mjs
-exec node_modules/.bin/tsx scripts/devnet.ts up "$@"
+step "sandbox image (built once, then cached by content hash)"
+SANDBOX_IMAGE="$(node_modules/.bin/tsx scripts/build-image.ts)"
+export SANDBOX_IMAGE
+echo "builds done in $((SECONDS - started)) s"
+exec node_modules/.bin/tsx scripts/demo/run.ts "$@"

@@ -1,0 +1,199 @@
+// `npm run demo` after the builds: starts the devnet and both operators, walks a sandbox through
+// its life with the CLI, then keeps everything running until Ctrl-C (or stops at once with --exit).
+import { parseArgs } from 'node:util';
+import type { StartedDevnet } from '../devnet/index.ts';
+import {
+  DEMO_DIR,
+  LOCK_FILE,
+  OPERATOR_PORTS,
+  type OperatorName,
+  operatorHealthy,
+  portAnswers,
+  prepareDataDirs,
+  type RunningOperator,
+  releaseLock,
+  removeDemoContainers,
+  runningDemoPid,
+  STATE_FILE,
+  startDemoDevnet,
+  startOperator,
+  stopOperator,
+  takeLock,
+} from './stack.ts';
+import { header, say, walkthrough } from './walkthrough.ts';
+
+const HELP = `Usage: npm run demo [-- --exit] [-- --no-walkthrough]
+
+Starts the local devnet (anvil on 127.0.0.1:8545 + contracts) and two operators (operator1 on
+:9090, operator2 on :9091), walks one sandbox through create → login → exec → prompt → secrets →
+delete with the agent-sandbox CLI, then keeps the devnet and operators running for you to try
+the CLI yourself. Ctrl-C stops everything the demo started (operators, their sandboxes, anvil).
+
+  --exit            stop everything after the walk-through instead of staying up
+  --no-walkthrough  only start the devnet and the operators
+
+A second \`npm run demo\` while one is running reuses it: it runs the walk-through against the
+running operators and leaves them to the first demo.`;
+
+const t0 = Date.now();
+const secs = () => `${((Date.now() - t0) / 1000).toFixed(1)} s`;
+/** Set once the stop has begun; the exit waits for it. */
+let stopping: Promise<void> | undefined;
+const rel = (p: string) => p.replace(`${process.cwd()}/`, '');
+
+function usage(): void {
+  say(`
+${'─'.repeat(78)}
+The devnet and both operators keep running. In another terminal, from ${process.cwd()}:
+
+  export AGENT_SANDBOX_DEVNET=${rel(STATE_FILE)}
+  npx agent-sandbox create --name mine          # prints the new sandbox id
+  npx agent-sandbox exec <id> -- 'ls -la'
+  npx agent-sandbox terminal <id>               # interactive shell; Ctrl-] leaves
+  npx agent-sandbox delete <id>
+  npx agent-sandbox --help
+
+Operators: operator1 http://127.0.0.1:${OPERATOR_PORTS.operator1}  operator2 http://127.0.0.1:${OPERATOR_PORTS.operator2}
+  logs:    ${rel(DEMO_DIR)}/operator1.log, ${rel(DEMO_DIR)}/operator2.log
+  status:  node blueprint-bin/bin/agent-sandbox-operator.mjs status --url http://127.0.0.1:${OPERATOR_PORTS.operator1}
+Devnet:  ${rel(STATE_FILE)} (chain, contracts, service ids, dev keys)
+
+Stop: press Ctrl-C here (or \`kill ${process.pid}\`): operators shut down, their sandboxes' containers
+are removed, anvil stops.`);
+}
+
+async function main(): Promise<number> {
+  const { values } = parseArgs({
+    options: {
+      exit: { type: 'boolean' },
+      keep: { type: 'boolean' },
+      'no-walkthrough': { type: 'boolean' },
+      help: { type: 'boolean', short: 'h' },
+    },
+  });
+  if (values.help) {
+    say(HELP);
+    return 0;
+  }
+
+  const other = runningDemoPid();
+  if (other) {
+    const urls = Object.values(OPERATOR_PORTS).map((p) => `http://127.0.0.1:${p}`);
+    const healthy = (await Promise.all(urls.map(operatorHealthy))).every(Boolean);
+    if (!healthy) {
+      say(
+        `A demo is already starting or stopping (pid ${other}, ${rel(LOCK_FILE)}), and its operators do not`,
+      );
+      say(`answer yet. Wait for it, or stop it with Ctrl-C in its terminal (or \`kill ${other}\`).`);
+      return 1;
+    }
+    header(`a demo is already running (pid ${other}): reusing its devnet and operators`);
+    if (!values['no-walkthrough']) await walkthrough();
+    say(`\nWalk-through done in ${secs()}. The demo in pid ${other} keeps running; Ctrl-C there stops it.`);
+    return 0;
+  }
+
+  // Nothing else answers on the operator ports we must serve (the devnet registered them).
+  for (const [name, port] of Object.entries(OPERATOR_PORTS)) {
+    if (await portAnswers(port)) {
+      say(`Port ${port} (${name}'s registered API address) is already in use by another program.`);
+      say('Stop it (an `agent-sandbox-operator devnet` you started by hand?) and run the demo again.');
+      return 1;
+    }
+  }
+
+  takeLock();
+  const ops: RunningOperator[] = [];
+  let devnet: StartedDevnet | undefined;
+  const stopAll = (why: string) => {
+    stopping ??= (async () => {
+      say(`\n${why}: stopping the operators, their sandboxes and the devnet…`);
+      await Promise.all(ops.map((op) => stopOperator(op)));
+      const removed = await removeDemoContainers().catch(() => 0);
+      if (removed) say(`removed ${removed} sandbox container(s) the operators had created`);
+      if (devnet && !devnet.reused) await devnet.stop();
+      else if (devnet)
+        say(`the devnet at ${devnet.info.rpcUrl} was already running before the demo: left running`);
+      releaseLock();
+      say('stopped.');
+    })();
+    return stopping;
+  };
+  let interrupted = false;
+  const onSignal = (sig: NodeJS.Signals) => {
+    if (interrupted) {
+      say('second signal: exiting now');
+      process.exit(130);
+    }
+    interrupted = true;
+    void stopAll(`received ${sig}`).then(() => process.exit(130));
+  };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+
+  try {
+    header('devnet: anvil + contracts + blueprints + operators registered + services');
+    const orphans = await removeDemoContainers();
+    if (orphans) say(`removed ${orphans} container(s) left by an earlier demo that did not stop cleanly`);
+    devnet = await startDemoDevnet((line) => say(`[devnet] ${line}`));
+    say(
+      `chain ${devnet.info.chainId} at ${devnet.info.rpcUrl}; Tangle ${devnet.info.contracts.tangle}; cloud service ${devnet.info.services.cloud}`,
+    );
+    prepareDataDirs(devnet);
+    if (interrupted) return 130;
+
+    header('operators: operator1 and operator2 (both serve the cloud service)');
+    say('$ node blueprint-bin/bin/agent-sandbox-operator.mjs devnet --operator operator1   # and operator2');
+    const names = Object.keys(OPERATOR_PORTS) as OperatorName[];
+    const started = await Promise.allSettled(names.map((n) => startOperator(n, process.env.SANDBOX_IMAGE)));
+    for (const s of started) if (s.status === 'fulfilled') ops.push(s.value);
+    const failed = started.find((s) => s.status === 'rejected');
+    if (failed) throw (failed as PromiseRejectedResult).reason;
+    for (const op of ops) say(`${op.name} ${op.address} ready at ${op.url}  (log: ${rel(op.logFile)})`);
+    say(`devnet and operators up after ${secs()}`);
+    if (interrupted) return 130;
+
+    if (!values['no-walkthrough']) {
+      await walkthrough();
+      header(`demo walk-through done in ${secs()}`);
+    }
+  } catch (e) {
+    if (interrupted) return 130;
+    say(`\ndemo failed: ${(e as Error).message}`);
+    await stopAll('failure');
+    return 1;
+  }
+  if (values.exit) {
+    await stopAll('--exit');
+    return 0;
+  }
+  usage();
+  // Stay up until a signal; an operator that dies takes the demo down with a clear message.
+  await new Promise<void>((done) => {
+    for (const op of ops) {
+      op.child.once('exit', (code, signal) => {
+        if (stopping) return;
+        say(`\n${op.name} exited (${signal ?? code}); see ${rel(op.logFile)}`);
+        void stopAll('an operator stopped').then(done);
+      });
+    }
+    void devnet?.exited.then(() => {
+      if (stopping) return;
+      say('\nanvil exited; see .devnet/anvil.log');
+      void stopAll('the devnet stopped').then(done);
+    });
+  });
+  return 1;
+}
+
+main().then(
+  async (code) => {
+    if (stopping) await stopping;
+    process.exit(code);
+  },
+  (e: unknown) => {
+    process.stderr.write(`demo: ${(e as Error)?.stack ?? String(e)}\n`);
+    releaseLock();
+    process.exit(1);
+  },
+);
