@@ -149,25 +149,6 @@ async function main(): Promise<void> {
       `ratio  API/floor throughput: ${(apiRes.rps / floorRes.rps).toFixed(2)}  (target ≥ 5000 req/s)`,
     );
 
-    // In-process cost per request (no sockets): the API's own work against the bare route.
-    const inProcess = async (
-      fetchFn: (r: Request) => Response | Promise<Response>,
-      url: string,
-      h: Record<string, string>,
-    ) => {
-      const n = 20_000;
-      for (let i = 0; i < 2_000; i++) await (await fetchFn(new Request(url, { headers: h }))).arrayBuffer();
-      const t0 = performance.now();
-      for (let i = 0; i < n; i++) await (await fetchFn(new Request(url, { headers: h }))).arrayBuffer();
-      return ((performance.now() - t0) / n) * 1000;
-    };
-    const floorUs = await inProcess(floorApp.fetch, 'http://x/floor', {});
-    const apiUs = await inProcess(api.fetch, 'http://x/api/sandboxes', auth);
-    console.log(
-      `cpu    per request in-process: API ${apiUs.toFixed(1)} µs, bare route ${floorUs.toFixed(1)} µs ` +
-        `(API work ≈ ${(apiUs - floorUs).toFixed(1)} µs → one core could serve ≈ ${Math.round(1e6 / apiUs)} req/s before HTTP I/O)`,
-    );
-
     // Exec: alternate API and direct calls so both see the same container and machine state.
     const direct = new SidecarClient({ sandboxId: record.id, baseUrl: sidecarUrl, token: record.token });
     const body = JSON.stringify({ command: 'echo hello' });
