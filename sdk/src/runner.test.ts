@@ -15,6 +15,7 @@ import {
   writeDevKey,
 } from '../test-fixtures/toy-chain.ts';
 import type { SubmitOutcome } from './consumer.ts';
+import { isSdkError } from './errors.ts';
 import { decodeJobResult, jobResult } from './job-abi.ts';
 import { loadKeystore } from './keystore.ts';
 import { type JobRouter, router, SKIP } from './router.ts';
@@ -169,6 +170,77 @@ describe('runner on a real chain', () => {
     } finally {
       await Promise.all([one.runner.stop(), two.runner.stop()]);
     }
+  });
+
+  it('stop() aborts a handler past the grace period; the call is answered after a restart', async () => {
+    let started = false;
+    let sawAbort = false;
+    const stuck = router().route(0, async (_input, ctx) => {
+      started = true;
+      await new Promise((_res, rej) =>
+        ctx.signal.addEventListener('abort', () => {
+          sawAbort = true;
+          rej(new Error('aborted'));
+        }),
+      );
+      return '0x' as Hex;
+    });
+    const first = await startRunner(0, stuck, { shutdownGraceMs: 200 });
+    const [id] = await submitJobs(chain, 0, ['0x0b']);
+    await until(() => started);
+    await first.runner.stop();
+    expect(sawAbort).toBe(true);
+    expect(first.outcomes.has(id!)).toBe(false);
+    expect((await resultsByCall(chain)).has(id!)).toBe(false);
+
+    // Same DATA_DIR, a working handler: the unfinished call is picked up again.
+    const second = createRunner({
+      router: echo(),
+      key: await loadKeystore({ uri: join(first.dir, 'keystore'), testMode: true }),
+      httpRpcUrl: chain.rpcUrl,
+      tangle: chain.tangle,
+      serviceId: chain.serviceId,
+      dataDir: join(first.dir, 'data'),
+      pollIntervalMs: 100,
+      logger: memoryLogger().log,
+    });
+    await second.start();
+    try {
+      await until(async () => (await resultsByCall(chain)).has(id!));
+    } finally {
+      await second.stop();
+    }
+    expect((await resultsByCall(chain)).get(id!)?.length).toBe(1);
+  });
+
+  it('refuses to start on an unreachable RPC or a cursor ahead of the chain, with typed errors', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'sdk-runner-'));
+    const key = await loadKeystore({
+      uri: await writeDevKey(join(dir, 'ks'), chain.operators[0]),
+      testMode: true,
+    });
+    const base = {
+      router: echo(),
+      key,
+      tangle: chain.tangle,
+      serviceId: chain.serviceId,
+      logger: memoryLogger().log,
+    };
+    const down = createRunner({ ...base, httpRpcUrl: 'http://127.0.0.1:1', dataDir: join(dir, 'a') });
+    await expect(down.start()).rejects.toSatisfy((e) => isSdkError(e, 'RPC'));
+    const ahead = createRunner({
+      ...base,
+      httpRpcUrl: chain.rpcUrl,
+      dataDir: join(dir, 'b'),
+      startBlock: 10n ** 12n,
+    });
+    await expect(ahead.start()).rejects.toSatisfy(
+      (e) => isSdkError(e, 'CURSOR') && /chain was reset/.test(e.message),
+    );
+    const twice = createRunner({ ...base, httpRpcUrl: chain.rpcUrl, dataDir: join(dir, 'c') });
+    await twice.start();
+    await expect(twice.start()).rejects.toSatisfy((e) => isSdkError(e, 'RUNNER_STATE'));
+    await twice.stop();
   });
 
   it('waits for the configured confirmations before taking a job', async () => {
