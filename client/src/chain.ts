@@ -246,6 +246,35 @@ export class SandboxChain {
     }
   }
 
+  /** The service's operators (Tangle's getServiceOperators). */
+  async serviceOperators(): Promise<readonly Address[]> {
+    try {
+      return await this.publicClient.readContract({
+        address: this.tangle,
+        abi: iTangleAbi,
+        functionName: 'getServiceOperators',
+        args: [this.serviceId],
+      });
+    } catch (e) {
+      throw chainError(e, 'reading the service operators');
+    }
+  }
+
+  /** The operator holding a sandbox, per the blueprint contract; undefined for an unknown id. */
+  async sandboxOperator(blueprint: Address, sandboxId: string): Promise<Address | undefined> {
+    try {
+      const op = await this.publicClient.readContract({
+        address: blueprint,
+        abi: agentSandboxBlueprintAbi,
+        functionName: 'getSandboxOperator',
+        args: [sandboxId],
+      });
+      return /^0x0{40}$/i.test(op) ? undefined : op;
+    } catch (e) {
+      throw chainError(e, 'reading getSandboxOperator');
+    }
+  }
+
   /** Polls for the first JobResultSubmitted of this call; a timeout or abort is an error. */
   async waitForResult(callId: bigint, options: WaitOptions = {}): Promise<JobResult> {
     const deadline = Date.now() + (options.timeoutMs ?? 600_000);

@@ -70,12 +70,27 @@ export const logout: Command = async (ctx) => {
 };
 
 export const list: Command = async (ctx) => {
-  const client = await ctx.operator();
-  const sandboxes = await client.list();
-  if (ctx.json) ctx.printJson(sandboxes);
-  else if (sandboxes.length === 0) ctx.note('no sandboxes');
-  else for (const s of sandboxes) ctx.out(sandboxLine(s));
-  return 0;
+  const urls = await ctx.operatorUrls();
+  const all: Array<Sandbox & { operator_url: string }> = [];
+  let failures = 0;
+  let lastError: unknown;
+  for (const url of urls) {
+    try {
+      const client = await ctx.operatorAt(url);
+      for (const s of await client.list()) all.push({ ...s, operator_url: client.baseUrl });
+    } catch (e) {
+      // With several operators, one being down must not hide the others' sandboxes.
+      if (urls.length === 1) throw e;
+      failures++;
+      lastError = e;
+      ctx.note(`${url}: ${(e as Error).message}`);
+    }
+  }
+  if (failures === urls.length && lastError) throw lastError;
+  if (ctx.json) ctx.printJson(all);
+  else if (all.length === 0) ctx.note('no sandboxes');
+  else for (const s of all) ctx.out(`${sandboxLine(s)}${urls.length > 1 ? `\t${s.operator_url}` : ''}`);
+  return failures ? ExitCode.REMOTE : ExitCode.OK;
 };
 
 export const get: Command = async (ctx) => {

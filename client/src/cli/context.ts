@@ -99,7 +99,10 @@ export class CliContext {
     return a;
   }
 
-  /** --operator / env / the operator remembered for this sandbox / the devnet's. */
+  /**
+   * --operator / env / the operator remembered for this sandbox / the devnet's / the chain's
+   * answer (the blueprint's getSandboxOperator, then that operator's registered rpcAddress).
+   */
   async operatorUrl(sandboxId?: string): Promise<string> {
     const explicit = this.flag('operator', 'AGENT_SANDBOX_OPERATOR');
     if (explicit) return normalizeOperatorUrl(explicit);
@@ -109,12 +112,44 @@ export class CliContext {
     }
     const devnet = await this.devnet();
     if (devnet?.operatorUrls[0]) return normalizeOperatorUrl(devnet.operatorUrls[0]);
+    const blueprint = this.flag('blueprint', 'AGENT_SANDBOX_BLUEPRINT') ?? devnet?.blueprint;
+    const chain = sandboxId && blueprint ? await this.chainIfConfigured() : undefined;
+    if (chain && sandboxId && blueprint && isAddress(blueprint, { strict: false })) {
+      const operator = await chain.sandboxOperator(blueprint as `0x${string}`, sandboxId);
+      if (!operator) throw new ClientError('NOT_FOUND', `sandbox ${sandboxId} is not active on chain`);
+      const url = await chain.operatorRpcAddress(operator);
+      if (url && /^https?:\/\//.test(url)) return normalizeOperatorUrl(url);
+    }
     throw new ClientError('USAGE', 'which operator? pass --operator URL or set AGENT_SANDBOX_OPERATOR');
+  }
+
+  /** Every operator to ask for `list`: --operator, else the service's operators on chain. */
+  async operatorUrls(): Promise<string[]> {
+    const explicit = this.flag('operator', 'AGENT_SANDBOX_OPERATOR');
+    if (explicit) return [normalizeOperatorUrl(explicit)];
+    const devnet = await this.devnet();
+    if (devnet?.operatorUrls.length) return devnet.operatorUrls.map(normalizeOperatorUrl);
+    const chain = await this.chainIfConfigured();
+    if (chain) {
+      const urls: string[] = [];
+      for (const op of await chain.serviceOperators()) {
+        const url = await chain.operatorRpcAddress(op);
+        if (url && /^https?:\/\//.test(url)) urls.push(normalizeOperatorUrl(url));
+      }
+      if (urls.length) return [...new Set(urls)];
+    }
+    throw new ClientError(
+      'USAGE',
+      'which operator? pass --operator URL, or --devnet/--rpc… to ask every operator',
+    );
   }
 
   /** An OperatorClient with the cached session (if any) and the key (if any) to renew it. */
   async operator(sandboxId?: string): Promise<OperatorClient> {
-    const baseUrl = await this.operatorUrl(sandboxId);
+    return this.operatorAt(await this.operatorUrl(sandboxId));
+  }
+
+  async operatorAt(baseUrl: string): Promise<OperatorClient> {
     const account = await this.account();
     const cached = await this.cache.get(baseUrl, account?.address);
     if (!account && !cached) {
@@ -133,6 +168,16 @@ export class CliContext {
         this.cache.put({ operator: baseUrl, address: s.address, token: s.token, expiresAt: s.expiresAt }),
       ...(this.io.fetch ? { fetch: this.io.fetch } : {}),
     });
+  }
+
+  /** The chain handle when rpc/tangle/service are all known, else undefined (no error). */
+  async chainIfConfigured(): Promise<SandboxChain | undefined> {
+    const devnet = await this.devnet();
+    const known =
+      (this.flag('rpc', 'AGENT_SANDBOX_RPC') ?? devnet?.rpcUrl) &&
+      (this.flag('tangle', 'AGENT_SANDBOX_TANGLE') ?? devnet?.tangle) &&
+      (this.flag('service', 'AGENT_SANDBOX_SERVICE') ?? devnet?.serviceId) !== undefined;
+    return known ? this.chain() : undefined;
   }
 
   /** The chain handle for jobs: --rpc/--tangle/--service, env, or the devnet file. */

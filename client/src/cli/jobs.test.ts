@@ -194,6 +194,28 @@ describe('create and delete through the CLI on the devnet', () => {
     expect(got.code).toBe(0);
     expect(JSON.parse(got.out)).toMatchObject({ id, state: 'running' });
 
+    // A machine that never saw the create finds the operator on chain: the blueprint's
+    // getSandboxOperator, then the rpcAddress it registered. Nothing should listen there during
+    // tests, but the ports are shared with anyone running a devnet operator, so either answer
+    // (unreachable, or "not on this operator") proves the lookup.
+    const elsewhere = await mkdtemp(join(tmpdir(), 'client-cli-other-'));
+    try {
+      const fresh = await runCliInProcess(['get', id, '--devnet', devnetFile], { configDir: elsewhere });
+      expect([3, 5]).toContain(fresh.code);
+      expect(fresh.err).toMatch(/http:\/\/127\.0\.0\.1:909[01]/);
+      const unknown = await runCliInProcess(['get', 'sb-never-created', '--devnet', devnetFile], {
+        configDir: elsewhere,
+      });
+      expect(unknown.code).toBe(3);
+      expect(unknown.err).toMatch(/not active on chain/);
+      // `list` asks every operator of the service and names each one it could not reach.
+      const listed = await runCliInProcess(['list', '--devnet', devnetFile], { configDir: elsewhere });
+      expect([0, 5]).toContain(listed.code);
+      if (listed.code === 5) expect(listed.err).toMatch(/127\.0\.0\.1:909[01]/);
+    } finally {
+      rmSync(elsewhere, { recursive: true, force: true });
+    }
+
     const delFrom = await pub.getBlockNumber();
     const delActor = actAsOperator(
       delFrom,
