@@ -1,5 +1,5 @@
-// The WebSocket producer on a real anvil, with the socket cut in between: jobs submitted while it is
-// down are backfilled from the cursor as soon as it reconnects (no new block needed, no polling).
+// The producer on a real anvil with its connection cut (a TCP proxy): jobs submitted while the WebSocket
+// is down are backfilled once it reconnects; an HTTP outage is retried with backoff and caught up.
 import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -36,7 +36,7 @@ async function waitAnswered(ids: bigint[], ms: number): Promise<number> {
   }
 }
 
-describe('producer over WebSocket', () => {
+describe('producer under connection loss', () => {
   it('backfills the jobs submitted while the socket was down, right after it reconnects', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'sdk-ws-'));
     const proxy = await tcpProxy(Number(new URL(chain.rpcUrl).port));
@@ -72,6 +72,42 @@ describe('producer over WebSocket', () => {
       expect(lines.some((l) => l.includes('websocket head subscription failed'))).toBe(true);
       const r = await resultsByCall(chain);
       for (const id of [a!, ...during]) expect(r.get(id)?.length).toBe(1);
+    } finally {
+      await runner.stop();
+      await proxy.close();
+    }
+  });
+
+  it('survives an HTTP RPC outage with logged backoff and catches up afterwards', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'sdk-http-'));
+    const proxy = await tcpProxy(Number(new URL(chain.rpcUrl).port));
+    const lines: string[] = [];
+    const runner = createRunner({
+      router: router().route(0, (input) => input),
+      key: await loadKeystore({
+        uri: await writeDevKey(join(dir, 'ks'), chain.operators[1]),
+        testMode: true,
+      }),
+      httpRpcUrl: `http://127.0.0.1:${proxy.port}`,
+      tangle: chain.tangle,
+      serviceId: chain.serviceId,
+      dataDir: join(dir, 'data'),
+      pollIntervalMs: 100,
+      logger: pino({ level: 'info' }, { write: (l: string) => lines.push(l) }),
+    });
+    await runner.start();
+    try {
+      await proxy.cut();
+      const during = await submitJobs(chain, 0, [toHex('c1'), toHex('c2')]);
+      const t0 = Date.now();
+      while (!lines.some((l) => l.includes('job producer RPC error; retrying'))) {
+        if (Date.now() - t0 > 20_000) throw new Error('no RPC error was logged during the outage');
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      await proxy.resume();
+      await waitAnswered(during, 40_000);
+      const r = await resultsByCall(chain);
+      for (const id of during) expect(r.get(id)?.length).toBe(1);
     } finally {
       await runner.stop();
       await proxy.close();
