@@ -30,18 +30,23 @@ export async function cmdRun(opts: {
     `${JSON.stringify({ event: 'ready', operator: op.key.address, api: op.publicUrl })}\n`,
   );
   await new Promise<void>((done) => {
+    let first = 0;
     const onSignal = (sig: NodeJS.Signals) => {
-      process.once(sig, () => {
+      // A group kill (timeout, systemd, the launcher forwarding) delivers the same signal twice at
+      // once: only a repeat after 2 s means "exit now".
+      if (first > 0) {
+        if (Date.now() - first < 2000) return;
         log.warn({ signal: sig }, 'second signal: exiting without waiting');
         process.exit(1);
-      });
+      }
+      first = Date.now();
       op.stop(`received ${sig}`).then(done, (err) => {
         log.error({ err }, 'shutdown failed');
         done();
       });
     };
-    process.once('SIGTERM', onSignal);
-    process.once('SIGINT', onSignal);
+    process.on('SIGTERM', onSignal);
+    process.on('SIGINT', onSignal);
   });
   return 0;
 }
