@@ -208,6 +208,14 @@ afterAll(async () => {
         .remove({ force: true, v: true })
         .catch(() => {});
   }
+  const { Volumes } = await docker.listVolumes({ filters: { label: [SUITE_LABEL] } });
+  for (const v of Volumes ?? []) {
+    if (Object.values(v.Labels ?? {}).some((l) => l.startsWith(RUN)))
+      await docker
+        .getVolume(v.Name)
+        .remove()
+        .catch(() => {});
+  }
   for (const op of ops) await rm(op.dataDir, { recursive: true, force: true });
 }, 60_000);
 

@@ -1,0 +1,313 @@
+// The README demo's path as a test, through the real programs: an `agent-sandbox-operator run`
+// process on a fresh cloud service of the shared devnet and the real Docker engine, driven only by
+// the `agent-sandbox` CLI (spawned): create → login → exec → prompt (the demo's own agent program
+// via SIDECAR_AGENT_COMMAND) → secrets set/list/wipe → delete, then no container of it remains.
+import { type ChildProcess, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { openSync, readFileSync } from 'node:fs';
+import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { localTangleAbi } from '@agent-sandbox/contracts';
+import Docker from 'dockerode';
+import { type Address, parseEther, parseEventLogs } from 'viem';
+import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { DevnetJobs } from '../../blueprint-lib/src/testing/devnet-service.ts';
+
+const devnet = inject('devnet');
+const image = inject('sandboxImage');
+const ROOT = resolve(import.meta.dirname, '..', '..');
+const OPERATOR_BIN = join(ROOT, 'blueprint-bin', 'bin', 'agent-sandbox-operator.mjs');
+const CLI = join(ROOT, 'client', 'bin', 'agent-sandbox.mjs');
+const AGENT = readFileSync(join(ROOT, 'scripts', 'demo', 'agent.sh'), 'utf8');
+const RUN = `e2e-demo-${Date.now().toString(36)}`;
+const SUITE_LABEL = 'agent-sandbox.test.suite=e2e-demo';
+const docker = new Docker();
+
+function freePort(): Promise<number> {
+  return new Promise((res, rej) => {
+    const s = createServer();
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address() as { port: number };
+      s.close(() => res(port));
+    });
+    s.on('error', rej);
+  });
+}
+
+const ownerKey = generatePrivateKey();
+const owner = privateKeyToAccount(ownerKey);
+let dir = '';
+let operator: ChildProcess | undefined;
+let operatorUrl = '';
+let serviceId = 0n;
+
+/**
+ * A fresh cloud service served by operator1 alone, `owner` its permitted caller. One operator, so
+ * the CLI's --operator names the assigned one (the devnet registered fixed API ports for both
+ * operators, which a test on free ports cannot serve).
+ */
+async function newService(jobs: DevnetJobs): Promise<bigint> {
+  await jobs.pub.request({
+    method: 'anvil_setBalance' as never,
+    params: [owner.address, `0x${parseEther('100').toString(16)}`] as never,
+  });
+  const req = await jobs.send(jobs.account('serviceOwner'), 'requestService', [
+    BigInt(devnet.blueprints.cloud),
+    [devnet.accounts.operator1.address],
+    '0x',
+    [owner.address],
+    0n,
+    '0x0000000000000000000000000000000000000000',
+    0n,
+    0,
+  ]);
+  const [ev] = parseEventLogs({
+    abi: localTangleAbi,
+    eventName: 'ServiceRequested',
+    logs: req.logs as never,
+  });
+  const done = await jobs.send(jobs.account('operator1'), 'approveService', [
+    {
+      requestId: ev!.args.requestId,
+      securityCommitments: [],
+      blsPubkey: [0n, 0n, 0n, 0n],
+      blsPopSignature: [0n, 0n],
+      teeCommitments: [],
+    },
+  ]);
+  const [act] = parseEventLogs({
+    abi: localTangleAbi,
+    eventName: 'ServiceActivated',
+    logs: done.logs as never,
+  });
+  return act!.args.serviceId;
+}
+
+/** Starts `agent-sandbox-operator run` (its own process group) and resolves with its API URL. */
+async function startOperator(): Promise<string> {
+  const dataDir = join(dir, 'operator1');
+  const keyFile = join(dir, 'operator-ecdsa.key');
+  await writeFile(keyFile, `${devnet.accounts.operator1.privateKey}\n`, { mode: 0o600 });
+  const logFd = openSync(join(dir, 'operator.log'), 'a');
+  const child = spawn(process.execPath, [OPERATOR_BIN, 'run'], {
+    detached: true,
+    stdio: ['ignore', 'pipe', logFd],
+    env: {
+      PATH: process.env['PATH'] ?? '',
+      HOME: process.env['HOME'] ?? '/tmp',
+      HTTP_RPC_URL: devnet.rpcUrl,
+      TANGLE_CONTRACT: devnet.contracts.tangle,
+      BLUEPRINT_ID: `${devnet.blueprints.cloud}`,
+      SERVICE_ID: `${serviceId}`,
+      DATA_DIR: dataDir,
+      KEYSTORE_URI: keyFile,
+      TEST_MODE: 'true',
+      SESSION_AUTH_SECRET: randomBytes(32).toString('hex'),
+      OPERATOR_API_PORT: `${await freePort()}`,
+      OPERATOR_ID: `${RUN}-operator1`,
+      SANDBOX_IMAGE: image,
+      SANDBOX_EXTRA_LABELS: `agent-sandbox.test=1,${SUITE_LABEL}`,
+      JOB_POLL_INTERVAL_MS: '200',
+    },
+  });
+  operator = child;
+  return new Promise((res, rej) => {
+    let buf = '';
+    const timer = setTimeout(() => rej(new Error(`operator not ready in 90 s:\n${operatorLog()}`)), 90_000);
+    child.stdout?.on('data', (d: Buffer) => {
+      buf += d.toString();
+      const line = buf.split('\n').find((l) => l.includes('"event":"ready"'));
+      if (line) {
+        clearTimeout(timer);
+        res((JSON.parse(line) as { api: string }).api);
+      }
+    });
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      rej(new Error(`operator exited (${code}) before ready:\n${operatorLog()}`));
+    });
+  });
+}
+
+const operatorLog = () => {
+  try {
+    return readFileSync(join(dir, 'operator.log'), 'utf8').slice(-3000);
+  } catch {
+    return '(no log)';
+  }
+};
+
+interface CliResult {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs the real CLI launcher as a user would, with this test's chain, key, operator and cache. */
+function cli(args: string[], env: Record<string, string> = {}): Promise<CliResult> {
+  const child = spawn(process.execPath, [CLI, ...args], {
+    cwd: ROOT,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: {
+      PATH: process.env['PATH'] ?? '',
+      HOME: dir,
+      AGENT_SANDBOX_CONFIG_DIR: join(dir, 'cli-config'),
+      AGENT_SANDBOX_RPC: devnet.rpcUrl,
+      AGENT_SANDBOX_TANGLE: devnet.contracts.tangle,
+      AGENT_SANDBOX_SERVICE: `${serviceId}`,
+      AGENT_SANDBOX_PRIVATE_KEY: ownerKey,
+      AGENT_SANDBOX_OPERATOR: operatorUrl,
+      ...env,
+    },
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (d: Buffer) => {
+    stdout += d.toString();
+  });
+  child.stderr.on('data', (d: Buffer) => {
+    stderr += d.toString();
+  });
+  return new Promise((res) => child.on('close', (code) => res({ code, stdout, stderr })));
+}
+
+/** Expects exit 0, showing the CLI's and the operator's output when it is not. */
+function ok(r: CliResult): CliResult {
+  expect(r.code, `stdout:\n${r.stdout}\nstderr:\n${r.stderr}\noperator log:\n${operatorLog()}`).toBe(0);
+  return r;
+}
+
+const containersOf = (sandboxId: string) =>
+  docker.listContainers({ all: true, filters: { label: [`agent-sandbox.id=${sandboxId}`, SUITE_LABEL] } });
+
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), `${RUN}-`));
+  serviceId = await newService(new DevnetJobs(devnet));
+  operatorUrl = await startOperator();
+}, 180_000);
+
+afterAll(async () => {
+  const c = operator;
+  if (c && c.exitCode === null && c.signalCode === null) {
+    const exited = new Promise((r) => c.once('exit', r));
+    c.kill('SIGTERM');
+    await Promise.race([exited, new Promise((r) => setTimeout(r, 20_000))]);
+    try {
+      process.kill(-c.pid!, 'SIGKILL');
+    } catch {}
+  }
+  for (const x of await docker.listContainers({ all: true, filters: { label: [SUITE_LABEL] } })) {
+    if (x.Labels['agent-sandbox.operator'] === `${RUN}-operator1`)
+      await docker
+        .getContainer(x.Id)
+        .remove({ force: true, v: true })
+        .catch(() => {});
+  }
+  await rm(dir, { recursive: true, force: true });
+}, 60_000);
+
+describe('the demo path through the CLI', () => {
+  let id = '';
+  const secret = `s3cr3t-${randomBytes(8).toString('hex')}`;
+
+  it('create (job 0) returns a running sandbox on the operator, with progress on stderr', async () => {
+    const r = ok(
+      await cli([
+        'create',
+        '--json',
+        '--name',
+        'demo',
+        '--env',
+        'GREETING=hello',
+        '--env',
+        `SIDECAR_AGENT_COMMAND=${AGENT}`,
+      ]),
+    );
+    const out = JSON.parse(r.stdout) as {
+      sandbox: { id: string; state: string };
+      operator: Address;
+      operator_url: string;
+    };
+    expect(out.sandbox.id).toMatch(/^sbx-/);
+    expect(out.sandbox.state).toBe('running');
+    expect(out.operator.toLowerCase()).toBe(devnet.accounts.operator1.address.toLowerCase());
+    expect(out.operator_url).toBe(operatorUrl);
+    expect(r.stderr).toMatch(/job submitted: call \d+/);
+    expect(r.stderr).toContain('health_check');
+    id = out.sandbox.id;
+    expect(await containersOf(id)).toHaveLength(1);
+  }, 150_000);
+
+  it('login caches a session (0600) without printing the token; list shows the sandbox', async () => {
+    const r = ok(await cli(['login']));
+    expect(r.stdout).toContain(`signed in to ${operatorUrl} as ${owner.address}`);
+    const file = join(dir, 'cli-config', 'sessions.json');
+    expect((await stat(file)).mode & 0o777).toBe(0o600);
+    const cached = JSON.stringify(JSON.parse(await readFile(file, 'utf8')));
+    const token = /"token":"([^"]+)"/.exec(cached)?.[1];
+    expect(token).toBeTruthy();
+    expect(r.stdout + r.stderr).not.toContain(token!);
+    const list = ok(await cli(['list']));
+    expect(list.stdout).toMatch(new RegExp(`^${id}\\trunning\\tname=demo`, 'm'));
+  });
+
+  it('exec runs in the sandbox as the agent user; a failing command exits 7 with its output', async () => {
+    const r = ok(
+      await cli(['exec', id, '--', 'echo "$GREETING from $(whoami)"; echo "water the plants" > notes.txt']),
+    );
+    expect(r.stdout).toBe('hello from agent\n');
+    const bad = await cli(['exec', id, '--', 'echo oops >&2; exit 3']);
+    expect(bad.code).toBe(7);
+    expect(bad.stderr).toContain('oops');
+  });
+
+  it('prompt streams the demo agent run to completion', async () => {
+    const r = ok(await cli(['prompt', id, 'what is in my workspace?']));
+    expect(r.stderr).toMatch(/^run \S+/m);
+    const lines = r.stdout.trim().split('\n');
+    expect(lines[0]).toMatch(/^demo-agent: received "what is in my workspace\?"/);
+    expect(r.stdout).toContain('demo-agent: working in /home/agent as agent');
+    expect(r.stdout).toContain('demo-agent: notes.txt says: water the plants');
+    expect(lines.at(-1)).toBe(
+      'Final answer: your message has 5 words; in capitals: WHAT IS IN MY WORKSPACE?',
+    );
+    // The same run as events: the stream ends with the operator's completion record.
+    const j = ok(await cli(['prompt', '--json', id, 'hi']));
+    const events = j.stdout
+      .trim()
+      .split('\n')
+      .map((l) => (JSON.parse(l) as { event: string }).event);
+    expect(events.at(-1)).toBe('run.completed');
+    expect(events).toContain('message.part.updated');
+  }, 90_000);
+
+  it('secrets: set from the environment, seen by exec, listed by name only, wiped', async () => {
+    const set = ok(await cli(['secrets', 'set', id, 'DEMO_API_TOKEN'], { DEMO_API_TOKEN: secret }));
+    expect(set.stdout).toContain('DEMO_API_TOKEN');
+    expect(set.stdout + set.stderr).not.toContain(secret);
+    const seen = ok(await cli(['exec', id, '--', 'printf %s "$DEMO_API_TOKEN" | sha256sum; cat notes.txt']));
+    const { createHash } = await import('node:crypto');
+    expect(seen.stdout).toContain(createHash('sha256').update(secret).digest('hex'));
+    // The workspace survives the container being recreated with the secret.
+    expect(seen.stdout).toContain('water the plants');
+    const list = ok(await cli(['secrets', 'list', id]));
+    expect(list.stdout.trim().split('\n')).toEqual(['DEMO_API_TOKEN']);
+    const listJson = ok(await cli(['--json', 'secrets', 'list', id]));
+    expect(listJson.stdout).not.toContain(secret);
+    ok(await cli(['secrets', 'wipe', id]));
+    const after = ok(await cli(['exec', id, '--', 'echo "[${DEMO_API_TOKEN:-unset}]"']));
+    expect(after.stdout).toBe('[unset]\n');
+    expect(ok(await cli(['secrets', 'list', id])).stdout.trim()).toBe('');
+  }, 120_000);
+
+  it('delete (job 1) removes the sandbox: no container remains and get exits 3', async () => {
+    const r = ok(await cli(['delete', id]));
+    expect(r.stdout).toContain(`deleted ${id}`);
+    expect(await containersOf(id)).toHaveLength(0);
+    const gone = await cli(['get', id]);
+    expect(gone.code).toBe(3);
+  }, 120_000);
+});
