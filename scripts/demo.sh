@@ -11,7 +11,7 @@ started=$SECONDS
 
 # A demo already running: its toolchain, contracts and image are in place; run.ts reuses it.
 if [ -f .devnet/demo.pid ] && kill -0 "$(cat .devnet/demo.pid)" 2>/dev/null; then
-  exec node_modules/.bin/tsx scripts/demo/run.ts "$@"
+  exec node --import tsx scripts/demo/run.ts "$@"
 fi
 
 step "toolchain (Docker engine, debootstrap, npm dependencies)"
@@ -22,4 +22,4 @@ step "sandbox image (built once, then cached by content hash)"
 SANDBOX_IMAGE="$(node_modules/.bin/tsx scripts/build-image.ts)"
 export SANDBOX_IMAGE
 echo "builds done in $((SECONDS - started)) s"
-exec node_modules/.bin/tsx scripts/demo/run.ts "$@"
+exec node --import tsx scripts/demo/run.ts "$@"

@@ -120,12 +120,16 @@ async function main(): Promise<number> {
     return stopping;
   };
   let interrupted = false;
+  let firstSignalAt = 0;
   const onSignal = (sig: NodeJS.Signals) => {
+    // One Ctrl-C can arrive twice (from the terminal and relayed by npm): only a later one forces.
     if (interrupted) {
-      say('second signal: exiting now');
+      if (Date.now() - firstSignalAt < 2000) return;
+      say('second signal: exiting now (use `npm run demo` again to clean up what is left)');
       process.exit(130);
     }
     interrupted = true;
+    firstSignalAt = Date.now();
     void stopAll(`received ${sig}`).then(() => process.exit(130));
   };
   process.on('SIGINT', onSignal);

@@ -58,7 +58,12 @@ function cli(
       process.stdout.write(`${c.dim}${d.toString()}${c.reset}`);
     });
     child.on('error', rej);
-    child.on('exit', (code, signal) => res({ code: code ?? (signal ? 130 : 1), stdout, stderr }));
+    const started = Date.now();
+    child.on('exit', (code, signal) => {
+      const took = ((Date.now() - started) / 1000).toFixed(1);
+      say(`${c.dim}[exit ${code ?? signal}, ${took} s]${c.reset}`);
+      res({ code: code ?? (signal ? 130 : 1), stdout, stderr });
+    });
   });
 }
 
@@ -142,11 +147,13 @@ export async function walkthrough(): Promise<void> {
     'secrets set',
   );
   await must(
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: shell syntax, expanded inside the sandbox
     cli(['exec', id, '--', 'echo "DEMO_API_TOKEN is set: ${#DEMO_API_TOKEN} characters"; cat notes.txt']),
     'exec with the secret',
   );
   await must(cli(['secrets', 'list', id]), 'secrets list');
   await must(cli(['secrets', 'wipe', id]), 'secrets wipe');
+  // biome-ignore lint/suspicious/noTemplateCurlyInString: shell syntax, expanded inside the sandbox
   await must(cli(['exec', id, '--', 'echo "DEMO_API_TOKEN=${DEMO_API_TOKEN:-<unset>}"']), 'exec after wipe');
 
   header('6/7  delete the sandbox (job 1 on chain)');

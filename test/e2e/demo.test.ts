@@ -3,7 +3,7 @@
 // the `agent-sandbox` CLI (spawned): create → login → exec → prompt (the demo's own agent program
 // via SIDECAR_AGENT_COMMAND) → secrets set/list/wipe → delete, then no container of it remains.
 import { type ChildProcess, spawn } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { openSync, readFileSync } from 'node:fs';
 import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
@@ -289,7 +289,6 @@ describe('the demo path through the CLI', () => {
     expect(set.stdout).toContain('DEMO_API_TOKEN');
     expect(set.stdout + set.stderr).not.toContain(secret);
     const seen = ok(await cli(['exec', id, '--', 'printf %s "$DEMO_API_TOKEN" | sha256sum; cat notes.txt']));
-    const { createHash } = await import('node:crypto');
     expect(seen.stdout).toContain(createHash('sha256').update(secret).digest('hex'));
     // The workspace survives the container being recreated with the secret.
     expect(seen.stdout).toContain('water the plants');
@@ -298,6 +297,7 @@ describe('the demo path through the CLI', () => {
     const listJson = ok(await cli(['--json', 'secrets', 'list', id]));
     expect(listJson.stdout).not.toContain(secret);
     ok(await cli(['secrets', 'wipe', id]));
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: shell syntax, expanded inside the sandbox
     const after = ok(await cli(['exec', id, '--', 'echo "[${DEMO_API_TOKEN:-unset}]"']));
     expect(after.stdout).toBe('[unset]\n');
     expect(ok(await cli(['secrets', 'list', id])).stdout.trim()).toBe('');
