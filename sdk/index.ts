@@ -14,3 +14,4 @@ export * from './src/registration.ts';
 export * from './src/router.ts';
 export * from './src/runner.ts';
 export * from './src/tangle-events.ts';
+export * from './src/tx-errors.ts';

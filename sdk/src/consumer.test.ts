@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { iTangleAbi } from '@agent-sandbox/contracts';
 import pino from 'pino';
-import { encodeFunctionData, type Hex, keccak256 } from 'viem';
+import { encodeFunctionData, getAbiItem, type Hex, keccak256, toFunctionSelector } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { maybeDevnet } from '../test-fixtures/maybe-devnet.ts';
@@ -16,6 +16,7 @@ import {
   toyChain,
   writeDevKey,
 } from '../test-fixtures/toy-chain.ts';
+import { ResultConsumer } from './consumer.ts';
 import { JobCursor } from './job-cursor.ts';
 import { loadKeystore } from './keystore.ts';
 import { router } from './router.ts';
@@ -120,5 +121,55 @@ describe('result consumer recovery', () => {
     expect(r.get(fresh!)).toEqual([{ operator: chain.operators[0].address, output: '0x03' }]);
     expect(handled).toEqual([fresh]);
     expect(runner.cursor!.pendingTxs).toEqual([]);
+  });
+
+  it('sends results that are ready together as one submitResults transaction', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'sdk-consumer-'));
+    const start = await chain.client.getBlockNumber({ cacheTime: 0 });
+    const ids = await submitJobs(chain, 0, ['0x01', '0x02', '0x03']);
+    const head = await chain.client.getBlockNumber({ cacheTime: 0 });
+    const { events } = await fetchJobSubmitted(chain.client, chain.tangle, chain.serviceId, start, head);
+    const cursor = await JobCursor.open(
+      dir,
+      { chainId: chain.chainId, tangle: chain.tangle, serviceId: chain.serviceId },
+      async () => start,
+    );
+    const key = await loadKeystore({
+      uri: await writeDevKey(join(dir, 'ks'), chain.operators[1]),
+      testMode: true,
+    });
+    const consumer = new ResultConsumer({
+      client: chain.client,
+      account: key.account,
+      chainId: chain.chainId,
+      tangle: chain.tangle,
+      serviceId: chain.serviceId,
+      cursor,
+      log: pino({ level: 'silent' }),
+    });
+    const outcomes = await Promise.all(
+      ids.map((id) => {
+        const e = events.find((x) => x.callId === id)!;
+        cursor.begin(id, { block: e.blockNumber, logIndex: e.logIndex });
+        return consumer.submit(
+          { callId: id, pos: { block: e.blockNumber, logIndex: e.logIndex } },
+          '0xc0ffee',
+        );
+      }),
+    );
+    expect(outcomes).toEqual(['submitted', 'submitted', 'submitted']);
+    const logs = await chain.client.getLogs({
+      address: chain.tangle,
+      event: getAbiItem({ abi: iTangleAbi, name: 'JobResultSubmitted' }),
+      args: { serviceId: chain.serviceId, operator: key.address },
+      fromBlock: start,
+    });
+    const mine = logs.filter((l) => ids.includes(l.args.callId!));
+    expect(mine).toHaveLength(3);
+    expect(new Set(mine.map((l) => l.transactionHash)).size).toBe(1);
+    const tx = await chain.client.getTransaction({ hash: mine[0]!.transactionHash });
+    expect(tx.input.slice(0, 10)).toBe(toFunctionSelector('submitResults(uint64,uint64[],bytes[])'));
+    expect(cursor.inFlightCount).toBe(0);
+    await consumer.stop();
   });
 });

@@ -4,8 +4,6 @@ import { iTangleAbi } from '@agent-sandbox/contracts';
 import type { Logger } from 'pino';
 import {
   type Address,
-  BaseError,
-  ContractFunctionRevertedError,
   encodeFunctionData,
   type Hex,
   keccak256,
@@ -14,13 +12,7 @@ import {
 } from 'viem';
 import { Backoff, sleep } from './backoff.ts';
 import type { JobCursor, LogPosition, PendingResultTx } from './job-cursor.ts';
-
-const NONCE_ERROR =
-  /nonce too low|nonce has already been used|replacement transaction underpriced|already imported/i;
-const FEE_ERROR = /fee cap|less than (the )?block base fee|max fee per gas|feecap|transaction underpriced/i;
-
-/** Reverts that mean "nothing left to do for this call": someone completed it, or we already answered. */
-const DONE_ERRORS = new Set(['JobAlreadyCompleted', 'ResultAlreadySubmitted']);
+import { DONE_ERRORS, FEE_ERROR, messageOf, NONCE_ERROR, revertOf } from './tx-errors.ts';
 
 export type SubmitOutcome = 'submitted' | 'already-done' | 'failed' | 'aborted';
 
@@ -52,16 +44,6 @@ interface Item {
 }
 
 class Aborted extends Error {}
-
-function revertOf(e: unknown): { errorName: string; args: readonly unknown[] } | 'no-data' | undefined {
-  if (!(e instanceof BaseError)) return undefined;
-  const r = e.walk((x) => x instanceof ContractFunctionRevertedError) as ContractFunctionRevertedError | null;
-  if (!r) return undefined;
-  return r.data ? { errorName: r.data.errorName, args: r.data.args ?? [] } : 'no-data';
-}
-
-const messageOf = (e: unknown): string =>
-  e instanceof BaseError ? `${e.shortMessage} ${e.details ?? ''}` : String((e as Error)?.message ?? e);
 
 export class ResultConsumer {
   readonly #o: ResultConsumerOptions & {
@@ -152,6 +134,8 @@ export class ResultConsumer {
   }
 
   async #run(): Promise<void> {
+    // Let results handed in during the same tick join the first batch.
+    await Promise.resolve();
     while (this.#queue.length > 0 && !this.#abort.signal.aborted) {
       const batch = this.#queue.splice(0, this.#o.maxBatch);
       try {
