@@ -14,7 +14,7 @@ export function configurationSection(): string {
     'The operator (`agent-sandbox-operator`, in `blueprint-bin/`) reads only environment variables.',
     'All of them are validated at start, and one error lists every missing or malformed one; secrets',
     'are never echoed or logged. This table is generated from the schema in',
-    '`blueprint-bin/src/config.ts` (`npx tsx blueprint-bin/src/config-doc.ts --write`); a test keeps',
+    '`blueprint-bin/src/config-vars.ts` (`npx tsx blueprint-bin/src/config-doc.ts --write`); a test keeps',
     'them equal.',
     '',
     configMarkdown(),
