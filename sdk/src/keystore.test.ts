@@ -78,6 +78,10 @@ describe('keystore', () => {
     );
     await createKeystore({ path: join(dir, 'a.key') });
     await expectKeystoreError(createKeystore({ path: join(dir, 'a.key') }), /refusing to overwrite/);
+    await expectKeystoreError(
+      createKeystore({ path: join(dir, 'b.key'), privateKey: '0x1234' }),
+      /not a valid/,
+    );
   });
 
   it('never prints the private key: util.inspect, JSON and pino show only public facts', async () => {
