@@ -57,7 +57,7 @@ export function sampleSandboxCreateRequest(
 ): SandboxCreateRequest {
   return {
     name: 'devnet-sandbox',
-    image: 'agent-sandbox:latest',
+    image: '', // empty: the operator's default sandbox image (no registry here, so no tag is guessed)
     stack: 'default',
     agent_identifier: 'default',
     env_json: '{}',
