@@ -5,8 +5,15 @@
 # Options go to run.ts: `npm run demo -- --exit` stops at the end; `-- --help` explains.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-step() { printf '\n\033[1m━━ %s\033[0m\n' "$*"; }
-case " $* " in *" --help "*|*" -h "*) exec node_modules/.bin/tsx scripts/demo/run.ts --help ;; esac
+if [ -t 1 ]; then bold=$'\033[1m' off=$'\033[0m'; else bold='' off=''; fi
+step() { printf '\n%s━━ %s%s\n' "$bold" "$*" "$off"; }
+for arg in "$@"; do
+  case "$arg" in
+    --help|-h) exec node --import tsx scripts/demo/run.ts --help ;;
+    --exit|--no-walkthrough) ;;
+    *) echo "npm run demo: unknown option '$arg' (options: --exit, --no-walkthrough, --help)" >&2; exit 2 ;;
+  esac
+done
 started=$SECONDS
 
 # A demo already running: its toolchain, contracts and image are in place; run.ts reuses it.

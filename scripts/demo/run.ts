@@ -66,7 +66,6 @@ async function main(): Promise<number> {
   const { values } = parseArgs({
     options: {
       exit: { type: 'boolean' },
-      keep: { type: 'boolean' },
       'no-walkthrough': { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     },
@@ -159,7 +158,7 @@ async function main(): Promise<number> {
 
     if (!values['no-walkthrough']) {
       await walkthrough();
-      header(`demo walk-through done in ${secs()}`);
+      header(`walk-through done, ${secs()} after the builds`);
     }
   } catch (e) {
     if (interrupted) return 130;
