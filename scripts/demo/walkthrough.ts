@@ -73,7 +73,7 @@ async function must(run: Promise<CliRun>, what: string, okCodes = [0]): Promise<
   return r;
 }
 
-/** Walks one sandbox through its life. Returns the sandbox id (already deleted when it returns). */
+/** Walks one sandbox through its life; throws naming the step that failed. */
 export async function walkthrough(): Promise<void> {
   const devnetRel = relative(ROOT, STATE_FILE);
   // Every command below reads the chain, the cloud service and the `user` key from this file.
