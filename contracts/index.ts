@@ -1,2 +1,3 @@
 // The contracts package's public door: ABIs and bytecode generated from forge's output.
 export * from './abi/index.ts';
+export * from './jobs.ts';

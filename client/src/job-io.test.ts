@@ -1,6 +1,5 @@
 // Job 0/1 inputs decode back with viem using the generated ABI's layout; outputs decode in both
 // accepted forms; request validation keeps secrets and bad values off chain.
-import { agentSandboxBlueprintAbi } from '@agent-sandbox/contracts';
 import { decodeAbiParameters, encodeAbiParameters, type Hex } from 'viem';
 import { describe, expect, it } from 'vitest';
 import { isClientError } from './errors.ts';
@@ -11,27 +10,35 @@ import {
   encodeCreateInput,
   encodeDeleteInput,
   FIELD_ORDER,
-  findStructComponents,
   operatorUrlFromResult,
-  SPEC_CREATE_REQUEST_COMPONENTS,
   sandboxCreateRequestLayout,
 } from './job-io.ts';
 
 describe('SandboxCreateRequest layout', () => {
-  it('comes from the generated ABI when it exposes the struct, and always matches contract.md', () => {
+  it("comes from the generated ABI, in contract.md's field order and types", () => {
     const layout = sandboxCreateRequestLayout();
-    const inAbi = findStructComponents(agentSandboxBlueprintAbi, 'SandboxCreateRequest');
-    expect(layout.source).toBe(inAbi ? 'abi' : 'spec');
+    expect(layout.source).toBe('abi');
     expect(layout.components.map((c) => c.name)).toEqual([...FIELD_ORDER]);
-    expect(layout.components.map((c) => `${c.name}:${c.type}`)).toEqual(
-      SPEC_CREATE_REQUEST_COMPONENTS.map((c) => `${c.name}:${c.type}`),
-    );
-  });
-
-  it('finds a struct by internalType anywhere in a real generated ABI', () => {
-    const sandbox = findStructComponents(agentSandboxBlueprintAbi, 'Sandbox');
-    expect(sandbox?.length).toBeGreaterThan(0);
-    expect(findStructComponents(agentSandboxBlueprintAbi, 'NoSuchStruct')).toBeUndefined();
+    expect(layout.components.map((c) => `${c.name}:${c.type}`)).toEqual([
+      'name:string',
+      'image:string',
+      'stack:string',
+      'agent_identifier:string',
+      'env_json:string',
+      'metadata_json:string',
+      'ssh_enabled:bool',
+      'ssh_public_key:string',
+      'web_terminal_enabled:bool',
+      'max_lifetime_seconds:uint64',
+      'idle_timeout_seconds:uint64',
+      'cpu_cores:uint64',
+      'memory_mb:uint64',
+      'disk_gb:uint64',
+      'tee_required:bool',
+      'tee_type:uint8',
+      'attestation_nonce:string',
+      'capabilities_json:string',
+    ]);
   });
 });
 

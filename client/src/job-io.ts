@@ -1,7 +1,12 @@
 // Jobs 0 and 1 on the wire (spec/contract.md): the SandboxCreateRequest input taken from the
 // generated blueprint ABI, its validation (nothing secret may go on chain), the flat encodings
 // front-ends send, and decoding of the outputs the operator posts back.
-import { agentSandboxBlueprintAbi } from '@agent-sandbox/contracts';
+import {
+  jsonOutputParams,
+  sandboxCreateOutputParams,
+  sandboxCreateRequestParams,
+  sandboxDeleteInputParams,
+} from '@agent-sandbox/contracts';
 import { type AbiParameter, decodeAbiParameters, encodeAbiParameters, type Hex } from 'viem';
 import { z } from 'zod';
 import { ClientError } from './errors.ts';
@@ -32,140 +37,25 @@ export interface SandboxCreateRequest {
   capabilities_json: string;
 }
 
-export const FIELD_ORDER: ReadonlyArray<keyof SandboxCreateRequest> = [
-  'name',
-  'image',
-  'stack',
-  'agent_identifier',
-  'env_json',
-  'metadata_json',
-  'ssh_enabled',
-  'ssh_public_key',
-  'web_terminal_enabled',
-  'max_lifetime_seconds',
-  'idle_timeout_seconds',
-  'cpu_cores',
-  'memory_mb',
-  'disk_gb',
-  'tee_required',
-  'tee_type',
-  'attestation_nonce',
-  'capabilities_json',
-];
+/** The fields in on-chain order, from the generated ABI (contracts/jobs.ts). */
+export const FIELD_ORDER: ReadonlyArray<keyof SandboxCreateRequest> = sandboxCreateRequestParams.map(
+  (p) => p.name,
+);
 
-type ParamLike = AbiParameter & { internalType?: string; components?: readonly ParamLike[] };
-interface AbiItemLike {
-  inputs?: readonly ParamLike[];
-  outputs?: readonly ParamLike[];
-}
-
-/** The components of the first parameter anywhere in `abi` whose internalType is `struct …Name`. */
-export function findStructComponents(
-  abi: readonly unknown[],
-  struct: string,
-): readonly AbiParameter[] | undefined {
-  const visit = (params: readonly ParamLike[] | undefined): readonly AbiParameter[] | undefined => {
-    for (const p of params ?? []) {
-      const t = (p.internalType ?? '').replace(/\[\d*\]$/, '');
-      if (p.components && (t === `struct ${struct}` || t.endsWith(`.${struct}`))) return p.components;
-      const inner = visit(p.components);
-      if (inner) return inner;
-    }
-    return undefined;
-  };
-  for (const item of abi as readonly AbiItemLike[]) {
-    const hit = visit(item.inputs) ?? visit(item.outputs);
-    if (hit) return hit;
-  }
-  return undefined;
-}
-
-/**
- * FALLBACK ONLY, the one place the client spells SandboxCreateRequest's types: the blueprint's
- * ABI does not (yet) expose the struct (no function, event or error takes it), so the types are
- * taken from spec/contract.md. Whenever the generated ABI carries the struct, its components
- * are used instead and must match these (checked below and in job-io.test.ts).
- */
-const SPEC_CREATE_REQUEST_TYPES: Record<keyof SandboxCreateRequest, string> = {
-  name: 'string',
-  image: 'string',
-  stack: 'string',
-  agent_identifier: 'string',
-  env_json: 'string',
-  metadata_json: 'string',
-  ssh_enabled: 'bool',
-  ssh_public_key: 'string',
-  web_terminal_enabled: 'bool',
-  max_lifetime_seconds: 'uint64',
-  idle_timeout_seconds: 'uint64',
-  cpu_cores: 'uint64',
-  memory_mb: 'uint64',
-  disk_gb: 'uint64',
-  tee_required: 'bool',
-  tee_type: 'uint8',
-  attestation_nonce: 'string',
-  capabilities_json: 'string',
-};
-
-export const SPEC_CREATE_REQUEST_COMPONENTS: readonly AbiParameter[] = FIELD_ORDER.map((name) => ({
-  name,
-  type: SPEC_CREATE_REQUEST_TYPES[name],
-}));
-
-let cached: { components: readonly AbiParameter[]; source: 'abi' | 'spec' } | undefined;
-
-/**
- * The struct's components: from the generated ABI when it exposes SandboxCreateRequest (checked
- * against the documented fields, so a renamed or reordered field fails here, before anything
- * reaches the chain), else the spec-derived fallback above.
- */
-export function sandboxCreateRequestLayout(): {
-  components: readonly AbiParameter[];
-  source: 'abi' | 'spec';
-} {
-  if (cached) return cached;
-  const found = findStructComponents(agentSandboxBlueprintAbi, 'SandboxCreateRequest');
-  if (!found) {
-    cached = { components: SPEC_CREATE_REQUEST_COMPONENTS, source: 'spec' };
-    return cached;
-  }
-  const got = found.map((c) => `${c.name}:${c.type}`).join(',');
-  const want = SPEC_CREATE_REQUEST_COMPONENTS.map((c) => `${c.name}:${c.type}`).join(',');
-  if (got !== want) {
-    throw new ClientError(
-      'CHAIN',
-      `SandboxCreateRequest in the ABI is (${got}), not the documented (${want})`,
-    );
-  }
-  cached = { components: found, source: 'abi' };
-  return cached;
+/** The struct's components, from the generated IAgentSandboxJobs ABI (contracts/jobs.ts). */
+export function sandboxCreateRequestLayout(): { components: readonly AbiParameter[]; source: 'abi' } {
+  return { components: sandboxCreateRequestParams, source: 'abi' };
 }
 
 export function sandboxCreateRequestComponents(): readonly AbiParameter[] {
-  return sandboxCreateRequestLayout().components;
+  return sandboxCreateRequestParams;
 }
 
-/**
- * The create job's output and the delete job's input have no ABI item to read them from (the
- * contract only sees output bytes), so they are declared here, once, from spec/contract.md:
- * create output `(string sandboxId, string json)` as a single tuple; delete input `(string)`;
- * delete output `(string json)`.
- */
-const CREATE_OUTPUT = [
-  {
-    type: 'tuple',
-    components: [
-      { name: 'sandboxId', type: 'string' },
-      { name: 'json', type: 'string' },
-    ],
-  },
-] as const;
-const CREATE_OUTPUT_FLAT = [
-  { name: 'sandboxId', type: 'string' },
-  { name: 'json', type: 'string' },
-] as const;
-const DELETE_INPUT = [{ name: 'sandbox_id', type: 'string' }] as const;
-const DELETE_OUTPUT = [{ name: 'json', type: 'string' }] as const;
+// Job 0's output is posted as one tuple `abi.encode((string sandboxId, string json))`.
+const CREATE_OUTPUT = [{ type: 'tuple', components: sandboxCreateOutputParams }] as const;
+const CREATE_OUTPUT_FLAT = sandboxCreateOutputParams;
+const DELETE_INPUT = sandboxDeleteInputParams;
+const DELETE_OUTPUT = jsonOutputParams;
 
 /** Env names that look like credentials: they belong in `secrets set`, never on chain. */
 const SECRET_NAME = /(SECRET|TOKEN|PASSWORD|PASSWD|PRIVATE|CREDENTIAL|API_?KEY|ACCESS_?KEY|_KEY$)/i;

@@ -150,11 +150,6 @@ contract AgentSandboxBlueprint is BlueprintServiceManagerBase {
     event OperatorCapacitySet(address indexed operator, uint32 capacity);
     event DefaultCapacitySet(uint32 capacity);
 
-    /// Never emitted. Declares the job input structs so forge's ABI carries their exact layouts:
-    /// the operator, the client and the devnet read job types from the generated ABI instead of
-    /// spelling them by hand. Costs no bytecode.
-    event JobInputLayouts(SandboxCreateRequest sandboxCreate, WorkflowCreateRequest workflowCreate);
-
     // ── errors ────────────────────────────────────────────────────────────────────────────────
     error InvalidModeFlags();
     error UnknownJob(uint8 job);

@@ -1,5 +1,10 @@
 // Encodes the blueprint's job inputs and outputs with the parameter types forge put in its ABI.
-import { agentSandboxBlueprintAbi } from '@agent-sandbox/contracts';
+import {
+  jsonOutputParams,
+  sandboxCreateOutputParams,
+  sandboxCreateRequestParams,
+  sandboxDeleteInputParams,
+} from '@agent-sandbox/contracts';
 import { type AbiParameter, encodeAbiParameters, type Hex } from 'viem';
 
 /** The fields of SandboxCreateRequest, in their on-chain order (contract.md). */
@@ -25,31 +30,8 @@ export interface SandboxCreateRequest {
   capabilities_json: string;
 }
 
-/**
- * The struct's fields and types as contract.md lists them, used only when the compiled ABI does not
- * expose the struct (the contract takes it as `bytes`, so forge emits no components for it).
- */
-const DOCUMENTED_FIELDS: ReadonlyArray<{ name: keyof SandboxCreateRequest; type: string }> = [
-  { name: 'name', type: 'string' },
-  { name: 'image', type: 'string' },
-  { name: 'stack', type: 'string' },
-  { name: 'agent_identifier', type: 'string' },
-  { name: 'env_json', type: 'string' },
-  { name: 'metadata_json', type: 'string' },
-  { name: 'ssh_enabled', type: 'bool' },
-  { name: 'ssh_public_key', type: 'string' },
-  { name: 'web_terminal_enabled', type: 'bool' },
-  { name: 'max_lifetime_seconds', type: 'uint64' },
-  { name: 'idle_timeout_seconds', type: 'uint64' },
-  { name: 'cpu_cores', type: 'uint64' },
-  { name: 'memory_mb', type: 'uint64' },
-  { name: 'disk_gb', type: 'uint64' },
-  { name: 'tee_required', type: 'bool' },
-  { name: 'tee_type', type: 'uint8' },
-  { name: 'attestation_nonce', type: 'string' },
-  { name: 'capabilities_json', type: 'string' },
-];
-const FIELD_ORDER = DOCUMENTED_FIELDS.map((f) => f.name);
+/** The fields in on-chain order, from the generated ABI (contracts/jobs.ts). */
+const FIELD_ORDER: ReadonlyArray<keyof SandboxCreateRequest> = sandboxCreateRequestParams.map((p) => p.name);
 
 /** A small, valid request (no secrets: env_json is plain configuration). */
 export function sampleSandboxCreateRequest(
@@ -84,16 +66,7 @@ export function sampleSandboxCreateRequest(
  * field fails loudly here rather than on chain), else the documented field list.
  */
 export function sandboxCreateRequestComponents(): readonly AbiParameter[] {
-  const found = findStruct(
-    agentSandboxBlueprintAbi as unknown as readonly AbiItemLike[],
-    'SandboxCreateRequest',
-  );
-  if (!found) return DOCUMENTED_FIELDS;
-  const names = found.map((c) => c.name);
-  if (names.join(',') !== FIELD_ORDER.join(',')) {
-    throw new Error(`SandboxCreateRequest fields differ from contract.md: ${names.join(', ')}`);
-  }
-  return found;
+  return sandboxCreateRequestParams;
 }
 
 /** `flat`: encodeAbiParameters(fields, values) as front-ends send it; `tuple`: abi.encode(struct). */
@@ -104,54 +77,20 @@ export function encodeSandboxCreateRequest(req: SandboxCreateRequest, form: 'fla
   return encodeAbiParameters([{ type: 'tuple', components }], [values]);
 }
 
-interface AbiItemLike {
-  inputs?: readonly ParamLike[];
-  outputs?: readonly ParamLike[];
-}
-type ParamLike = AbiParameter & { internalType?: string; components?: readonly ParamLike[] };
-
-function findStruct(abi: readonly AbiItemLike[], struct: string): readonly AbiParameter[] | undefined {
-  const visit = (params: readonly ParamLike[] | undefined): readonly AbiParameter[] | undefined => {
-    for (const p of params ?? []) {
-      const t = p.internalType ?? '';
-      if (p.components && (t === `struct ${struct}` || t.endsWith(`.${struct}`))) return p.components;
-      const inner = visit(p.components);
-      if (inner) return inner;
-    }
-    return undefined;
-  };
-  for (const item of abi) {
-    const hit = visit(item.inputs) ?? visit(item.outputs);
-    if (hit) return hit;
-  }
-  return undefined;
-}
-
-/** The output parameters of one of the blueprint's public decoders (they mirror the job encodings). */
-function decoderOutputs(name: string): readonly AbiParameter[] | undefined {
-  const abi = agentSandboxBlueprintAbi as unknown as ReadonlyArray<{
-    type: string;
-    name?: string;
-    outputs?: readonly AbiParameter[];
-  }>;
-  return abi.find((i) => i.type === 'function' && i.name === name)?.outputs;
-}
-
 /** Job 0's output, `abi.encode((string sandboxId, string json))`: one tuple, as the operator posts it. */
 export function encodeCreateOutput(sandboxId: string, json: string): Hex {
-  const components = decoderOutputs('decodeCreateOutput') ?? [
-    { name: 'sandboxId', type: 'string' },
-    { name: 'json', type: 'string' },
-  ];
-  return encodeAbiParameters([{ type: 'tuple', components }], [[sandboxId, json]]);
+  return encodeAbiParameters(
+    [{ type: 'tuple', components: sandboxCreateOutputParams }],
+    [{ sandboxId, json }],
+  );
 }
 
 /** Job 1's input, `(string sandbox_id)`, in the flat form front-ends send. */
 export function encodeSandboxDelete(sandboxId: string): Hex {
-  return encodeAbiParameters([{ name: 'sandbox_id', type: 'string' }], [sandboxId]);
+  return encodeAbiParameters(sandboxDeleteInputParams, [sandboxId]);
 }
 
 /** Jobs 1-4's output, `abi.encode((string json))`: one tuple. */
 export function encodeJsonOutput(json: string): Hex {
-  return encodeAbiParameters([{ type: 'tuple', components: [{ name: 'json', type: 'string' }] }], [{ json }]);
+  return encodeAbiParameters([{ type: 'tuple', components: jsonOutputParams }], [{ json }]);
 }
