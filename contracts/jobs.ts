@@ -1,5 +1,6 @@
 // The blueprint's job layouts (index, name, input and output parameters), read from the generated
 // ABI of IAgentSandboxJobs.sol: the one source every package uses to encode and decode job bytes.
+import type { AbiParameterToPrimitiveType } from 'viem';
 import { iAgentSandboxJobsAbi } from './abi/IAgentSandboxJobs.ts';
 
 type JobFunction = Extract<(typeof iAgentSandboxJobsAbi)[number], { type: 'function' }>;
@@ -35,3 +36,9 @@ export const JOBS = {
   WORKFLOW_TRIGGER: 3,
   WORKFLOW_CANCEL: 4,
 } as const;
+
+/** A SandboxCreateRequest as TypeScript sees it (uint64 → bigint, uint8 → number), typed from the ABI. */
+export type SandboxCreateRequest = AbiParameterToPrimitiveType<{
+  type: 'tuple';
+  components: typeof sandboxCreateRequestParams;
+}>;

@@ -3,6 +3,7 @@
 // front-ends send, and decoding of the outputs the operator posts back.
 import {
   jsonOutputParams,
+  type SandboxCreateRequest,
   sandboxCreateOutputParams,
   sandboxCreateRequestParams,
   sandboxDeleteInputParams,
@@ -14,28 +15,8 @@ import { ClientError } from './errors.ts';
 export const JOB_SANDBOX_CREATE = 0;
 export const JOB_SANDBOX_DELETE = 1;
 
-/** SandboxCreateRequest's fields in their on-chain order, as the blueprint's ABI names them. */
-export interface SandboxCreateRequest {
-  name: string;
-  image: string;
-  stack: string;
-  agent_identifier: string;
-  env_json: string;
-  metadata_json: string;
-  ssh_enabled: boolean;
-  ssh_public_key: string;
-  web_terminal_enabled: boolean;
-  max_lifetime_seconds: bigint;
-  idle_timeout_seconds: bigint;
-  cpu_cores: bigint;
-  memory_mb: bigint;
-  disk_gb: bigint;
-  tee_required: boolean;
-  /** 0 none, 1 TDX, 2 Nitro, 3 SEV. */
-  tee_type: number;
-  attestation_nonce: string;
-  capabilities_json: string;
-}
+/** SandboxCreateRequest, typed from the generated ABI (contracts/jobs.ts). */
+export type { SandboxCreateRequest };
 
 /** The fields in on-chain order, from the generated ABI (contracts/jobs.ts). */
 export const FIELD_ORDER: ReadonlyArray<keyof SandboxCreateRequest> = sandboxCreateRequestParams.map(

@@ -1,34 +1,15 @@
 // Encodes the blueprint's job inputs and outputs with the parameter types forge put in its ABI.
 import {
   jsonOutputParams,
+  type SandboxCreateRequest,
   sandboxCreateOutputParams,
   sandboxCreateRequestParams,
   sandboxDeleteInputParams,
 } from '@agent-sandbox/contracts';
 import { type AbiParameter, encodeAbiParameters, type Hex } from 'viem';
 
-/** The fields of SandboxCreateRequest, in their on-chain order (contract.md). */
-export interface SandboxCreateRequest {
-  name: string;
-  image: string;
-  stack: string;
-  agent_identifier: string;
-  env_json: string;
-  metadata_json: string;
-  ssh_enabled: boolean;
-  ssh_public_key: string;
-  web_terminal_enabled: boolean;
-  max_lifetime_seconds: bigint;
-  idle_timeout_seconds: bigint;
-  cpu_cores: bigint;
-  memory_mb: bigint;
-  disk_gb: bigint;
-  tee_required: boolean;
-  /** 0 none, 1 TDX, 2 Nitro, 3 SEV. */
-  tee_type: number;
-  attestation_nonce: string;
-  capabilities_json: string;
-}
+/** SandboxCreateRequest, typed from the generated ABI (contracts/jobs.ts). */
+export type { SandboxCreateRequest };
 
 /** The fields in on-chain order, from the generated ABI (contracts/jobs.ts). */
 const FIELD_ORDER: ReadonlyArray<keyof SandboxCreateRequest> = sandboxCreateRequestParams.map((p) => p.name);
