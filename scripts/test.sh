@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The README's test command (`npm test`): installs/starts what it needs, then runs every test —
 # forge's Solidity tests, the type check and linter, and vitest (unit, devnet, real-container and
-# end-to-end tests). Ends with one line "tests: N passed, N failed".
+# end-to-end tests), then the serial vitest tests alone. Ends with one line "tests: N passed, N failed".
 set -euo pipefail
 cd "$(dirname "$0")/.."
 step() { printf '\n\033[1m== %s\033[0m\n' "$*" >&2; }
@@ -45,8 +45,21 @@ read -r vt_pass vt_fail < <(node -e '
   console.log(r.numPassedTests, r.numFailedTests + (r.numFailedTestSuites || 0));
 ' "$vt_json" 2>/dev/null || echo "0 1")
 
+step "vitest serial (alone: restarts the Docker engine)"
+vs_json=$(mktemp)
+set +e
+node_modules/.bin/vitest run --config vitest.serial.config.ts --reporter=default --reporter=json --outputFile.json="$vs_json"
+vs_rc=$?
+set -e
+read -r vs_pass vs_fail < <(node -e '
+  const r = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"));
+  console.log(r.numPassedTests, r.numFailedTests + (r.numFailedTestSuites || 0));
+' "$vs_json" 2>/dev/null || echo "0 1")
+vt_pass=$((vt_pass + vs_pass))
+vt_fail=$((vt_fail + vs_fail))
+
 echo
 echo "forge: ${forge_pass} passed, ${forge_fail} failed"
 echo "vitest: ${vt_pass} passed, ${vt_fail} failed"
 echo "tests: $((forge_pass + vt_pass)) passed, $((forge_fail + vt_fail)) failed"
-[ "$forge_rc" = 0 ] && [ "$vt_rc" = 0 ] && [ "$forge_fail" = 0 ] && [ "$forge_pass" -gt 0 ]
+[ "$forge_rc" = 0 ] && [ "$vt_rc" = 0 ] && [ "$vs_rc" = 0 ] && [ "$forge_fail" = 0 ] && [ "$forge_pass" -gt 0 ]
