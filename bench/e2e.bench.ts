@@ -1,0 +1,469 @@
+// Benchmark: cloud mode end to end on a private devnet (anvil + deployed contracts) with both
+// operator PROGRAMS (blueprint-bin, TEST_MODE, own DATA_DIRs and ports) on the real Docker engine.
+// (1) on-chain create-to-ready: submitJob mined -> JobResultSubmitted mined (the operator posts a
+//     create result only once the sandbox runs and its sidecar answers /health), N sequential
+//     creates, each deleted with job 1 before the next;
+// (2) the floor, interleaved in the same run: `docker run -d` of the same image (same caps, limits,
+//     volume, loopback port, sidecar env) polled with node:http until /health answers;
+// (3) a burst: BURST job-0 calls mined in ONE block (automine off, explicit nonces), then the time
+//     from that block to every result mined.
+// Run: npx tsx bench/e2e.bench.ts [--n 20] [--burst 20] [--health-timeout-ms 30000]
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import {
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  openSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
+import net from 'node:net';
+import { loadavg, tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { promisify } from 'node:util';
+import { agentSandboxBlueprintAbi, iTangleAbi, localTangleAbi } from '@agent-sandbox/contracts';
+import { ensureSandboxImage } from '@agent-sandbox/sidecar';
+import {
+  type Address,
+  createPublicClient,
+  createWalletClient,
+  encodeFunctionData,
+  type Hex,
+  http,
+  type LocalAccount,
+  type PublicClient,
+  parseEventLogs,
+} from 'viem';
+import { privateKeyToAccount } from 'viem/accounts';
+import {
+  buildCreateRequest,
+  decodeCreateOutput,
+  encodeCreateInput,
+  encodeDeleteInput,
+  JOB_SANDBOX_CREATE,
+  JOB_SANDBOX_DELETE,
+} from '../client/index.ts';
+import { SIDECAR_CAPS } from '../runtime/src/docker/container-spec.ts';
+import { probeHealth } from '../runtime/src/docker/health.ts';
+import { type StartedDevnet, startDevnet } from '../scripts/devnet/index.ts';
+
+const exec = promisify(execFile);
+const arg = (name: string, def: number) => {
+  const i = process.argv.indexOf(`--${name}`);
+  return i > 0 ? Number(process.argv[i + 1]) : def;
+};
+const N = arg('n', 20);
+const BURST = arg('burst', 20);
+/** The operator's SANDBOX_HEALTH_TIMEOUT_MS; 0 keeps the operator's default (30 s). */
+const HEALTH_TIMEOUT_MS = arg('health-timeout-ms', 0);
+const ROOT = resolve(import.meta.dirname, '..');
+const OPERATOR_BIN = join(ROOT, 'blueprint-bin', 'bin', 'agent-sandbox-operator.mjs');
+const RUN = `e2e-bench-${process.pid}-${Date.now().toString(36)}`;
+const RUN_LABEL = `agent-sandbox.bench.run=${RUN}`;
+const LABELS = ['agent-sandbox.test=1', 'agent-sandbox.bench=1', RUN_LABEL];
+const CPU = 1;
+const MEMORY_MB = 256;
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const quantile = (xs: number[], q: number) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.ceil(q * s.length) - 1)]!;
+};
+const fmt = (x: number) => `${x.toFixed(1)} ms`;
+const load = () =>
+  loadavg()
+    .map((l) => l.toFixed(2))
+    .join(' ');
+
+function freePort(): Promise<number> {
+  return new Promise((res, rej) => {
+    const s = net.createServer();
+    s.once('error', rej);
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address() as net.AddressInfo;
+      s.close(() => res(port));
+    });
+  });
+}
+
+interface Op {
+  role: 'operator1' | 'operator2';
+  child: ChildProcess;
+  logFile: string;
+}
+
+const work = mkdtempSync(join(tmpdir(), `${RUN}-`));
+let devnet: StartedDevnet | undefined;
+const ops: Op[] = [];
+
+/** Starts `agent-sandbox-operator run` for a devnet operator; resolves when its API is ready. */
+async function startOperator(role: Op['role'], info: StartedDevnet['info'], image: string): Promise<Op> {
+  const dataDir = join(work, role);
+  const key = join(work, `${role}.key`);
+  writeFileSync(key, `${info.accounts[role].privateKey}\n`, { mode: 0o600 });
+  const logFile = join(work, `${role}.log`);
+  const fd = openSync(logFile, 'a');
+  const env = {
+    PATH: process.env['PATH'] ?? '',
+    HOME: process.env['HOME'] ?? '/tmp',
+    HTTP_RPC_URL: info.rpcUrl,
+    TANGLE_CONTRACT: info.contracts.tangle,
+    BLUEPRINT_ID: `${info.blueprints.cloud}`,
+    SERVICE_ID: `${info.services.cloud}`,
+    DATA_DIR: dataDir,
+    KEYSTORE_URI: key,
+    TEST_MODE: 'true',
+    SESSION_AUTH_SECRET: randomBytes(32).toString('hex'),
+    OPERATOR_API_PORT: `${await freePort()}`,
+    OPERATOR_ID: `${RUN}-${role}`,
+    SANDBOX_IMAGE: image,
+    SANDBOX_EXTRA_LABELS: LABELS.join(','),
+    JOB_POLL_INTERVAL_MS: '200',
+    LOG_LEVEL: 'info',
+    ...(HEALTH_TIMEOUT_MS ? { SANDBOX_HEALTH_TIMEOUT_MS: `${HEALTH_TIMEOUT_MS}` } : {}),
+  };
+  // setpriv: the kernel TERMs the operator if this process dies, even by SIGKILL (no orphans).
+  const setpriv = ['/usr/bin/setpriv', '/bin/setpriv'].find((p) => existsSync(p));
+  const args = [OPERATOR_BIN, 'run'];
+  const [cmd, argv] = setpriv
+    ? [setpriv, ['--pdeathsig', 'TERM', '--', process.execPath, ...args]]
+    : [process.execPath, args];
+  const child = spawn(cmd, argv, { cwd: ROOT, env, stdio: ['ignore', 'pipe', fd] });
+  const op: Op = { role, child, logFile };
+  ops.push(op);
+  await new Promise<void>((res, rej) => {
+    let buf = '';
+    const timer = setTimeout(() => rej(new Error(`${role} not ready in 120 s; see ${logFile}`)), 120_000);
+    child.stdout?.on('data', (d: Buffer) => {
+      buf += d.toString();
+      if (buf.includes('"event":"ready"')) {
+        clearTimeout(timer);
+        res();
+      }
+    });
+    child.once('exit', (code, sig) => {
+      clearTimeout(timer);
+      rej(
+        new Error(
+          `${role} exited (${sig ?? code}) before ready: ${readFileSync(logFile, 'utf8').slice(-2000)}`,
+        ),
+      );
+    });
+  });
+  return op;
+}
+
+async function stopOperator(op: Op): Promise<void> {
+  const c = op.child;
+  if (c.exitCode !== null || c.signalCode !== null) return;
+  const gone = new Promise<void>((r) => c.once('exit', () => r()));
+  c.kill('SIGTERM');
+  const t = setTimeout(() => c.kill('SIGKILL'), 20_000);
+  await gone;
+  clearTimeout(t);
+}
+
+async function removeContainers(): Promise<number> {
+  const { stdout } = await exec('docker', ['ps', '-aq', '--filter', `label=${RUN_LABEL}`]);
+  const ids = stdout.split('\n').filter(Boolean);
+  if (ids.length) await exec('docker', ['rm', '-f', '-v', ...ids]).catch(() => {});
+  const vols = await exec('docker', ['volume', 'ls', '-q', '--filter', `label=${RUN_LABEL}`]);
+  const vids = vols.stdout.split('\n').filter(Boolean);
+  if (vids.length) await exec('docker', ['volume', 'rm', '-f', ...vids]).catch(() => {});
+  return ids.length;
+}
+
+/** Copies the operators' logs out of the work dir (removed at exit), for a failure to be read. */
+function keptLogs(): string {
+  const dir = join(tmpdir(), `${RUN}-logs`);
+  mkdirSync(dir, { recursive: true });
+  for (const op of ops) copyFileSync(op.logFile, join(dir, `${op.role}.log`));
+  return dir;
+}
+
+let cleaning: Promise<void> | undefined;
+function cleanup(): Promise<void> {
+  cleaning ??= (async () => {
+    for (const op of [...ops].reverse()) await stopOperator(op).catch(() => {});
+    const n = await removeContainers().catch(() => 0);
+    if (n) console.error(`removed ${n} container(s)`);
+    await devnet?.stop().catch(() => {});
+    rmSync(work, { recursive: true, force: true });
+  })();
+  return cleaning;
+}
+for (const sig of ['SIGINT', 'SIGTERM'] as const) {
+  process.once(sig, () => {
+    console.error(`\n${sig}: cleaning up`);
+    void cleanup().finally(() => process.exit(130));
+  });
+}
+
+/** The floor: `docker run -d` of the same sandbox container, then GET /health until it answers. */
+async function floorOnce(image: string, i: number): Promise<number> {
+  const port = await freePort();
+  const name = `${RUN}-floor-${i}`;
+  const t0 = performance.now();
+  await exec('docker', [
+    'run',
+    '-d',
+    '--name',
+    name,
+    ...LABELS.flatMap((l) => ['--label', l]),
+    '--cap-drop',
+    'ALL',
+    ...SIDECAR_CAPS.flatMap((c) => ['--cap-add', c]),
+    '--security-opt',
+    'no-new-privileges:true',
+    '--tmpfs',
+    '/tmp:rw,nosuid,nodev,size=256m',
+    '--cpus',
+    `${CPU}`,
+    '--memory',
+    `${MEMORY_MB}m`,
+    '--mount',
+    `type=volume,source=${name},target=/home/agent,volume-label=${RUN_LABEL}`,
+    '-p',
+    `127.0.0.1:${port}:8080`,
+    '-e',
+    'SIDECAR_PORT=8080',
+    '-e',
+    `SIDECAR_AUTH_TOKEN=${randomBytes(32).toString('hex')}`,
+    '-e',
+    'AGENT_WORKSPACE_ROOT=/home/agent',
+    '-e',
+    'AGENT_SUBPROCESS_UID=1000',
+    '-e',
+    'AGENT_SUBPROCESS_GID=1000',
+    image,
+  ]);
+  const deadline = Date.now() + 120_000;
+  while (!(await probeHealth('127.0.0.1', port, 1000))) {
+    if (Date.now() > deadline) throw new Error(`floor container ${name} never answered /health`);
+    await sleep(10);
+  }
+  const dt = performance.now() - t0;
+  await exec('docker', ['rm', '-f', '-v', name]);
+  await exec('docker', ['volume', 'rm', '-f', name]).catch(() => {});
+  return dt;
+}
+
+class Chain {
+  readonly pub: PublicClient;
+  constructor(
+    readonly info: StartedDevnet['info'],
+    readonly user: LocalAccount,
+  ) {
+    this.pub = createPublicClient({ transport: http(info.rpcUrl) });
+  }
+  wallet(a: LocalAccount) {
+    return createWalletClient({ account: a, transport: http(this.info.rpcUrl) });
+  }
+  callData(job: number, inputs: Hex): Hex {
+    return encodeFunctionData({
+      abi: localTangleAbi,
+      functionName: 'submitJob',
+      args: [BigInt(this.info.services.cloud), job, inputs],
+    });
+  }
+  async gasFor(data: Hex): Promise<bigint> {
+    const g = await this.pub.estimateGas({ account: this.user, to: this.info.contracts.tangle, data });
+    return (g * 13n) / 10n; // assignment randomness changes gas between blocks
+  }
+  callIdOf(logs: Parameters<typeof parseEventLogs>[0]['logs']): bigint {
+    const [ev] = parseEventLogs({ abi: localTangleAbi, eventName: 'JobSubmitted', logs });
+    if (!ev) throw new Error('no JobSubmitted in receipt');
+    return ev.args.callId;
+  }
+  /** Sends one job and returns the call id and the moment its receipt was seen (10 ms polling). */
+  async submit(job: number, inputs: Hex): Promise<{ callId: bigint; minedAt: number; block: bigint }> {
+    const data = this.callData(job, inputs);
+    const hash = await this.wallet(this.user).sendTransaction({
+      to: this.info.contracts.tangle,
+      data,
+      gas: await this.gasFor(data),
+      chain: null,
+    });
+    const r = await this.pub.waitForTransactionReceipt({ hash, pollingInterval: 10 });
+    const minedAt = performance.now();
+    if (r.status !== 'success') throw new Error(`submitJob(${job}) reverted: ${hash}`);
+    return { callId: this.callIdOf(r.logs), minedAt, block: r.blockNumber };
+  }
+  /** Results (callId -> {output, seenAt}) for the given calls, polled every 20 ms. */
+  async results(
+    callIds: bigint[],
+    fromBlock: bigint,
+    timeoutMs = 180_000,
+  ): Promise<Map<bigint, { output: Hex; seenAt: number }>> {
+    const want = new Set(callIds);
+    const got = new Map<bigint, { output: Hex; seenAt: number }>();
+    const deadline = Date.now() + timeoutMs;
+    while (got.size < want.size) {
+      if (Date.now() > deadline) throw new Error(`only ${got.size}/${want.size} results in ${timeoutMs} ms`);
+      const logs = await this.pub.getContractEvents({
+        address: this.info.contracts.tangle,
+        abi: iTangleAbi,
+        eventName: 'JobResultSubmitted',
+        args: { serviceId: BigInt(this.info.services.cloud) },
+        fromBlock,
+        toBlock: 'latest',
+      });
+      const now = performance.now();
+      for (const l of logs) {
+        const id = l.args.callId!;
+        if (want.has(id) && !got.has(id)) got.set(id, { output: l.args.output!, seenAt: now });
+      }
+      if (got.size < want.size) await sleep(20);
+    }
+    return got;
+  }
+  async deleteAll(ids: string[]): Promise<void> {
+    const start = await this.pub.getBlockNumber();
+    const calls: bigint[] = [];
+    for (const id of ids) calls.push((await this.submit(JOB_SANDBOX_DELETE, encodeDeleteInput(id))).callId);
+    await this.results(calls, start);
+  }
+  async rpc(method: string, params: unknown[] = []): Promise<unknown> {
+    return this.pub.request({ method: method as never, params: params as never });
+  }
+}
+
+const createInputs = (i: number) =>
+  encodeCreateInput(
+    buildCreateRequest({ name: `bench-${i}`, cpu_cores: CPU, memory_mb: MEMORY_MB, disk_gb: 1 }),
+  );
+
+function sandboxIdOf(output: Hex, what: string): string {
+  const out = decodeCreateOutput(output);
+  if (!out.sandboxId) throw new Error(`${what}: provisioning failed: ${JSON.stringify(out.json)}`);
+  // The result is posted once the sidecar answered /health; its document says so.
+  if (out.json['state'] !== 'running')
+    throw new Error(`${what}: result says state ${String(out.json['state'])}`);
+  return out.sandboxId;
+}
+
+async function main(): Promise<void> {
+  const loadStart = load();
+  console.log(`load average at start: ${loadStart}`);
+  const { tag: image } = await ensureSandboxImage({
+    onProgress: (l) => process.stderr.write(`[image] ${l}\n`),
+  });
+  devnet = await startDevnet({ port: 0, stateFile: join(work, 'devnet.json'), reuse: false, detach: false });
+  const info = devnet.info;
+  await Promise.all([startOperator('operator1', info, image), startOperator('operator2', info, image)]);
+  const chain = new Chain(info, privateKeyToAccount(info.accounts.user.privateKey));
+  console.error(`devnet ${info.rpcUrl}, cloud service ${info.services.cloud}, image ${image}`);
+
+  // Warm-up on both paths (first container, caches), not measured.
+  {
+    const s = await chain.submit(JOB_SANDBOX_CREATE, createInputs(-1));
+    const r = (await chain.results([s.callId], s.block)).get(s.callId)!;
+    await chain.deleteAll([sandboxIdOf(r.output, 'warm-up')]);
+    await floorOnce(image, -1);
+  }
+
+  // (1) + (2): sequential, interleaved with the floor.
+  const ours: number[] = [];
+  const floor: number[] = [];
+  for (let i = 0; i < N; i++) {
+    floor.push(await floorOnce(image, i));
+    const s = await chain.submit(JOB_SANDBOX_CREATE, createInputs(i));
+    const r = (await chain.results([s.callId], s.block)).get(s.callId)!;
+    ours.push(r.seenAt - s.minedAt);
+    await chain.deleteAll([sandboxIdOf(r.output, `create ${i}`)]);
+    process.stderr.write(`  ${i + 1}/${N}: ours ${fmt(ours.at(-1)!)}, floor ${fmt(floor.at(-1)!)}\n`);
+  }
+
+  // (3): BURST creates in one block. Capacity is per blueprint (15 on the devnet): the blueprint
+  // owner (the deployer) raises both operators' capacity first.
+  const deployer = privateKeyToAccount(info.accounts.deployer.privateKey);
+  for (const role of ['operator1', 'operator2'] as const) {
+    const hash = await chain.wallet(deployer).writeContract({
+      address: info.contracts.cloud,
+      abi: agentSandboxBlueprintAbi,
+      functionName: 'setOperatorCapacity',
+      args: [info.accounts[role].address as Address, BURST],
+      chain: null,
+    });
+    await chain.pub.waitForTransactionReceipt({ hash, pollingInterval: 10 });
+  }
+  const data = Array.from({ length: BURST }, (_, i) =>
+    chain.callData(JOB_SANDBOX_CREATE, createInputs(100 + i)),
+  );
+  const gas = await chain.gasFor(data[0]!);
+  const nonce = await chain.pub.getTransactionCount({ address: chain.user.address, blockTag: 'pending' });
+  const hashes: Hex[] = [];
+  await chain.rpc('evm_setAutomine', [false]);
+  try {
+    for (let i = 0; i < BURST; i++) {
+      hashes.push(
+        await chain.wallet(chain.user).sendTransaction({
+          to: info.contracts.tangle,
+          data: data[i]!,
+          gas,
+          nonce: nonce + i,
+          chain: null,
+        }),
+      );
+    }
+    await chain.rpc('evm_mine');
+  } finally {
+    await chain.rpc('evm_setAutomine', [true]);
+  }
+  const t0 = performance.now();
+  const receipts = await Promise.all(
+    hashes.map((hash) => chain.pub.waitForTransactionReceipt({ hash, pollingInterval: 10 })),
+  );
+  const blocks = new Set(receipts.map((r) => r.blockNumber));
+  const failed = receipts.filter((r) => r.status !== 'success').length;
+  if (failed) throw new Error(`${failed} of ${BURST} burst submitJob txs reverted`);
+  const burstBlock = receipts[0]!.blockNumber;
+  const calls = receipts.map((r) => chain.callIdOf(r.logs));
+  const res = await chain.results(calls, burstBlock, 600_000);
+  const burstMs = Math.max(...[...res.values()].map((r) => r.seenAt)) - t0;
+  const ready: number[] = [];
+  const burstIds: string[] = [];
+  const failures: string[] = [];
+  calls.forEach((c, i) => {
+    const r = res.get(c)!;
+    try {
+      burstIds.push(sandboxIdOf(r.output, `burst call ${c}`));
+      ready.push(r.seenAt - t0);
+    } catch (e) {
+      failures.push(`  call ${c} (#${i}): ${(e as Error).message}`);
+    }
+  });
+  await chain.deleteAll(burstIds);
+
+  const loadEnd = load();
+  const mo = quantile(ours, 0.5);
+  const mf = quantile(floor, 0.5);
+  console.log(`\ncloud mode end to end (2 operators, real engine, anvil), n=${N}, burst=${BURST}`);
+  console.log(
+    `create-to-ready on chain (submitJob mined -> result mined): median ${fmt(mo)}, p99 ${fmt(quantile(ours, 0.99))}`,
+  );
+  console.log(
+    `floor (docker run -> /health answers):               median ${fmt(mf)}, p99 ${fmt(quantile(floor, 0.99))}`,
+  );
+  console.log(`ratio (median ours / median floor): ${(mo / mf).toFixed(2)}x`);
+  console.log(
+    `burst: ${BURST} creates mined in ${blocks.size} block(s) (#${burstBlock}); all ${BURST} results mined after ${fmt(burstMs)}` +
+      `; ${ready.length} ready, ${failures.length} failed` +
+      (ready.length
+        ? ` (ready per call: median ${fmt(quantile(ready, 0.5))}, p99 ${fmt(quantile(ready, 0.99))})`
+        : ''),
+  );
+  if (failures.length)
+    console.log(`burst failures (operator logs kept in ${keptLogs()}):\n${failures.join('\n')}`);
+  console.log(`load average: start ${loadStart}; end ${loadEnd}`);
+}
+
+main()
+  .catch((e) => {
+    console.error(`e2e bench failed: ${(e as Error).stack ?? e}`);
+    if (ops.length) console.error(`operator logs kept in ${keptLogs()}`);
+    process.exitCode = 1;
+  })
+  .finally(() => cleanup());
