@@ -20,8 +20,8 @@ export interface DevnetAccount {
 /** Which anvil index plays which role, and what the role means (written to devnet.json). */
 const ROLES: ReadonlyArray<{ role: DevnetRole; index: number; description: string }> = [
   { role: 'deployer', index: 0, description: 'deployed the contracts; owns the four blueprints' },
-  { role: 'operator1', index: 1, description: 'operator on every blueprint and service (capacity 10)' },
-  { role: 'operator2', index: 2, description: 'operator on every blueprint and service (capacity 5)' },
+  { role: 'operator1', index: 1, description: 'operator on every blueprint and service (capacity 100)' },
+  { role: 'operator2', index: 2, description: 'operator on every blueprint and service (capacity 50)' },
   { role: 'serviceOwner', index: 3, description: 'requested and owns the four services; permitted caller' },
   { role: 'user', index: 4, description: 'permitted caller on every service (a second user)' },
 ];

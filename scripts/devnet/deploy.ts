@@ -33,7 +33,7 @@ import { encodeSandboxCreateRequest, sampleSandboxCreateRequest } from './job-en
 import { DEVNET_KINDS, type DevnetInfo, type DevnetKind } from './state.ts';
 
 /** Capacity each operator declares at registration (`abi.encode(uint32 capacity)`). */
-const CAPACITY: Record<'operator1' | 'operator2', number> = { operator1: 10, operator2: 5 };
+const CAPACITY: Record<'operator1' | 'operator2', number> = { operator1: 100, operator2: 50 };
 /** The operator API address each operator announces; nothing listens there until an operator runs. */
 const OPERATOR_RPC: Record<'operator1' | 'operator2', string> = {
   operator1: 'http://127.0.0.1:9090',
@@ -136,7 +136,7 @@ export async function deployDevnet(
       ),
     ),
   );
-  log('registered operator1 (capacity 10) and operator2 (capacity 5) on every blueprint');
+  log('registered operator1 (capacity 100) and operator2 (capacity 50) on every blueprint');
 
   // 4. one service request per blueprint; instance services carry their sandbox spec as config.
   const config = (k: DevnetKind): Hex => {
