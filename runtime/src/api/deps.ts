@@ -52,10 +52,11 @@ export interface ApiSandboxes {
   touch(id: string): Awaitable<unknown>;
   getProvision(callId: string): Awaitable<ProvisionView | undefined | null>;
   /**
-   * Host port on 127.0.0.1 where a container port the sandbox exposed is published, or null when
-   * the sandbox does not expose it. Optional: without it the port proxy answers 404.
+   * Host port on 127.0.0.1 where a container port the sandbox exposed is published (a number, or
+   * SandboxManager's `{ host, port }`); null or a NOT_FOUND throw when the sandbox does not expose
+   * it. Optional: without it the port proxy answers 404.
    */
-  exposedPort?(id: string, containerPort: number): Awaitable<number | null | undefined>;
+  exposedPort?(id: string, containerPort: number): Awaitable<number | { port: number } | null | undefined>;
   /** Where the sandbox's sidecar listens (loopback) and its bearer token. */
   sidecarEndpoint(id: string): Awaitable<{ url: string; token: string }>;
 }

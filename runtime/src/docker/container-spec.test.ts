@@ -2,7 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import { buildContainerSpec, SIDECAR_CAPS } from './container-spec.ts';
 
-const spec = buildContainerSpec({
+const input = {
   name: 'agent-sandbox-sbx-1',
   image: 'img:1',
   env: { SIDECAR_PORT: '8080', SIDECAR_AUTH_TOKEN: 'tok' },
@@ -16,11 +16,22 @@ const spec = buildContainerSpec({
   enforceDisk: false,
   pidsLimit: 256,
   tmpfsSizeMb: 64,
-});
+};
+const spec = buildContainerSpec(input);
 
 describe('buildContainerSpec', () => {
   it('publishes the sidecar port on 127.0.0.1 only, on an engine-chosen port', () => {
     expect(spec.HostConfig?.PortBindings).toEqual({ '8080/tcp': [{ HostIp: '127.0.0.1', HostPort: '' }] });
+  });
+  it('publishes extra exposed ports like the sidecar: 127.0.0.1 only, engine-chosen host ports', () => {
+    const s = buildContainerSpec({ ...input, exposedPorts: [3000, 5173] });
+    const loopback = [{ HostIp: '127.0.0.1', HostPort: '' }];
+    expect(s.HostConfig?.PortBindings).toEqual({
+      '8080/tcp': loopback,
+      '3000/tcp': loopback,
+      '5173/tcp': loopback,
+    });
+    expect(s.ExposedPorts).toEqual({ '8080/tcp': {}, '3000/tcp': {}, '5173/tcp': {} });
   });
   it('drops every capability but the sidecar minimum, and hardens the rest', () => {
     const hc = spec.HostConfig!;

@@ -36,6 +36,8 @@ export interface ContainerSpecInput {
   pidsLimit: number;
   tmpfsSizeMb: number;
   capAdd?: readonly string[];
+  /** Extra container ports, each published like the sidecar's: 127.0.0.1, engine-chosen port. */
+  exposedPorts?: readonly number[];
   /** Overrides the image's command (tests only: a sidecar that never becomes healthy). */
   cmd?: string[];
 }
@@ -46,6 +48,7 @@ export function envList(env: Record<string, string>): string[] {
 
 export function buildContainerSpec(s: ContainerSpecInput): Docker.ContainerCreateOptions {
   const port = `${s.sidecarPort}/tcp`;
+  const ports = [port, ...(s.exposedPorts ?? []).map((p) => `${p}/tcp`)];
   const memory = s.memoryMb * 1024 * 1024;
   const hostConfig: Docker.HostConfig = {
     NanoCpus: Math.round(s.cpuCores * 1e9),
@@ -54,7 +57,7 @@ export function buildContainerSpec(s: ContainerSpecInput): Docker.ContainerCreat
     MemorySwap: memory,
     PidsLimit: s.pidsLimit,
     // Empty HostPort = the engine picks a free one; HostIp keeps it on loopback only.
-    PortBindings: { [port]: [{ HostIp: '127.0.0.1', HostPort: '' }] },
+    PortBindings: Object.fromEntries(ports.map((p) => [p, [{ HostIp: '127.0.0.1', HostPort: '' }]])),
     CapDrop: ['ALL'],
     CapAdd: [...(s.capAdd ?? SIDECAR_CAPS)],
     SecurityOpt: ['no-new-privileges:true'],
@@ -79,7 +82,7 @@ export function buildContainerSpec(s: ContainerSpecInput): Docker.ContainerCreat
     Image: s.image,
     Env: envList(s.env),
     Labels: s.labels,
-    ExposedPorts: { [port]: {} },
+    ExposedPorts: Object.fromEntries(ports.map((p) => [p, {}])),
     HostConfig: hostConfig,
   };
   if (s.cmd) opts.Cmd = s.cmd;

@@ -115,7 +115,13 @@ export class DockerDriver {
   async start(
     id: string,
     port: number,
-  ): Promise<{ hostPort: number; exited: Promise<string>; cancel: () => void }> {
+  ): Promise<{
+    hostPort: number;
+    /** Every container TCP port bound on 127.0.0.1 → its host port (the sidecar's included). */
+    loopbackPorts: Record<number, number>;
+    exited: Promise<string>;
+    cancel: () => void;
+  }> {
     const c = this.docker.getContainer(id);
     const ac = new AbortController();
     const exited = c
@@ -145,7 +151,12 @@ export class DockerDriver {
           `container ${id.slice(0, 12)} has no loopback port for ${port}`,
         );
       }
-      return { hostPort, exited, cancel: () => ac.abort() };
+      const loopbackPorts: Record<number, number> = {};
+      for (const [key, bindings] of Object.entries(info.NetworkSettings?.Ports ?? {})) {
+        const b = bindings?.find((x) => x.HostIp === '127.0.0.1');
+        if (key.endsWith('/tcp') && b) loopbackPorts[Number.parseInt(key, 10)] = Number(b.HostPort);
+      }
+      return { hostPort, loopbackPorts, exited, cancel: () => ac.abort() };
     } catch (e) {
       ac.abort();
       throw wrap('start container', e);

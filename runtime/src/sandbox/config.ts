@@ -42,6 +42,8 @@ export const SandboxRuntimeConfigSchema = z.object({
   healthIntervalMs: z.number().int().positive().default(10),
   healthMaxIntervalMs: z.number().int().positive().default(25),
   stopTimeoutSeconds: z.number().int().min(0).default(5),
+  /** Container ports every sandbox publishes (on 127.0.0.1 only) besides those a create asks for. */
+  defaultExposedPorts: z.array(z.number().int().min(1).max(65535)).max(8).default([]),
   /** Extra labels on everything created (tests add agent-sandbox.test=1). */
   extraLabels: z.record(z.string(), z.string()).default({}),
 });

@@ -25,6 +25,20 @@ export interface Launched {
   containerId: string;
   hostPort: number;
   sidecarUrl: string;
+  exposedHostPorts: Record<string, number>;
+}
+
+/** The sandbox's exposed container ports → the loopback host ports the engine chose this start. */
+export function pickExposed(
+  rec: Pick<SandboxRecord, 'exposedPorts'>,
+  loopbackPorts: Record<number, number>,
+): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const p of rec.exposedPorts ?? []) {
+    const host = loopbackPorts[p];
+    if (host && host > 0) out[String(p)] = host;
+  }
+  return out;
 }
 
 export async function launchContainer(
@@ -55,6 +69,7 @@ export async function launchContainer(
       enforceDisk: rec.resources.diskEnforced,
       pidsLimit: cfg.pidsLimit,
       tmpfsSizeMb: cfg.tmpfsSizeMb,
+      exposedPorts: rec.exposedPorts ?? [],
       ...(opts.cmd ? { cmd: opts.cmd } : {}),
     });
     await opts.onCreated?.(containerId);
@@ -84,6 +99,7 @@ export async function launchContainer(
       containerId,
       hostPort: started.hostPort,
       sidecarUrl: `http://${cfg.publicHost}:${started.hostPort}`,
+      exposedHostPorts: pickExposed(rec, started.loopbackPorts),
     };
   } catch (e) {
     // Best effort: a cleanup failure must not hide the original error.

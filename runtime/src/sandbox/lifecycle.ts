@@ -4,13 +4,13 @@ import { waitForHealth } from '../docker/health.ts';
 import { containerName } from '../docker/labels.ts';
 import { RuntimeError } from '../errors.ts';
 import { mustGet, type SandboxContext, transition } from './context.ts';
-import { launchContainer } from './launch.ts';
+import { launchContainer, pickExposed } from './launch.ts';
 import type { SandboxRecord } from './record.ts';
 import { dropArchives, hasSnapshot, purgeArtifacts, restoreSource, takeSnapshot } from './storage.ts';
 
 type StopReason = NonNullable<SandboxRecord['stopReason']>;
 
-const DOWN = { containerId: null, hostPort: null, sidecarUrl: null } as const;
+const DOWN = { containerId: null, hostPort: null, sidecarUrl: null, exposedHostPorts: {} } as const;
 
 /** Stops a running sandbox (idempotent: a stopped one is returned as is). */
 export async function stopSandbox(
@@ -47,6 +47,7 @@ export async function stopSandbox(
     ...snap,
     hostPort: null,
     sidecarUrl: null,
+    exposedHostPorts: {},
     tier: 'hot',
     tierSince: now,
     stoppedAt: now,
@@ -104,6 +105,7 @@ export async function resumeSandbox(ctx: SandboxContext, id: string): Promise<Sa
     return transition(ctx, id, 'running', {
       hostPort: started.hostPort,
       sidecarUrl: `http://${ctx.cfg.publicHost}:${started.hostPort}`,
+      exposedHostPorts: pickExposed(rec, started.loopbackPorts),
       tier: null,
       tierSince: null,
       startedAt: now,
@@ -155,6 +157,7 @@ async function recreate(ctx: SandboxContext, rec: SandboxRecord, _to: 'running')
     containerId: launched.containerId,
     hostPort: launched.hostPort,
     sidecarUrl: launched.sidecarUrl,
+    exposedHostPorts: launched.exposedHostPorts,
     tier: null,
     tierSince: null,
     startedAt: now,

@@ -198,6 +198,22 @@ export class SandboxManager {
     return { url: r.sidecarUrl, token: r.token };
   }
 
+  /**
+   * Where the host reaches a container port the sandbox exposed (loopback only). NOT_FOUND when
+   * the sandbox does not expose it or is not running.
+   */
+  exposedPort(id: string, containerPort: number): { host: '127.0.0.1'; port: number } {
+    const r = mustGet(this.#ctx, id);
+    const port = r.state === 'running' ? r.exposedHostPorts?.[String(containerPort)] : undefined;
+    if (!port) {
+      throw new RuntimeError(
+        'NOT_FOUND',
+        `sandbox ${id} does not expose port ${containerPort}${r.state === 'running' ? '' : ` (it is ${r.state})`}`,
+      );
+    }
+    return { host: '127.0.0.1', port };
+  }
+
   reconcile(): Promise<ReconcileReport> {
     return reconcile(this.#ctx, this.#lock);
   }

@@ -58,6 +58,8 @@ export async function admit(ctx: SandboxContext, req: ResolvedCreate): Promise<S
     volumeName: volumeName(id),
     hostPort: null,
     sidecarUrl: null,
+    exposedPorts: req.exposedPorts,
+    exposedHostPorts: {},
     tier: null,
     snapshotImageId: null,
     snapshotArchiveDir: null,
@@ -127,6 +129,7 @@ export async function runProvision(
       containerId: launched.containerId,
       hostPort: launched.hostPort,
       sidecarUrl: launched.sidecarUrl,
+      exposedHostPorts: launched.exposedHostPorts,
       startedAt: now,
       lastActivityAt: now,
     });
@@ -142,6 +145,7 @@ export async function runProvision(
       containerId: null,
       hostPort: null,
       sidecarUrl: null,
+      exposedHostPorts: {},
     }).catch((err) => log.error({ err: String(err) }, 'could not record the failed provision'));
     await tracker.enter('failed', reason).catch(() => {});
     if (isRuntimeError(e)) throw e;

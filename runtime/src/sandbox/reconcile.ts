@@ -10,6 +10,7 @@
 import type { ManagedContainer } from '../docker/driver.ts';
 import { probeHealth } from '../docker/health.ts';
 import { type SandboxContext, transition } from './context.ts';
+import { pickExposed } from './launch.ts';
 import { containerVanished } from './lifecycle.ts';
 import { provisionKey } from './provision.ts';
 import type { LockFn } from './reaper.ts';
@@ -107,6 +108,7 @@ async function reconcileOne(
         await transition(ctx, r.id, 'stopped', {
           hostPort: null,
           sidecarUrl: null,
+          exposedHostPorts: {},
           tier: 'hot',
           tierSince: now,
           stoppedAt: now,
@@ -151,6 +153,7 @@ async function finishOrFail(
         containerId: c.id,
         hostPort: port,
         sidecarUrl: `http://${ctx.cfg.publicHost}:${port}`,
+        exposedHostPorts: pickExposed(r, c.loopbackPorts),
         startedAt: now,
         lastActivityAt: now,
       });
@@ -174,6 +177,7 @@ async function finishOrFail(
     containerId: null,
     hostPort: null,
     sidecarUrl: null,
+    exposedHostPorts: {},
     error: reason,
   });
   if (progress) {

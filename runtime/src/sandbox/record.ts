@@ -84,6 +84,10 @@ export const SandboxRecordSchema = z.object({
   volumeName: z.string(),
   hostPort: z.number().int().nullable(),
   sidecarUrl: z.string().nullable(),
+  /** Container ports published on 127.0.0.1 (fixed at create; absent in records from before). */
+  exposedPorts: z.array(z.number().int()).optional(),
+  /** Container port → engine-chosen loopback host port; refreshed with hostPort on every start. */
+  exposedHostPorts: z.record(z.string(), z.number().int()).optional(),
   tier: StorageTierSchema.nullable(),
   snapshotImageId: z.string().nullable(),
   /** Directory holding workspace.tar (warm and cold) and image.tar (cold). */

@@ -35,6 +35,27 @@ describe('resolveCreate', () => {
     expect(() => resolveCreate({ ...req, owner: '' }, cfg)).toThrow(/invalid create request at owner/);
     expect(() => resolveCreate({ ...req, cpuCores: -1 }, cfg)).toThrow(/cpuCores/);
   });
+  it('exposes the asked ports plus the operator defaults, de-duplicated; refuses bad ones with VALIDATION', () => {
+    expect(resolveCreate(req, cfg).exposedPorts).toEqual([]);
+    const withDefaults = parseSandboxRuntimeConfig({
+      image: 'img:1',
+      snapshotDir: '/tmp/x',
+      defaultExposedPorts: [5173],
+    });
+    expect(resolveCreate({ ...req, exposedPorts: [3000, 5173, 3000] }, withDefaults).exposedPorts).toEqual([
+      3000, 5173,
+    ]);
+    const bad =
+      (exposedPorts: number[], c = cfg) =>
+      () =>
+        resolveCreate({ ...req, exposedPorts }, c);
+    expect(bad([0])).toThrow(expect.objectContaining({ code: 'VALIDATION' }));
+    expect(bad([65536])).toThrow(/exposedPorts/);
+    expect(bad([3000.5])).toThrow(/exposedPorts/);
+    expect(bad([8080])).toThrow(/8080 is the sidecar's/);
+    expect(bad([1, 2, 3, 4, 5, 6, 7, 8, 9])).toThrow(/exposedPorts/);
+    expect(bad([1, 2, 3, 4, 5, 6, 7, 8], withDefaults)).toThrow(/at most 8 ports/);
+  });
   it('clamps timers to the operator maxima', () => {
     const r = resolveCreate({ ...req, idleTimeoutSeconds: 999_999, maxLifetimeSeconds: 999_999 }, cfg);
     expect(r.timers).toEqual({ idleTimeoutSeconds: 7200, maxLifetimeSeconds: 172800 });

@@ -13,6 +13,9 @@ const IdLike = z.union([
   z.bigint().nonnegative(),
 ]);
 
+/** Most extra ports one sandbox publishes (request and operator defaults together). */
+export const MAX_EXPOSED_PORTS = 8;
+
 export const CreateSandboxParamsSchema = z.object({
   owner: z.string().min(1).max(256),
   serviceId: IdLike,
@@ -27,6 +30,8 @@ export const CreateSandboxParamsSchema = z.object({
   /** Phase-1 base config: non-secret. */
   env: z.record(z.string(), z.string()).default({}),
   metadata: z.record(z.string(), z.unknown()).default({}),
+  /** Container ports to publish on 127.0.0.1 (reached through the API's port proxy). */
+  exposedPorts: z.array(z.number().int().min(1).max(65535)).max(MAX_EXPOSED_PORTS).optional(),
 });
 export type CreateSandboxParams = z.input<typeof CreateSandboxParamsSchema>;
 
@@ -42,6 +47,7 @@ export interface ResolvedCreate {
   timers: SandboxTimers;
   baseEnv: Record<string, string>;
   metadata: Record<string, unknown>;
+  exposedPorts: number[];
 }
 
 /** Everything checked before a single Docker object is created. */
@@ -89,7 +95,26 @@ export function resolveCreate(input: unknown, cfg: SandboxRuntimeConfig): Resolv
     timers: resolveTimers(p, cfg),
     baseEnv: parseUserEnv(p.env, 'env'),
     metadata: p.metadata,
+    exposedPorts: resolveExposedPorts(p.exposedPorts ?? [], cfg),
   };
+}
+
+/** The request's ports plus the operator's defaults, de-duplicated and sorted. */
+export function resolveExposedPorts(asked: readonly number[], cfg: SandboxRuntimeConfig): number[] {
+  const ports = [...new Set([...asked, ...cfg.defaultExposedPorts])].sort((a, b) => a - b);
+  if (ports.includes(cfg.sidecarPort)) {
+    throw new RuntimeError(
+      'VALIDATION',
+      `port ${cfg.sidecarPort} is the sidecar's and cannot be exposed; pick another port`,
+    );
+  }
+  if (ports.length > MAX_EXPOSED_PORTS) {
+    throw new RuntimeError(
+      'VALIDATION',
+      `a sandbox exposes at most ${MAX_EXPOSED_PORTS} ports (asked ${ports.length} with the operator's defaults)`,
+    );
+  }
+  return ports;
 }
 
 export function resolveTimers(

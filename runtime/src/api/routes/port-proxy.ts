@@ -63,7 +63,8 @@ export function registerPortProxy(app: OpenAPIHono<ApiEnv>, d: SandboxRouteDeps)
     const port = Number(c.req.param('port'));
     if (!Number.isInteger(port) || port < 1 || port > 65535)
       throw new RuntimeError('VALIDATION', 'port must be 1–65535');
-    const hostPort = d.sandboxes.exposedPort ? await d.sandboxes.exposedPort(record.id, port) : null;
+    const exposed = d.sandboxes.exposedPort ? await d.sandboxes.exposedPort(record.id, port) : null;
+    const hostPort = typeof exposed === 'object' ? exposed?.port : exposed;
     if (!hostPort) throw new RuntimeError('NOT_FOUND', `sandbox does not expose port ${port}`);
 
     const url = new URL(c.req.url);

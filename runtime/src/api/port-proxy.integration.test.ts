@@ -1,0 +1,142 @@
+// The port proxy on the real SandboxManager and Docker engine: a sandbox created with
+// exposedPorts [3000] serves a python http.server through GET …/port/3000/; an unexposed port is
+// 404, another owner 403, and the mapping follows the container across stop → resume.
+import pino from 'pino';
+import { Registry } from 'prom-client';
+import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { SessionAuth } from '../auth/index.ts';
+import { isRuntimeError } from '../errors.ts';
+import { makeRig, sidecarExec, type TestRig } from '../sandbox/test-support.ts';
+import { createOperatorApi } from './app.ts';
+import type { ApiSandboxes } from './deps.ts';
+import { type OperatorApiServer, serveOperatorApi } from './serve.ts';
+
+const image = inject('sandboxImage');
+const SERVE = 'cd /home/agent && nohup python3 -m http.server 3000 >/dev/null 2>&1 &';
+
+describe('port proxy on real sandboxes', () => {
+  let rig: TestRig;
+  let server: OperatorApiServer;
+  let id: string;
+  const owner = privateKeyToAccount(generatePrivateKey());
+  const other = privateKeyToAccount(generatePrivateKey());
+  const tokens = new Map<string, string>();
+
+  const signIn = async (account: typeof owner) => {
+    const ch = (await (await fetch(`${server.url}/api/auth/challenge`, { method: 'POST' })).json()) as {
+      nonce: string;
+      message: string;
+    };
+    const s = await fetch(`${server.url}/api/auth/session`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({
+        nonce: ch.nonce,
+        signature: await account.signMessage({ message: ch.message }),
+      }),
+    });
+    return ((await s.json()) as { token: string }).token;
+  };
+  const get = (path: string, who = owner.address) =>
+    fetch(`${server.url}${path}`, { headers: { authorization: `Bearer ${tokens.get(who)}` } });
+
+  /** Starts the server as the agent user and waits until it answers through the proxy. */
+  const serveAndWait = async () => {
+    const r = await sidecarExec(rig.manager.sidecarEndpoint(id), SERVE);
+    expect(r.exitCode).toBe(0);
+    const deadline = Date.now() + 20_000;
+    for (;;) {
+      const res = await get(`/api/sandboxes/${id}/port/3000/`);
+      if (res.status === 200) return res;
+      await res.text();
+      if (Date.now() > deadline) throw new Error(`port 3000 never answered (last ${res.status})`);
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  };
+
+  beforeAll(async () => {
+    rig = await makeRig(image);
+    const sessions = await SessionAuth.create({ secret: rig.secret, store: rig.store });
+    const sandboxes: ApiSandboxes = rig.manager; // the real manager satisfies the API's interface
+    const api = createOperatorApi({
+      sessions,
+      sandboxes,
+      store: rig.store,
+      metrics: new Registry(),
+      logger: pino({ level: 'silent' }),
+      mode: 'cloud',
+      capabilities: {},
+    });
+    server = await serveOperatorApi(api, { port: 0 });
+    const rec = await rig.manager.create({
+      owner: owner.address,
+      serviceId: 1,
+      callId: 'port-proxy-int-1',
+      exposedPorts: [3000],
+    });
+    id = rec.id;
+    await sidecarExec(rig.manager.sidecarEndpoint(id), 'echo proxied > /home/agent/hello.txt');
+    tokens.set(owner.address, await signIn(owner));
+    tokens.set(other.address, await signIn(other));
+  }, 120_000);
+
+  afterAll(async () => {
+    await server?.close();
+    await rig?.cleanup();
+  });
+
+  it('publishes the exposed port on 127.0.0.1 only and records its host port', async () => {
+    const rec = rig.manager.get(id);
+    const info = await rig.manager.driver.docker.getContainer(rec.containerId!).inspect();
+    const bindings = info.NetworkSettings.Ports['3000/tcp'] ?? [];
+    expect(bindings.length).toBeGreaterThan(0);
+    expect(bindings.every((b) => b.HostIp === '127.0.0.1')).toBe(true);
+    expect(rig.manager.exposedPort(id, 3000)).toEqual({
+      host: '127.0.0.1',
+      port: Number(bindings[0]!.HostPort),
+    });
+    expect(rec.exposedHostPorts).toEqual({ '3000': Number(bindings[0]!.HostPort) });
+  });
+
+  it("reaches the container's port 3000: the directory listing, as text/html", async () => {
+    const res = await serveAndWait();
+    expect(res.headers.get('content-type')).toMatch(/^text\/html/);
+    expect(await res.text()).toContain('hello.txt');
+    const file = await get(`/api/sandboxes/${id}/port/3000/hello.txt`);
+    expect(file.status).toBe(200);
+    expect(await file.text()).toBe('proxied\n');
+  }, 60_000);
+
+  it('answers 404 for a port the sandbox does not expose (the sidecar port included)', async () => {
+    for (const port of [3001, 8080]) {
+      const res = await get(`/api/sandboxes/${id}/port/${port}/`);
+      expect(res.status).toBe(404);
+      await res.text();
+    }
+    expect(() => rig.manager.exposedPort(id, 3001)).toThrow(/does not expose port 3001/);
+  });
+
+  it('refuses another owner with 403', async () => {
+    const res = await get(`/api/sandboxes/${id}/port/3000/`, other.address);
+    expect(res.status).toBe(403);
+    await res.text();
+  });
+
+  it('drops the mapping on stop and refreshes it on resume', async () => {
+    await rig.manager.stop(id);
+    let err: unknown;
+    try {
+      rig.manager.exposedPort(id, 3000);
+    } catch (e) {
+      err = e;
+    }
+    expect(isRuntimeError(err) && err.code).toBe('NOT_FOUND');
+    const rec = await rig.manager.resume(id);
+    const info = await rig.manager.driver.docker.getContainer(rec.containerId!).inspect();
+    const host = Number(info.NetworkSettings.Ports['3000/tcp']?.[0]?.HostPort);
+    expect(rig.manager.exposedPort(id, 3000).port).toBe(host);
+    const res = await serveAndWait();
+    expect(await res.text()).toContain('hello.txt');
+  }, 90_000);
+});
