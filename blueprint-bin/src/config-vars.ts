@@ -74,6 +74,13 @@ const labels = z
   .transform((xs) =>
     Object.fromEntries(xs.map((x) => [x.slice(0, x.indexOf('=')), x.slice(x.indexOf('=') + 1)])),
   );
+const ports = list
+  .refine(
+    (xs) => xs.every((x) => /^\d+$/.test(x) && Number(x) >= 1 && Number(x) <= 65535),
+    'expected port numbers 1-65535 separated by commas',
+  )
+  .transform((xs) => [...new Set(xs.map(Number))])
+  .refine((xs) => xs.length <= 8, 'at most 8 ports');
 const secretHex = z
   .string()
   .trim()
@@ -458,6 +465,12 @@ export const VARIABLES = {
     schema: labels,
     def: '',
     doc: 'Extra Docker labels on everything created (key=value,…)',
+  }),
+  SANDBOX_EXPOSED_PORTS: v({
+    group: 'Sandboxes',
+    schema: ports,
+    def: '',
+    doc: 'Container ports every sandbox publishes on 127.0.0.1 for the port proxy (comma-separated)',
   }),
   SIDECAR_PUBLIC_HOST: v({
     group: 'Sandboxes',

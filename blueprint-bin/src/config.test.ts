@@ -100,6 +100,22 @@ describe('loadConfig', () => {
     ]);
   });
 
+  it('parses SANDBOX_EXPOSED_PORTS and refuses bad ports or the sidecar port', () => {
+    expect(loadConfig('run', valid).values.SANDBOX_EXPOSED_PORTS).toEqual([]);
+    const c = loadConfig('run', { ...valid, SANDBOX_EXPOSED_PORTS: '3000, 5173,3000' });
+    expect(c.values.SANDBOX_EXPOSED_PORTS).toEqual([3000, 5173]);
+    for (const bad of ['0', '70000', 'http', '1,2,3,4,5,6,7,8,9']) {
+      const p = problemsOf(() => loadConfig('run', { ...valid, SANDBOX_EXPOSED_PORTS: bad }));
+      expect(
+        p.map((x) => x.variable),
+        bad,
+      ).toEqual(['SANDBOX_EXPOSED_PORTS']);
+    }
+    expect(problemsOf(() => loadConfig('run', { ...valid, SANDBOX_EXPOSED_PORTS: '8080' }))).toEqual([
+      { variable: 'SANDBOX_EXPOSED_PORTS', problem: 'must not include SIDECAR_HTTP_PORT' },
+    ]);
+  });
+
   it('needs only what the command needs', () => {
     expect(() => loadConfig('keys', {})).not.toThrow();
     expect(() => loadConfig('status', {})).not.toThrow();

@@ -79,6 +79,9 @@ export function loadConfig(command: Command, source: EnvSource = process.env): O
     if (dv !== undefined && mv !== undefined && dv > mv)
       problems.push({ variable: d, problem: `must not exceed ${m}` });
   }
+  if (n.SANDBOX_EXPOSED_PORTS?.includes(n.SIDECAR_HTTP_PORT as number)) {
+    problems.push({ variable: 'SANDBOX_EXPOSED_PORTS', problem: 'must not include SIDECAR_HTTP_PORT' });
+  }
   if (n.REGISTRATION_CAPTURE_ONLY && !n.REGISTRATION_OUTPUT_PATH) {
     problems.push({
       variable: 'REGISTRATION_OUTPUT_PATH',

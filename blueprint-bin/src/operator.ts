@@ -127,6 +127,7 @@ export async function startOperator(cfg: OperatorConfig, log: Logger): Promise<R
         snapshotDir: v.SANDBOX_SNAPSHOT_DIR ?? join(cfg.dataDir, 'snapshots'),
         healthTimeoutMs: v.SANDBOX_HEALTH_TIMEOUT_MS!,
         extraLabels: v.SANDBOX_EXTRA_LABELS ?? {},
+        defaultExposedPorts: v.SANDBOX_EXPOSED_PORTS ?? [],
       },
     });
     const report = await step(log, 'reconciling the store with the engine', () => manager.reconcile());
@@ -311,6 +312,8 @@ function apiSandboxes(manager: SandboxManager, handled: HandledCalls, serviceId:
     wipeSecrets: (id: string) => manager.wipeSecrets(id),
     touch: (id: string) => manager.touch(id),
     sidecarEndpoint: (id: string) => manager.sidecarEndpoint(id),
+    // Throws NOT_FOUND for a port the sandbox does not expose: the proxy answers 404.
+    exposedPort: (id: string, port: number) => manager.exposedPort(id, port),
     async getProvision(callId: string) {
       try {
         return await manager.getProvision(callId);

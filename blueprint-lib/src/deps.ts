@@ -35,6 +35,8 @@ export interface RuntimeCreateParams {
   maxLifetimeSeconds: number;
   env: Record<string, string>;
   metadata: Record<string, unknown>;
+  /** Container ports to publish on 127.0.0.1 for the operator API's port proxy. */
+  exposedPorts?: number[];
 }
 
 /** The subset of the runtime's SandboxManager the handlers call. */

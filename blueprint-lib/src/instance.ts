@@ -84,6 +84,7 @@ export async function provisionInstance(o: InstanceOptions): Promise<Provisioned
     maxLifetimeSeconds: v.maxLifetimeSeconds,
     env: v.env,
     metadata: v.metadata,
+    exposedPorts: v.exposedPorts,
   });
   const already = await read<boolean>('isOperatorProvisioned', [o.serviceId, o.account.address]);
   if (already) {

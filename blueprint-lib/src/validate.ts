@@ -30,6 +30,7 @@ export const LIMITS = {
   metadataJson: 16 * 1024,
   capabilitiesJson: 4096,
   envKeys: 128,
+  ports: 8,
 } as const;
 
 /** The runtime's create parameters minus owner/serviceId/callId, plus the public facts to report. */
@@ -43,6 +44,8 @@ export interface ValidatedCreate {
   maxLifetimeSeconds: number;
   env: Record<string, string>;
   metadata: Record<string, unknown>;
+  /** Container ports to publish for the operator API's port proxy (metadata_json "ports"). */
+  exposedPorts: number[];
   /** Public, non-secret facts from the request echoed in the result. */
   facts: { stack: string; agentIdentifier: string; sshEnabled: boolean; webTerminalEnabled: boolean };
 }
@@ -76,6 +79,39 @@ export function parseStringMap(field: string, text: string, maxBytes: number): R
   }
   if (Object.keys(out).length > LIMITS.envKeys) throw invalid(field, `has more than ${LIMITS.envKeys} keys`);
   return out;
+}
+
+/**
+ * metadata_json: a JSON object of string values, except "ports", an array of container ports
+ * (1–65535, at most 8) the sandbox exposes through the operator API's port proxy.
+ */
+export function parseMetadata(text: string): { metadata: Record<string, string>; ports: number[] } {
+  if (text.trim() === '') return { metadata: {}, ports: [] };
+  checkLength('metadata_json', text, LIMITS.metadataJson);
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    throw invalid('metadata_json', 'is not valid JSON; send a JSON object, e.g. {"ports":[3000]}');
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value) || !('ports' in value)) {
+    return { metadata: parseStringMap('metadata_json', text, LIMITS.metadataJson), ports: [] };
+  }
+  const { ports, ...rest } = value as Record<string, unknown>;
+  if (
+    !Array.isArray(ports) ||
+    ports.length > LIMITS.ports ||
+    !ports.every((p) => Number.isInteger(p) && p >= 1 && p <= 65535)
+  ) {
+    throw invalid(
+      'metadata_json',
+      `"ports" must be an array of at most ${LIMITS.ports} port numbers 1-65535`,
+    );
+  }
+  return {
+    metadata: parseStringMap('metadata_json', JSON.stringify(rest), LIMITS.metadataJson),
+    ports: [...new Set(ports as number[])],
+  };
 }
 
 /** uint64 request value (0 = operator default) within a cap, as a JS number. */
@@ -131,7 +167,7 @@ export function validateCreateRequest(req: SandboxCreateRequest, policy: CreateP
   const memoryMb = resource('memory_mb', req.memory_mb, policy.maxMemoryMb, 'MB');
   const diskGb = resource('disk_gb', req.disk_gb, policy.maxDiskGb, 'GB');
   const env = parseStringMap('env_json', req.env_json, LIMITS.envJson);
-  const metadata = parseStringMap('metadata_json', req.metadata_json, LIMITS.metadataJson);
+  const { metadata, ports } = parseMetadata(req.metadata_json);
   return {
     name: req.name,
     image,
@@ -148,6 +184,7 @@ export function validateCreateRequest(req: SandboxCreateRequest, policy: CreateP
       ssh_enabled: req.ssh_enabled,
       web_terminal_enabled: req.web_terminal_enabled,
     },
+    exposedPorts: ports,
     facts: {
       stack: req.stack,
       agentIdentifier: req.agent_identifier,

@@ -163,7 +163,7 @@ afterAll(async () => {
 
 describe('SANDBOX_CREATE and SANDBOX_DELETE', () => {
   it('provisions on the assigned operator only; the result names the sandbox and never the token; a redelivery makes nothing new; delete removes it', async () => {
-    const input = flat(request({ name: 'e2e-unit' }));
+    const input = flat(request({ name: 'e2e-unit', metadata_json: '{"ports":[3000],"team":"a"}' }));
     const { call, operator, outcome } = await create(input);
     const out = createOutput(outcome);
     expect(out.sandboxId).toMatch(/^sbx-[0-9a-f]{32}$/);
@@ -175,6 +175,10 @@ describe('SANDBOX_CREATE and SANDBOX_DELETE', () => {
     });
     const rec = main.manager.get(out.sandboxId);
     expect(rec.owner.toLowerCase()).toBe(jobs.caller.address.toLowerCase());
+    // metadata_json "ports" reach the runtime: published on loopback for the port proxy.
+    expect(rec.exposedPorts).toEqual([3000]);
+    expect(rec.metadata).toMatchObject({ team: 'a' });
+    expect(main.manager.exposedPort(out.sandboxId, 3000).host).toBe('127.0.0.1');
     // The sidecar token exists only in the encrypted store, never in the result (hex or text).
     expect(rec.token).toMatch(/^[0-9a-f]{64}$/);
     expect(out.hex.toLowerCase()).not.toContain(rec.token);
@@ -237,6 +241,9 @@ describe('SANDBOX_CREATE and SANDBOX_DELETE', () => {
       [{ env_json: '[1,2]' }, 'INVALID_REQUEST', 'env_json'],
       [{ env_json: '{not json' }, 'INVALID_REQUEST', 'env_json'],
       [{ metadata_json: '{"n":1}' }, 'INVALID_REQUEST', 'metadata_json'],
+      [{ metadata_json: '{"ports":[0]}' }, 'INVALID_REQUEST', 'metadata_json'],
+      [{ metadata_json: '{"ports":"3000"}' }, 'INVALID_REQUEST', 'metadata_json'],
+      [{ metadata_json: '{"ports":[3000],"n":1}' }, 'INVALID_REQUEST', 'metadata_json'],
       [{ name: 'x'.repeat(65) }, 'INVALID_REQUEST', 'name'],
       [{ agent_identifier: 'a'.repeat(129) }, 'INVALID_REQUEST', 'agent_identifier'],
     ];

@@ -143,6 +143,7 @@ export function sandboxHandlers(deps: BlueprintDeps) {
         maxLifetimeSeconds: v.maxLifetimeSeconds,
         env: v.env,
         metadata: v.metadata,
+        exposedPorts: v.exposedPorts,
       });
     } catch (e) {
       clearInterval(progress);
