@@ -165,14 +165,27 @@ async function stopOperator(op: Op): Promise<void> {
   clearTimeout(t);
 }
 
+/** Removes this run's containers and volumes, one by one, re-listing until none is left. */
 async function removeContainers(): Promise<number> {
-  const { stdout } = await exec('docker', ['ps', '-aq', '--filter', `label=${RUN_LABEL}`]);
-  const ids = stdout.split('\n').filter(Boolean);
-  if (ids.length) await exec('docker', ['rm', '-f', '-v', ...ids]).catch(() => {});
-  const vols = await exec('docker', ['volume', 'ls', '-q', '--filter', `label=${RUN_LABEL}`]);
-  const vids = vols.stdout.split('\n').filter(Boolean);
-  if (vids.length) await exec('docker', ['volume', 'rm', '-f', ...vids]).catch(() => {});
-  return ids.length;
+  const list = async (kind: 'ps' | 'volume') => {
+    const args = kind === 'ps' ? ['ps', '-aq'] : ['volume', 'ls', '-q'];
+    const { stdout } = await exec('docker', [...args, '--filter', `label=${RUN_LABEL}`]);
+    return stdout.split('\n').filter(Boolean);
+  };
+  let removed = 0;
+  for (let round = 0; round < 5; round++) {
+    const ids = await list('ps');
+    const vols = await list('volume');
+    if (!ids.length && !vols.length) break;
+    for (const id of ids)
+      await exec('docker', ['rm', '-f', '-v', id]).then(
+        () => removed++,
+        () => {},
+      );
+    for (const v of vols) await exec('docker', ['volume', 'rm', '-f', v]).catch(() => {});
+    await sleep(500);
+  }
+  return removed;
 }
 
 /** Copies the operators' logs out of the work dir (removed at exit), for a failure to be read. */
@@ -195,7 +208,10 @@ function cleanup(): Promise<void> {
   return cleaning;
 }
 for (const sig of ['SIGINT', 'SIGTERM'] as const) {
-  process.once(sig, () => {
+  // `on`, not `once`: a Ctrl-C reaches npx/tsx too, which relay it, and a second SIGINT must not
+  // kill this process halfway through its clean-up.
+  process.on(sig, () => {
+    if (cleaning) return;
     console.error(`\n${sig}: cleaning up`);
     void cleanup().finally(() => process.exit(130));
   });
