@@ -27,10 +27,18 @@ export function parsePairs(
   return out;
 }
 
+/** Epoch milliseconds or seconds (or an ISO string) as ISO 8601; anything else unchanged. */
+function readableTime(v: unknown): string {
+  if (typeof v === 'number' && Number.isFinite(v) && v > 0) {
+    return new Date(v < 1e12 ? v * 1000 : v).toISOString();
+  }
+  return String(v);
+}
+
 function sandboxLine(s: Sandbox): string {
   const extra = ['name', 'cpu_cores', 'memory_mb', 'created_at']
     .filter((k) => s[k] !== undefined && s[k] !== null)
-    .map((k) => `${k}=${String(s[k])}`)
+    .map((k) => `${k}=${k === 'created_at' ? readableTime(s[k]) : String(s[k])}`)
     .join(' ');
   return `${s.id}\t${s.state}${extra ? `\t${extra}` : ''}`;
 }
