@@ -116,8 +116,9 @@ export class JobRouter {
 
   /**
    * Runs the call's handler. Never throws for a job's own problems: an unknown index, bad input or
-   * a failing handler become a logged skip, so one bad call cannot stop the operator. An abort
-   * (shutdown) is rethrown so the runner leaves the call unfinished and redoes it after restart.
+   * a failing handler become a logged skip (the runner retries a failing handler first), so one bad
+   * call cannot stop the operator. An abort (shutdown) is rethrown so the runner leaves the call
+   * unfinished and redoes it after restart.
    */
   async dispatch(call: JobCall, ctx: JobContext): Promise<DispatchOutcome> {
     const route = this.#routes.get(call.jobIndex);
@@ -138,7 +139,7 @@ export class JobRouter {
         ctx.log.error({ err: error }, 'job input does not decode; skipping the call');
         return { kind: 'skip', reason: 'bad-input', error };
       }
-      ctx.log.error({ err: error }, `${route.name} handler failed; skipping the call`);
+      ctx.log.error({ err: error }, `${route.name} handler failed`);
       return { kind: 'skip', reason: 'handler-error', error };
     }
   }

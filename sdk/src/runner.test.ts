@@ -99,6 +99,30 @@ describe('runner on a real chain', () => {
     expect(runner.cursor!.inFlightCount).toBe(0);
   });
 
+  it('retries a handler that throws (a transient failure) and answers the call once; gives up after the last attempt', async () => {
+    const tries = new Map<string, number>();
+    const flaky = router().route(0, (input) => {
+      const n = (tries.get(input) ?? 0) + 1;
+      tries.set(input, n);
+      if (input === toHex('always-fails')) throw new Error('RPC unavailable');
+      if (n < 3) throw new Error(`transient failure ${n}`);
+      return jobResult([{ name: 'echo', type: 'bytes' }], { echo: input });
+    });
+    const { runner, outcomes, lines } = await startRunner(0, flaky, { handlerRetryDelayMs: 50 });
+    try {
+      const [recovers, fails] = await submitJobs(chain, 0, [toHex('recovers'), toHex('always-fails')]);
+      await until(() => outcomes.has(recovers!) && outcomes.has(fails!));
+      expect(outcomes.get(recovers!)).toBe('submitted');
+      expect(tries.get(toHex('recovers'))).toBe(3);
+      expect((await resultsByCall(chain)).get(recovers!)?.length).toBe(1);
+      expect(outcomes.get(fails!)).toBe('skipped');
+      expect(tries.get(toHex('always-fails'))).toBe(3);
+      expect(lines.some((l) => l['msg'] === 'handler failed on every attempt; skipping the call')).toBe(true);
+    } finally {
+      await runner.stop();
+    }
+  });
+
   it('decodes flat and tuple inputs to the same value, and skips a malformed input without stopping', async () => {
     const schema = [
       { name: 'name', type: 'string' },

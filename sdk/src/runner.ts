@@ -35,6 +35,13 @@ export interface RunnerOptions {
    * surprise). Pass a block number to replay from there; completed calls are recognised on chain.
    */
   startBlock?: bigint | 'latest';
+  /**
+   * Attempts for a handler that throws (a transient RPC failure, say) before the call is skipped
+   * (default 3). Handlers must be idempotent by call id: a retry may follow partial work.
+   */
+  handlerAttempts?: number;
+  /** Delay before the first retry of a throwing handler, doubled for each later one (default 1 s). */
+  handlerRetryDelayMs?: number;
   /** How long stop() lets in-flight handlers and queued results finish before aborting (default 10 s). */
   shutdownGraceMs?: number;
   maxBatch?: number;
@@ -259,7 +266,19 @@ export class BlueprintRunner {
     let outcome: Awaited<ReturnType<JobRouter['dispatch']>>;
     try {
       o.onJobStart?.(event);
-      outcome = await o.router.dispatch({ jobIndex: event.jobIndex, input: event.inputs }, ctx);
+      const attempts = Math.max(1, o.handlerAttempts ?? 3);
+      for (let attempt = 1; ; attempt++) {
+        outcome = await o.router.dispatch({ jobIndex: event.jobIndex, input: event.inputs }, ctx);
+        if (outcome.kind !== 'skip' || outcome.reason !== 'handler-error') break;
+        if (attempt >= attempts) {
+          log.error({ attempts }, 'handler failed on every attempt; skipping the call');
+          break;
+        }
+        const delayMs = (o.handlerRetryDelayMs ?? 1000) * 2 ** (attempt - 1);
+        log.warn({ attempt, attempts, delayMs }, 'handler failed; retrying the call');
+        await sleep(delayMs, this.#jobsAbort.signal);
+        if (this.#jobsAbort.signal.aborted) throw new SdkError('RUNNER_STATE', 'The runner is stopping.');
+      }
     } catch (err) {
       log.warn(
         { err },
