@@ -1,6 +1,7 @@
 // Every environment variable the operator reads: its zod parser, default, requiredness and
 // documentation (the README's Configuration table is generated from this table).
-import { getAddress, isAddress } from 'viem';
+
+import { envAddress, envUint64 } from '@agent-sandbox/sdk';
 import { z } from 'zod';
 
 export type Command = 'run' | 'register' | 'keys' | 'status' | 'devnet';
@@ -27,17 +28,6 @@ const num = (min: number) =>
     .refine((s) => s !== '' && Number.isFinite(Number(s)), 'expected a number')
     .transform(Number)
     .refine((n) => n >= min, `expected a number >= ${min}`);
-const uint64 = z
-  .string()
-  .trim()
-  .regex(/^\d+$/, 'expected a non-negative integer')
-  .transform((s) => BigInt(s))
-  .refine((n) => n < 2n ** 64n, 'does not fit in uint64');
-const address = z
-  .string()
-  .trim()
-  .refine((s) => isAddress(s, { strict: false }), 'expected a 0x-prefixed 20-byte address')
-  .transform((s) => getAddress(s));
 const url = (...schemes: string[]) =>
   z
     .string()
@@ -124,37 +114,37 @@ export const VARIABLES = {
   }),
   TANGLE_CONTRACT: v({
     group: 'Chain and keys',
-    schema: address,
+    schema: envAddress,
     requiredFor: CHAIN_CMDS,
     doc: 'Tangle core contract (proxy) address',
   }),
   BLUEPRINT_ID: v({
     group: 'Chain and keys',
-    schema: uint64,
+    schema: envUint64,
     requiredFor: CHAIN_CMDS,
     doc: 'Blueprint id on Tangle',
   }),
   SERVICE_ID: v({
     group: 'Chain and keys',
-    schema: uint64,
+    schema: envUint64,
     requiredFor: ['run'],
     doc: 'Service whose jobs this operator runs (unset in registration mode)',
   }),
   BLUEPRINT_CONTRACT: v({
     group: 'Chain and keys',
-    schema: address,
+    schema: envAddress,
     defaultDoc: "read from Tangle's getBlueprint",
     doc: 'The blueprint service-manager contract (emits OperatorAssigned/OperatorRouted)',
   }),
   STAKING_CONTRACT: v({
     group: 'Chain and keys',
-    schema: address,
+    schema: envAddress,
     defaultDoc: '(none)',
     doc: 'Staking contract (real deployments)',
   }),
   STATUS_REGISTRY_CONTRACT: v({
     group: 'Chain and keys',
-    schema: address,
+    schema: envAddress,
     defaultDoc: '(none)',
     doc: 'Status registry contract (real deployments)',
   }),
@@ -229,7 +219,7 @@ export const VARIABLES = {
   }),
   JOB_START_BLOCK: v({
     group: 'Jobs',
-    schema: z.union([z.literal('latest'), uint64]),
+    schema: z.union([z.literal('latest'), envUint64]),
     def: 'latest',
     doc: 'Where a fresh DATA_DIR starts following jobs (a block number replays from there)',
   }),

@@ -36,13 +36,15 @@ const bool = z
     message: 'expected true/false (or 1/0, yes/no, on/off)',
   })
   .transform((s) => ['1', 'true', 'yes', 'on'].includes(s));
-const uint64 = z
+/** An env value that is a uint64 (decimal), as a bigint. Shared with the operator's config. */
+export const envUint64 = z
   .string()
   .trim()
   .regex(/^\d+$/, 'expected a non-negative integer')
   .transform((s) => BigInt(s))
   .refine((n) => n < 2n ** 64n, 'does not fit in uint64');
-const address = z
+/** An env value that is an EVM address, checksummed. Shared with the operator's config. */
+export const envAddress = z
   .string()
   .trim()
   .refine((s) => isAddress(s, { strict: false }), 'expected a 0x-prefixed 20-byte address')
@@ -95,11 +97,11 @@ export function loadEnvironment(env: EnvSource = process.env): BlueprintEnvironm
     wsRpcUrl: read('WS_RPC_URL', url(['ws:', 'wss:']), false),
     keystoreUri: read('KEYSTORE_URI', text, false) ?? './keystore',
     dataDir: read('DATA_DIR', text, true),
-    blueprintId: read('BLUEPRINT_ID', uint64, true),
-    serviceId: read('SERVICE_ID', uint64, !registrationModeOn),
-    tangleContract: read('TANGLE_CONTRACT', address, true),
-    stakingContract: read('STAKING_CONTRACT', address, false),
-    statusRegistryContract: read('STATUS_REGISTRY_CONTRACT', address, false),
+    blueprintId: read('BLUEPRINT_ID', envUint64, true),
+    serviceId: read('SERVICE_ID', envUint64, !registrationModeOn),
+    tangleContract: read('TANGLE_CONTRACT', envAddress, true),
+    stakingContract: read('STAKING_CONTRACT', envAddress, false),
+    statusRegistryContract: read('STATUS_REGISTRY_CONTRACT', envAddress, false),
     protocol: read('PROTOCOL', z.literal('tangle', { message: 'only "tangle" is supported' }), false),
     testMode: read('TEST_MODE', bool, false) ?? false,
     // A password is taken verbatim (no trim): spaces may be part of it.
