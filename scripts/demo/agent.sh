@@ -1,5 +1,5 @@
 # The demo's agent: a tiny program of our own, run by the sandbox's sidecar for every prompt
-# (SIDECAR_AGENT_COMMAND, through `bash -lc`). It streams a few lines reacting to the message
+# (SANDBOX_AGENT_COMMAND, through `bash -lc`). It streams a few lines reacting to the message
 # (SIDECAR_AGENT_MESSAGE) and the workspace, then a final answer. No model, no network.
 msg="${SIDECAR_AGENT_MESSAGE:-}"
 say() { printf '%s\n' "$*"; sleep 0.4; }

@@ -83,7 +83,7 @@ export async function walkthrough(): Promise<void> {
   header('1/7  create a sandbox (job 0 on chain)');
   explain('The CLI submits job 0 from the devnet `user` account; the blueprint assigns one of the two');
   explain('operators, which provisions a hardened container and posts the sandbox id on chain.');
-  explain('Our agent program (scripts/demo/agent.sh) goes in as SIDECAR_AGENT_COMMAND: job inputs are');
+  explain('Our agent program (scripts/demo/agent.sh) goes in as SANDBOX_AGENT_COMMAND: job inputs are');
   explain('public, so only non-secret env belongs here.');
   say(`${c.green}$ export AGENT_SANDBOX_DEVNET=${devnetRel}${c.reset}`);
   const created = await must(
@@ -96,11 +96,11 @@ export async function walkthrough(): Promise<void> {
         '--env',
         'GREETING=hello',
         '--env',
-        `SIDECAR_AGENT_COMMAND=${agentProgram}`,
+        `SANDBOX_AGENT_COMMAND=${agentProgram}`,
       ],
       {
         shown:
-          'npx agent-sandbox create --json --name demo --env GREETING=hello \\\n    --env SIDECAR_AGENT_COMMAND="$(cat scripts/demo/agent.sh)"',
+          'npx agent-sandbox create --json --name demo --env GREETING=hello \\\n    --env SANDBOX_AGENT_COMMAND="$(cat scripts/demo/agent.sh)"',
         quietStdout: true,
       },
     ),

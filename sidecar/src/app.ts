@@ -9,6 +9,7 @@ import { addAgentRoutes } from './routes/agents.ts';
 import { execHandler } from './routes/exec.ts';
 import { readFileHandler, writeFileHandler } from './routes/files.ts';
 import { addTerminalRoutes } from './routes/terminals.ts';
+import { putUserEnvHandler } from './routes/user-env.ts';
 import { TerminalRegistry } from './terminals/terminal-registry.ts';
 
 export interface SidecarApp {
@@ -32,7 +33,8 @@ export function createApp(config: SidecarConfig, log: Logger): SidecarApp {
     .add('GET', '/health', () => ok({ status: 'ok', timestamp: new Date().toISOString() }), { auth: false })
     .add('POST', '/terminals/commands', execHandler(config))
     .add('POST', '/files/read', readFileHandler(files))
-    .add('POST', '/files/write', writeFileHandler(files));
+    .add('POST', '/files/write', writeFileHandler(files))
+    .add('PUT', '/env', putUserEnvHandler(config));
   addAgentRoutes(router, config, agents);
   addTerminalRoutes(router, config, terminals);
   return {

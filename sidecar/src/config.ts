@@ -1,5 +1,6 @@
 // The sidecar's configuration: read once from the container env at startup, validated, with documented defaults.
 import * as z from './schema.ts';
+import { UserEnv } from './user-env/user-env.ts';
 
 const intFrom = (def: number) => z._default(z.coerce.number().check(z.int(), z.positive()), def);
 
@@ -46,8 +47,10 @@ export interface SidecarConfig {
   defaultHarness: string | undefined;
   agentCommand: string | undefined;
   logLevel: string;
-  /** The environment every child starts from: the sandbox's env minus the sidecar's own token. */
+  /** The environment every child starts from: the container's (platform) env minus the token. */
   childEnv: Record<string, string>;
+  /** The user's env (create env, secrets), delivered over PUT /env; children only. */
+  userEnv: UserEnv;
 }
 
 /** Keys a child process must never see, whatever the request says. */
@@ -88,5 +91,6 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     agentCommand: e.SIDECAR_AGENT_COMMAND || undefined,
     logLevel: e.SIDECAR_LOG_LEVEL,
     childEnv: stripPrivateEnv(env),
+    userEnv: new UserEnv(),
   };
 }

@@ -8,6 +8,7 @@ export type SidecarErrorCode =
   | 'INVALID_REQUEST'
   | 'INVALID_COMMAND'
   | 'INVALID_CWD'
+  | 'INVALID_ENV'
   | 'PAYLOAD_TOO_LARGE'
   | 'SESSION_NOT_FOUND'
   | 'SESSION_NOT_RUNNING'

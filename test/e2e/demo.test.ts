@@ -1,7 +1,7 @@
 // The README demo's path as a test, through the real programs: an `agent-sandbox-operator run`
 // process on a fresh cloud service of the shared devnet and the real Docker engine, driven only by
 // the `agent-sandbox` CLI (spawned): create → login → exec → prompt (the demo's own agent program
-// via SIDECAR_AGENT_COMMAND) → secrets set/list/wipe → delete, then no container of it remains.
+// via SANDBOX_AGENT_COMMAND) → secrets set/list/wipe → delete, then no container of it remains.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { openSync, readFileSync } from 'node:fs';
@@ -223,7 +223,7 @@ describe('the demo path through the CLI', () => {
         '--env',
         'GREETING=hello',
         '--env',
-        `SIDECAR_AGENT_COMMAND=${AGENT}`,
+        `SANDBOX_AGENT_COMMAND=${AGENT}`,
       ]),
     );
     const out = JSON.parse(r.stdout) as {

@@ -1,5 +1,5 @@
 // The operator API on the real SandboxManager, real Docker engine and the project's sandbox image:
-// sign in, exec, a prompt run streamed through a SIDECAR_AGENT_COMMAND agent (with a Last-Event-ID
+// sign in, exec, a prompt run streamed through a SANDBOX_AGENT_COMMAND agent (with a Last-Event-ID
 // reconnect), a terminal, secrets into exec's env, wipe, stop → refused → resume with files kept.
 import { createHash } from 'node:crypto';
 import pino from 'pino';
@@ -61,7 +61,7 @@ describe('operator API on real sandboxes', () => {
       owner: account.address, // checksummed on chain; compared case-insensitively
       serviceId: 1,
       callId: 'api-int-1',
-      env: { SIDECAR_AGENT_COMMAND: AGENT },
+      env: { SANDBOX_AGENT_COMMAND: AGENT },
     });
     id = rec.id;
     const ch = (await (await fetch(`${server.url}/api/auth/challenge`, { method: 'POST' })).json()) as {

@@ -2,6 +2,7 @@
 // the OpenAPI document is generated from the same objects.
 import { z } from '@hono/zod-openapi';
 import { SCOPE_RE } from '../auth/index.ts';
+import { platformOwnedReason } from '../sandbox/env.ts';
 
 export const ErrorSchema = z
   .object({
@@ -95,13 +96,22 @@ export const SandboxViewSchema = z
 
 export const SandboxListSchema = z.object({ sandboxes: z.array(SandboxViewSchema) }).openapi('SandboxList');
 
-const EnvMap = z.record(
+const userEnvName = (what: string) =>
   z
     .string()
-    .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'env names are [A-Za-z_][A-Za-z0-9_]*')
-    .max(256),
-  z.string(),
-);
+    .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, `${what} names are [A-Za-z_][A-Za-z0-9_]*`)
+    .max(256);
+
+/** Refuses names the platform owns, naming the key (an issue on a record key loses its message). */
+const refusePlatformOwned = (what: string) => (env: Record<string, unknown>, ctx: z.RefinementCtx) => {
+  for (const k of Object.keys(env)) {
+    const reason = platformOwnedReason(k);
+    if (reason)
+      ctx.addIssue({ code: 'custom', path: [k], message: `${what} "${k.slice(0, 64)}": ${reason}` });
+  }
+};
+
+const EnvMap = z.record(userEnvName('env'), z.string()).superRefine(refusePlatformOwned('env'));
 
 export const ExecRequestSchema = z
   .object({
@@ -184,10 +194,7 @@ export const SecretsRequestSchema = z
   .object({
     env: z
       .record(
-        z
-          .string()
-          .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'secret names are [A-Za-z_][A-Za-z0-9_]*')
-          .max(256),
+        userEnvName('secret'),
         z
           .string()
           .refine(
@@ -198,7 +205,8 @@ export const SecretsRequestSchema = z
       .refine((env) => {
         const n = Object.keys(env).length;
         return n >= 1 && n <= 256;
-      }, 'env must hold 1 to 256 secrets'),
+      }, 'env must hold 1 to 256 secrets')
+      .superRefine(refusePlatformOwned('secret')),
   })
   .openapi('SecretsRequest');
 

@@ -43,7 +43,11 @@ describe('buildContainerSpec', () => {
     expect(hc.Mounts).toEqual([
       expect.objectContaining({ Type: 'volume', Source: 'agent-sandbox-ws-sbx-1', Target: '/home/agent' }),
     ]);
-    expect(hc.Tmpfs).toEqual({ '/tmp': 'rw,nosuid,nodev,size=64m' });
+    expect(hc.Tmpfs).toEqual({
+      '/tmp': 'rw,nosuid,nodev,size=64m',
+      '/var/tmp': 'rw,nosuid,nodev,size=16m',
+    });
+    expect(hc.ReadonlyRootfs).toBe(true);
   });
   it('maps resources; disk only when the driver can enforce it', () => {
     const hc = spec.HostConfig!;

@@ -63,7 +63,13 @@ export function buildContainerSpec(s: ContainerSpecInput): Docker.ContainerCreat
     SecurityOpt: ['no-new-privileges:true'],
     Privileged: false,
     // No Init: the sandbox image's entrypoint is already tini (a second one only warns).
-    Tmpfs: { '/tmp': `rw,nosuid,nodev,size=${s.tmpfsSizeMb}m` },
+    // The root filesystem (sidecar code, tini, system files) cannot be changed by anyone in the
+    // container, root included; writable are the workspace volume and these size-capped tmpfs.
+    ReadonlyRootfs: true,
+    Tmpfs: {
+      '/tmp': `rw,nosuid,nodev,size=${s.tmpfsSizeMb}m`,
+      '/var/tmp': `rw,nosuid,nodev,size=${Math.max(16, Math.floor(s.tmpfsSizeMb / 4))}m`,
+    },
     // A named volume per sandbox (never a host path): it outlives container recreates.
     Mounts: [
       {

@@ -1,5 +1,6 @@
-// The sandbox container's environment: the sidecar contract's variables, then the user's base
-// config merged with phase-2 secrets (secrets win), never overriding the operator-owned keys.
+// The sandbox's environments. The container's (seen by tini and the root sidecar) holds only the
+// platform's variables; the user's (base config merged with phase-2 secrets, secrets win) is
+// delivered to the sidecar over its authenticated API and reaches only the agent's children.
 import { z } from 'zod';
 import { RuntimeError } from '../errors.ts';
 
@@ -15,6 +16,34 @@ export const PROTECTED_ENV_KEYS: ReadonlySet<string> = new Set([
   'AGENT_SUBPROCESS_UID',
   'AGENT_SUBPROCESS_GID',
 ]);
+
+/**
+ * Names the platform owns: they configure the sidecar or load code into processes (the dynamic
+ * loader, Node, bash start-up files). Refused in every user env with the key named, so a user
+ * learns at once instead of setting something that never takes effect. The sidecar refuses the
+ * same list again (sidecar/src/user-env/user-env.ts).
+ */
+export const PLATFORM_ENV_PREFIXES = ['SIDECAR_', 'AGENT_', 'LD_', 'DYLD_'] as const;
+export const PLATFORM_ENV_NAMES: ReadonlySet<string> = new Set([
+  'NODE_OPTIONS',
+  'NODE_PATH',
+  'BASH_ENV',
+  'ENV',
+  'SHELLOPTS',
+  'BASHOPTS',
+  'PS4',
+  'GCONV_PATH',
+  'HOSTALIASES',
+  'LOCPATH',
+]);
+
+/** Why a user cannot set `name`, or undefined when they can. */
+export function platformOwnedReason(name: string): string | undefined {
+  const prefix = PLATFORM_ENV_PREFIXES.find((p) => name.startsWith(p));
+  if (prefix) return `names starting with ${prefix} are owned by the platform; pick another name`;
+  if (PLATFORM_ENV_NAMES.has(name)) return `${name} is owned by the platform; pick another name`;
+  return undefined;
+}
 
 const ENV_KEY_RE = /^[A-Za-z_][A-Za-z0-9_]*$/;
 export const MAX_SECRET_KEYS = 256;
@@ -49,7 +78,7 @@ export function parseUserEnv(
           ? 'env names are letters, digits and _ and do not start with a digit'
           : PROTECTED_ENV_KEYS.has(k)
             ? 'is set by the operator and cannot be overridden'
-            : undefined;
+            : platformOwnedReason(k);
     if (bad) throw new RuntimeError('VALIDATION', `${what} "${k.slice(0, 64)}": ${bad}`);
   }
   const n = Object.keys(r.data).length;
@@ -69,22 +98,13 @@ export function mergeEnv(
   return { ...baseEnv, ...userEnv };
 }
 
-export function containerEnv(p: {
-  token: string;
-  sidecarPort: number;
-  baseEnv: Record<string, string>;
-  userEnv: Record<string, string>;
-}): Record<string, string> {
-  const env: Record<string, string> = {
+/** The platform's variables only: no user value ever reaches tini or the root sidecar. */
+export function containerEnv(p: { token: string; sidecarPort: number }): Record<string, string> {
+  return {
     SIDECAR_PORT: String(p.sidecarPort),
     AGENT_WORKSPACE_ROOT: WORKSPACE_ROOT,
     AGENT_SUBPROCESS_UID: AGENT_UID,
     AGENT_SUBPROCESS_GID: AGENT_UID,
+    SIDECAR_AUTH_TOKEN: p.token,
   };
-  for (const [k, v] of Object.entries(mergeEnv(p.baseEnv, p.userEnv))) {
-    if (!PROTECTED_ENV_KEYS.has(k)) env[k] = v;
-  }
-  // Last, so nothing above can replace it.
-  env.SIDECAR_AUTH_TOKEN = p.token;
-  return env;
 }

@@ -6,6 +6,7 @@ import { containerName, sandboxLabels } from '../docker/labels.ts';
 import { RuntimeError } from '../errors.ts';
 import type { SandboxContext } from './context.ts';
 import { containerEnv } from './env.ts';
+import { deliverUserEnv } from './env-delivery.ts';
 import type { SandboxRecord } from './record.ts';
 
 export interface LaunchOptions {
@@ -53,12 +54,7 @@ export async function launchContainer(
     containerId = await driver.createContainer({
       name: containerName(rec.id),
       image: opts.image,
-      env: containerEnv({
-        token: rec.token,
-        sidecarPort: cfg.sidecarPort,
-        baseEnv: rec.baseEnv,
-        userEnv: rec.userEnv,
-      }),
+      env: containerEnv({ token: rec.token, sidecarPort: cfg.sidecarPort }),
       labels: sandboxLabels(rec, 'sandbox', cfg.extraLabels),
       volumeName: rec.volumeName,
       volumeLabels: sandboxLabels(rec, 'workspace', cfg.extraLabels),
@@ -74,12 +70,13 @@ export async function launchContainer(
     });
     await opts.onCreated?.(containerId);
     if (opts.restoreWorkspaceTar) {
-      // The archive's top entry is "agent/", so it extracts into the parent of the workspace.
-      await driver.restorePath(
-        containerId,
-        WORKSPACE_PATH.replace(/\/[^/]+$/, '') || '/',
-        opts.restoreWorkspaceTar,
-      );
+      await driver.restoreIntoVolume({
+        image: opts.image,
+        volumeName: rec.volumeName,
+        mountPath: WORKSPACE_PATH,
+        file: opts.restoreWorkspaceTar,
+        labels: sandboxLabels(rec, 'sandbox', cfg.extraLabels),
+      });
     }
     await opts.onPhase?.('container_start');
     const started = await driver.start(containerId, cfg.sidecarPort);
@@ -95,6 +92,7 @@ export async function launchContainer(
       const timedOut = health.reason.startsWith('sidecar did not answer');
       throw new RuntimeError(timedOut ? 'HEALTH_CHECK_TIMEOUT' : 'PROVISION_FAILED', health.reason);
     }
+    await deliverUserEnv('127.0.0.1', started.hostPort, rec, cfg.healthTimeoutMs);
     return {
       containerId,
       hostPort: started.hostPort,

@@ -4,6 +4,7 @@ import { waitForHealth } from '../docker/health.ts';
 import { containerName } from '../docker/labels.ts';
 import { RuntimeError } from '../errors.ts';
 import { mustGet, type SandboxContext, transition } from './context.ts';
+import { deliverUserEnv } from './env-delivery.ts';
 import { launchContainer, pickExposed } from './launch.ts';
 import type { SandboxRecord } from './record.ts';
 import { dropArchives, hasSnapshot, purgeArtifacts, restoreSource, takeSnapshot } from './storage.ts';
@@ -100,6 +101,12 @@ export async function resumeSandbox(ctx: SandboxContext, id: string): Promise<Sa
         'PROVISION_FAILED',
         `resume failed, the sandbox stays stopped: ${health.reason}`,
       );
+    }
+    try {
+      await deliverUserEnv('127.0.0.1', started.hostPort, rec, ctx.cfg.healthTimeoutMs);
+    } catch (e) {
+      await ctx.driver.stop(rec.containerId, 0);
+      throw e;
     }
     await dropArchives(rec);
     return transition(ctx, id, 'running', {

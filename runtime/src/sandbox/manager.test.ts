@@ -57,10 +57,12 @@ describe('SandboxManager on the real engine', () => {
     expect(info.Mounts.every((m) => m.Type === 'volume' || m.Type === 'tmpfs')).toBe(true);
     expect(hc.NanoCpus).toBe(1e9);
     expect(hc.Memory).toBe(256 * 1024 * 1024);
-    expect(Object.keys(hc.Tmpfs ?? {})).toEqual(['/tmp']);
+    expect(Object.keys(hc.Tmpfs ?? {}).sort()).toEqual(['/tmp', '/var/tmp']);
+    expect(hc.ReadonlyRootfs).toBe(true);
     for (const b of Object.values(info.NetworkSettings.Ports).flat()) expect(b?.HostIp).toBe('127.0.0.1');
     expect(info.Config.Labels['agent-sandbox.owner']).toBe(base.owner);
-    expect(info.Config.Env).toContain('GREETING=hi');
+    // The user's env is delivered to the sidecar for its children, never put in the container's.
+    expect(info.Config.Env.some((e) => e.startsWith('GREETING='))).toBe(false);
     expect(info.Config.Env).toContain('AGENT_SUBPROCESS_UID=1000');
     const ep = rig.manager.sidecarEndpoint(rec.id);
     const r = await sidecarExec(ep, 'id -u; echo $GREETING');

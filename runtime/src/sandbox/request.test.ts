@@ -63,21 +63,32 @@ describe('resolveCreate', () => {
 });
 
 describe('sandbox env', () => {
-  it('user values win over base config but never over the token or the subprocess uid/gid', () => {
-    const env = containerEnv({
-      token: 't'.repeat(64),
-      sidecarPort: 8080,
-      baseEnv: { A: 'base', B: 'base' },
-      userEnv: { B: 'secret', SIDECAR_AUTH_TOKEN: 'evil', AGENT_SUBPROCESS_UID: '0' },
-    });
-    expect(env).toMatchObject({
-      A: 'base',
-      B: 'secret',
+  it("the container's env holds the platform's variables only, never a user value", () => {
+    const env = containerEnv({ token: 't'.repeat(64), sidecarPort: 8080 });
+    expect(env).toEqual({
       SIDECAR_PORT: '8080',
       AGENT_WORKSPACE_ROOT: '/home/agent',
       AGENT_SUBPROCESS_UID: '1000',
       AGENT_SUBPROCESS_GID: '1000',
       SIDECAR_AUTH_TOKEN: 't'.repeat(64),
+    });
+  });
+  it('refuses platform-owned names (loader, Node, bash start-up, sidecar and agent settings), naming the key', () => {
+    for (const k of [
+      'LD_PRELOAD',
+      'LD_LIBRARY_PATH',
+      'NODE_OPTIONS',
+      'BASH_ENV',
+      'AGENT_WORKSPACE_ROOT',
+      'SIDECAR_AGENT_COMMAND',
+    ]) {
+      expect(() => parseUserEnv({ OK: 'x', [k]: '/tmp/evil.so' }, 'env')).toThrow(
+        new RegExp(`^env "${k}": .*owned by the platform; pick another name`),
+      );
+    }
+    expect(parseUserEnv({ SANDBOX_AGENT_COMMAND: 'echo hi', PATHLIKE: 'x' }, 'env')).toEqual({
+      SANDBOX_AGENT_COMMAND: 'echo hi',
+      PATHLIKE: 'x',
     });
   });
   it('refuses protected and malformed names without echoing values', () => {

@@ -43,12 +43,7 @@ export async function takeSnapshot(
   const { driver, cfg } = ctx;
   const dir = archiveDirOf(ctx, rec.id);
   await mkdir(dir, { recursive: true, mode: 0o700 });
-  const env = containerEnv({
-    token: rec.token,
-    sidecarPort: cfg.sidecarPort,
-    baseEnv: rec.baseEnv,
-    userEnv: rec.userEnv,
-  });
+  const env = containerEnv({ token: rec.token, sidecarPort: cfg.sidecarPort });
   const imageId = await driver.commit(rec.containerId, SNAPSHOT_REPO, rec.id, {
     baseImageEnv: await driver.imageEnv(rec.image),
     containerEnvKeys: Object.keys(env),

@@ -1,4 +1,4 @@
-// Runs one agent turn: the chosen harness (or SIDECAR_AGENT_COMMAND) as the agent user, streaming its output.
+// Runs one agent turn: the chosen harness (or SIDECAR_AGENT_COMMAND / the user's SANDBOX_AGENT_COMMAND) as the agent user, streaming its output.
 import { randomUUID } from 'node:crypto';
 import { StringDecoder } from 'node:string_decoder';
 import type { Logger } from 'pino';
@@ -7,6 +7,7 @@ import { SidecarError } from '../errors.ts';
 import { childEnv } from '../exec/child-env.ts';
 import { identity, runProcess } from '../exec/run-process.ts';
 import * as z from '../schema.ts';
+import { USER_AGENT_COMMAND_KEY } from '../user-env/user-env.ts';
 import { assertInstalled, chooseHarness, harnessArgv } from './harness.ts';
 
 const PART_INTERVAL_MS = 50;
@@ -76,14 +77,16 @@ export class AgentRunner {
 
   #invocation(req: AgentRunRequest, sessionId: string, traceId: string) {
     const model = req.backend?.model;
-    if (this.config.agentCommand) {
+    // The operator's own setting first; else the agent program the user named in their env.
+    const agentCommand = this.config.agentCommand ?? this.config.userEnv.current[USER_AGENT_COMMAND_KEY];
+    if (agentCommand) {
       const env = childEnv(this.config, {
         SIDECAR_AGENT_MESSAGE: req.message,
         SIDECAR_AGENT_MODEL: model ?? '',
         SIDECAR_AGENT_SESSION_ID: sessionId,
         SIDECAR_AGENT_TRACE_ID: traceId,
       });
-      return { harness: 'custom', argv: ['/bin/bash', '-lc', this.config.agentCommand], env };
+      return { harness: 'custom', argv: ['/bin/bash', '-lc', agentCommand], env };
     }
     const env = childEnv(this.config);
     const harness = chooseHarness(req.identifier, req.backend?.type, env, this.config.defaultHarness);

@@ -1,4 +1,5 @@
-// Builds the environment of every child: sandbox env, the agent user's identity, request env — never the token.
+// Builds the environment of every child: platform env, the user's delivered env, the agent user's
+// identity, request env — never the token.
 import type { SidecarConfig } from '../config.ts';
 import { stripPrivateEnv } from '../config.ts';
 
@@ -7,6 +8,7 @@ export function childEnv(config: SidecarConfig, extra?: Record<string, string>):
     PATH: '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin',
     LANG: 'C.UTF-8',
     ...config.childEnv,
+    ...config.userEnv.current,
     HOME: config.agentHome,
     USER: 'agent',
     LOGNAME: 'agent',

@@ -17,7 +17,7 @@ describe('exec', () => {
     const r = await exec({
       // biome-ignore lint/suspicious/noTemplateCurlyInString: shell parameter expansion
       command: 'echo "$(id -u):$(id -g) $PWD $SANDBOX_SECRET $EXTRA ${SIDECAR_AUTH_TOKEN:-none}"',
-      env: { EXTRA: 'from-request', SIDECAR_AUTH_TOKEN: 'smuggled' },
+      env: { EXTRA: 'from-request' },
     });
     expect(r.status).toBe(200);
     expect(r.json.success).toBe(true);
@@ -25,6 +25,15 @@ describe('exec', () => {
     expect(r.json.exitCode).toBe(0);
     expect(r.json.stdout).toBe(r.json.result.stdout);
     expect(typeof r.json.result.duration).toBe('number');
+  });
+
+  it('refuses a platform-owned name in the request env (400 naming the key) instead of running', async () => {
+    for (const k of ['SIDECAR_AUTH_TOKEN', 'LD_PRELOAD', 'NODE_OPTIONS', 'BASH_ENV']) {
+      const r = await exec({ command: 'echo ran', env: { [k]: 'x' } });
+      expect(r.status).toBe(400);
+      expect(r.json.error.code).toBe('INVALID_ENV');
+      expect(r.json.error.message).toContain(`"${k}"`);
+    }
   });
 
   it('honours cwd (relative to the workspace) and reports non-zero exits as success', async () => {

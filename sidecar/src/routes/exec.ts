@@ -7,6 +7,7 @@ import { childEnv } from '../exec/child-env.ts';
 import { identity, runProcess } from '../exec/run-process.ts';
 import { type Handler, ok, parseBody } from '../http/router.ts';
 import * as z from '../schema.ts';
+import { refusePlatformOwned } from './user-env.ts';
 
 const ExecBody = z.object({
   command: z.string(),
@@ -37,6 +38,7 @@ export function execHandler(config: SidecarConfig): Handler {
       );
     }
     const body = parseBody(ExecBody, raw);
+    refusePlatformOwned(body.env);
     const cwd = await resolveCwd(config, body.cwd);
     const r = await runProcess({
       argv: ['/bin/bash', '-lc', body.command],

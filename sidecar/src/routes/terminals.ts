@@ -5,6 +5,7 @@ import { openSse } from '../http/sse.ts';
 import * as z from '../schema.ts';
 import type { TerminalRegistry } from '../terminals/terminal-registry.ts';
 import { resolveCwd } from './exec.ts';
+import { refusePlatformOwned } from './user-env.ts';
 
 const Size = z.int().check(z.minimum(1), z.maximum(1000));
 const CreateBody = z.object({
@@ -21,6 +22,7 @@ const ResizeBody = z.object({ cols: Size, rows: Size });
 export function addTerminalRoutes(router: Router, config: SidecarConfig, terminals: TerminalRegistry): void {
   const create: Handler = async (ctx) => {
     const body = parseBody(CreateBody, await ctx.body());
+    refusePlatformOwned(body.env);
     const cwd = await resolveCwd(config, body.cwd);
     const s = terminals.create({ ...body, cwd });
     ctx.log.info({ sessionId: s.id }, 'terminal created');

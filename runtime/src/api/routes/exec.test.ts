@@ -39,6 +39,16 @@ describe('POST …/exec', () => {
     expect((await exec({ command: 'ls', timeout_ms: -1 })).status).toBe(400);
   });
 
+  it('security (hostile user): an env naming a loader, Node or platform variable → 400 naming the key, never sent on', async () => {
+    const sent = h.sidecar.execEnvs.length;
+    for (const k of ['LD_PRELOAD', 'NODE_OPTIONS', 'AGENT_WORKSPACE_ROOT']) {
+      const r = await exec({ command: 'ls', env: { [k]: '/home/agent/evil' } });
+      expect(r.status).toBe(400);
+      expect(r.json.error.message).toContain(`env "${k}": `);
+    }
+    expect(h.sidecar.execEnvs.length).toBe(sent);
+  });
+
   it('error: a stopped sandbox → 409 SANDBOX_STOPPED; provisioning → 409 SANDBOX_NOT_RUNNING', async () => {
     const stopped = h.addSandbox(o.address, { state: 'stopped' }).id;
     const r = await exec({ command: 'echo x' }, stopped);

@@ -1,0 +1,58 @@
+// Hands the sandbox user's env (base config + secrets) to a freshly started sidecar over its
+// authenticated PUT /env. The sidecar keeps it in memory for the agent's children only, so no
+// user value is ever in the container's config (seen by tini and the root sidecar, and captured
+// by `docker commit`). Every start of a container goes through here before the sandbox is ready.
+import http from 'node:http';
+import { RuntimeError } from '../errors.ts';
+import { mergeEnv } from './env.ts';
+import type { SandboxRecord } from './record.ts';
+
+const agent = new http.Agent({ keepAlive: false });
+
+export async function deliverUserEnv(
+  host: string,
+  port: number,
+  rec: Pick<SandboxRecord, 'token' | 'baseEnv' | 'userEnv'>,
+  timeoutMs: number,
+): Promise<void> {
+  const body = JSON.stringify({ env: mergeEnv(rec.baseEnv, rec.userEnv) });
+  const status = await new Promise<{ code: number; text: string }>((resolve, reject) => {
+    const req = http.request(
+      {
+        host,
+        port,
+        path: '/env',
+        method: 'PUT',
+        agent,
+        timeout: timeoutMs,
+        headers: {
+          authorization: `Bearer ${rec.token}`,
+          'content-type': 'application/json',
+          'content-length': Buffer.byteLength(body),
+        },
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => resolve({ code: res.statusCode ?? 0, text: Buffer.concat(chunks).toString() }));
+        res.on('error', reject);
+      },
+    );
+    req.on('timeout', () => req.destroy(new Error(`no answer within ${timeoutMs} ms`)));
+    req.on('error', reject);
+    req.end(body);
+  }).catch((e: unknown) => {
+    throw new RuntimeError(
+      'PROVISION_FAILED',
+      `could not hand the sandbox env to its sidecar: ${(e as Error).message}`,
+      { cause: e },
+    );
+  });
+  if (status.code !== 200) {
+    // The sidecar's error names a key at most, never a value.
+    throw new RuntimeError(
+      'PROVISION_FAILED',
+      `the sidecar refused the sandbox env (HTTP ${status.code}): ${status.text.slice(0, 300)}`,
+    );
+  }
+}
