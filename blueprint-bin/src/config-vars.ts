@@ -462,6 +462,12 @@ export const VARIABLES = {
     def: '',
     doc: 'Container ports every sandbox publishes on 127.0.0.1 for the port proxy (comma-separated)',
   }),
+  SANDBOX_EGRESS: v({
+    group: 'Sandboxes',
+    schema: z.enum(['public', 'none', 'open'], { message: 'expected public, none or open' }),
+    def: 'public',
+    doc: 'Sandbox network: public (internet only; private/CGNAT/link-local/loopback addresses and the host refused), none (no connection out), open (Docker default bridge, no isolation). public and none need root and iptables',
+  }),
   SIDECAR_PUBLIC_HOST: v({
     group: 'Sandboxes',
     schema: text,

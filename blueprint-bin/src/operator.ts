@@ -128,8 +128,11 @@ export async function startOperator(cfg: OperatorConfig, log: Logger): Promise<R
         healthTimeoutMs: v.SANDBOX_HEALTH_TIMEOUT_MS!,
         extraLabels: v.SANDBOX_EXTRA_LABELS ?? {},
         defaultExposedPorts: v.SANDBOX_EXPOSED_PORTS ?? [],
+        egress: v.SANDBOX_EGRESS!,
       },
     });
+    // Last to run at shutdown: the egress rules stay while anything else is still stopping.
+    cleanup.push(() => manager.close());
     const report = await step(log, 'reconciling the store with the engine', () => manager.reconcile());
     log.info({ report }, 'reconciled');
 

@@ -38,6 +38,8 @@ export interface ContainerSpecInput {
   capAdd?: readonly string[];
   /** Extra container ports, each published like the sidecar's: 127.0.0.1, engine-chosen port. */
   exposedPorts?: readonly number[];
+  /** The sandbox network to join (undefined: the engine's default bridge). */
+  networkName?: string | undefined;
   /** Overrides the image's command (tests only: a sidecar that never becomes healthy). */
   cmd?: string[];
 }
@@ -80,6 +82,7 @@ export function buildContainerSpec(s: ContainerSpecInput): Docker.ContainerCreat
       } as Docker.MountSettings,
     ],
     RestartPolicy: { Name: 'no' },
+    ...(s.networkName ? { NetworkMode: s.networkName } : {}),
     LogConfig: { Type: 'json-file', Config: { 'max-size': '10m', 'max-file': '2' } },
   };
   if (s.enforceDisk) hostConfig.StorageOpt = { size: `${s.diskGb}G` };

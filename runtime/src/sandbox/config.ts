@@ -1,6 +1,7 @@
 // The sandbox runtime's configuration: one validated object passed into SandboxManager, with the
 // defaults of the operator's config table, and a reader for the SANDBOX_* environment variables.
 import { z } from 'zod';
+import { EGRESS_POLICIES } from '../docker/sandbox-network.ts';
 import { RuntimeError } from '../errors.ts';
 
 export const SandboxRuntimeConfigSchema = z.object({
@@ -44,6 +45,11 @@ export const SandboxRuntimeConfigSchema = z.object({
   stopTimeoutSeconds: z.number().int().min(0).default(5),
   /** Container ports every sandbox publishes (on 127.0.0.1 only) besides those a create asks for. */
   defaultExposedPorts: z.array(z.number().int().min(1).max(65535)).max(8).default([]),
+  /**
+   * Sandbox network egress: public (internet only; private, CGNAT, link-local, loopback and the
+   * host refused), none (no connection out), open (Docker's default bridge, no isolation).
+   */
+  egress: z.enum(EGRESS_POLICIES).default('public'),
   /** Extra labels on everything created (tests add agent-sandbox.test=1). */
   extraLabels: z.record(z.string(), z.string()).default({}),
 });
@@ -87,6 +93,7 @@ const ENV_KEYS: Record<string, keyof SandboxRuntimeConfig> = {
   SANDBOX_SNAPSHOT_AUTO_COMMIT: 'snapshotAutoCommit',
   SANDBOX_SNAPSHOT_DIR: 'snapshotDir',
   SANDBOX_HEALTH_TIMEOUT_MS: 'healthTimeoutMs',
+  SANDBOX_EGRESS: 'egress',
 };
 
 /** Reads SANDBOX_* / SIDECAR_* variables over `base` (e.g. {snapshotDir, operatorId}). */

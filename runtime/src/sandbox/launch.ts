@@ -66,6 +66,7 @@ export async function launchContainer(
       pidsLimit: cfg.pidsLimit,
       tmpfsSizeMb: cfg.tmpfsSizeMb,
       exposedPorts: rec.exposedPorts ?? [],
+      networkName: ctx.network.name,
       ...(opts.cmd ? { cmd: opts.cmd } : {}),
     });
     await opts.onCreated?.(containerId);

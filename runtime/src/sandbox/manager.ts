@@ -4,6 +4,8 @@
 import pino, { type Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import { DockerDriver } from '../docker/driver.ts';
+import { EgressRules } from '../docker/egress-rules.ts';
+import { ensureSandboxNetwork, type SandboxNetwork } from '../docker/sandbox-network.ts';
 import { RuntimeError } from '../errors.ts';
 import { KeyLock } from '../store/key-lock.ts';
 import type { EncryptedStore } from '../store/store.ts';
@@ -48,6 +50,7 @@ export class SandboxManager {
   readonly #calls = new KeyLock();
   #timers: NodeJS.Timeout[] = [];
   #loaded = false;
+  #rules: EgressRules | undefined;
 
   private constructor(opts: SandboxManagerOptions) {
     this.config = parseSandboxRuntimeConfig(opts.config);
@@ -58,6 +61,7 @@ export class SandboxManager {
     this.#ctx = {
       cfg: this.config,
       driver: opts.driver ?? new DockerDriver(),
+      network: { name: undefined, bridge: undefined, gateway: undefined },
       records,
       provisions: opts.store.collection('provisions', ProvisionProgressSchema),
       metrics: this.metrics,
@@ -67,12 +71,39 @@ export class SandboxManager {
     };
   }
 
-  /** Loads the records from the store. Call reconcile() before taking work. */
+  /**
+   * Loads the records from the store and sets up the sandbox network with its egress rules
+   * (refusing to open when they cannot be installed). Call reconcile() before taking work, and
+   * close() at shutdown.
+   */
   static async open(opts: SandboxManagerOptions): Promise<SandboxManager> {
     const m = new SandboxManager(opts);
     await m.#ctx.records.load();
+    const policy = m.config.egress;
+    m.#ctx.network = await ensureSandboxNetwork(m.#ctx.driver.docker, policy);
+    if (policy !== 'open' && m.#ctx.network.bridge) {
+      const rules = new EgressRules({
+        policy,
+        bridge: m.#ctx.network.bridge,
+        operatorId: m.config.operatorId,
+      });
+      await rules.install();
+      m.#rules = rules;
+    }
     m.#loaded = true;
     return m;
+  }
+
+  /** The network sandboxes join under this operator's egress policy. */
+  get network(): SandboxNetwork {
+    return this.#ctx.network;
+  }
+
+  /** Stops the timers and removes this operator's egress rules (sandboxes keep running). */
+  async close(): Promise<void> {
+    this.stopBackground();
+    await this.#rules?.remove();
+    this.#rules = undefined;
   }
 
   get driver(): DockerDriver {

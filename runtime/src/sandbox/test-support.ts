@@ -78,7 +78,7 @@ export async function makeRig(
       return rig.manager;
     },
     async close() {
-      rig.manager?.stopBackground();
+      await rig.manager?.close();
       await store?.close();
     },
     async cleanup() {

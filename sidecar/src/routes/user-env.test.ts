@@ -24,6 +24,7 @@ describe('PUT /env', () => {
     expect(await echo('$API_KEY $GREETING')).toBe('k1 hi');
     expect(process.env['API_KEY']).toBeUndefined();
     await fx.call('PUT', '/env', { env: { GREETING: 'hello' } });
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: shell parameter expansion
     expect(await echo('${API_KEY:-wiped} $GREETING')).toBe('wiped hello');
   });
 
@@ -34,6 +35,7 @@ describe('PUT /env', () => {
       expect(r.status).toBe(400);
       expect(r.json.error.message).toContain(`"${k}"`);
     }
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: shell parameter expansion
     expect(await echo('$KEEP ${OK:-unset}')).toBe('yes unset');
   });
 

@@ -1,0 +1,62 @@
+// The bridge network sandboxes join under an egress policy: one per policy on the engine, with
+// inter-container traffic off (ICC=false, so a sandbox never reaches another directly) and a
+// fixed bridge interface name the egress rules match on. Shared by every operator on the engine
+// (a network per operator or per sandbox would exhaust the engine's address pools; the bench in
+// bench/network.bench.ts measures the per-sandbox alternative).
+import type Docker from 'dockerode';
+import { RuntimeError } from '../errors.ts';
+import { dockerMessage, dockerStatus } from './driver.ts';
+import { LABEL_MANAGED_BY, MANAGED_BY_VALUE } from './labels.ts';
+
+/** public: internet only; none: no connection out at all; open: Docker's default bridge, no rules. */
+export type EgressPolicy = 'public' | 'none' | 'open';
+export const EGRESS_POLICIES = ['public', 'none', 'open'] as const;
+
+export interface SandboxNetwork {
+  /** Docker network name, or undefined for the engine's default bridge (egress open). */
+  name: string | undefined;
+  /** Host-side bridge interface (rules match on it), or undefined for the default bridge. */
+  bridge: string | undefined;
+  /** The bridge's gateway address on the host (undefined for the default bridge). */
+  gateway: string | undefined;
+}
+
+export function sandboxNetworkNames(policy: Exclude<EgressPolicy, 'open'>): { name: string; bridge: string } {
+  return { name: `agent-sandbox-${policy}`, bridge: `asbx-${policy}` };
+}
+
+const ICC = 'com.docker.network.bridge.enable_icc';
+const BRIDGE_NAME = 'com.docker.network.bridge.name';
+
+/** Creates the policy's network if missing (idempotent, race-safe) and checks an existing one. */
+export async function ensureSandboxNetwork(docker: Docker, policy: EgressPolicy): Promise<SandboxNetwork> {
+  if (policy === 'open') return { name: undefined, bridge: undefined, gateway: undefined };
+  const { name, bridge } = sandboxNetworkNames(policy);
+  try {
+    await docker.createNetwork({
+      Name: name,
+      Driver: 'bridge',
+      CheckDuplicate: true,
+      Options: { [ICC]: 'false', [BRIDGE_NAME]: bridge },
+      Labels: { [LABEL_MANAGED_BY]: MANAGED_BY_VALUE, 'agent-sandbox.egress': policy },
+    });
+  } catch (e) {
+    // 409: it exists already (another operator, or an earlier start); checked below.
+    if (dockerStatus(e) !== 409) {
+      throw new RuntimeError('DOCKER_ERROR', `could not create network ${name}: ${dockerMessage(e)}`, {
+        cause: e,
+      });
+    }
+  }
+  const info = (await docker.getNetwork(name).inspect()) as {
+    Options?: Record<string, string>;
+    IPAM?: { Config?: Array<{ Gateway?: string }> };
+  };
+  if (info.Options?.[ICC] !== 'false' || info.Options?.[BRIDGE_NAME] !== bridge) {
+    throw new RuntimeError(
+      'DOCKER_ERROR',
+      `network ${name} exists without inter-container traffic off on bridge ${bridge}; remove it (docker network rm ${name}) and start again`,
+    );
+  }
+  return { name, bridge, gateway: info.IPAM?.Config?.[0]?.Gateway };
+}

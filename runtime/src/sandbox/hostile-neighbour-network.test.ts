@@ -1,0 +1,144 @@
+// Security (hostile neighbour) on the real engine: code in sandbox B tries to reach sandbox A's
+// server on its bridge address, services on the host (on its bridge gateway: an operator API or a
+// chain node listening on all interfaces), and the cloud metadata address. Under SANDBOX_EGRESS
+// public each is refused by the operator's rules, DNS still resolves, and the sidecar's published
+// port keeps working; under none nothing leaves the sandbox; the same targets answer a sandbox on
+// Docker's default bridge (egress open), proving the listeners were there to be refused.
+import { execFileSync } from 'node:child_process';
+import { createServer, type Server } from 'node:net';
+import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
+import { chainNames, hostNameservers } from '../docker/egress-rules.ts';
+import type { SandboxRecord } from './record.ts';
+import { makeRig, sidecarExec, type TestRig } from './test-support.ts';
+
+vi.setConfig({ testTimeout: 180_000 });
+
+const image = inject('sandboxImage');
+const METADATA = '169.254.169.254';
+let pub: TestRig;
+let none: TestRig;
+let open: TestRig;
+const servers: Server[] = [];
+let apiPort = 0;
+let chainPort = 0;
+let call = 0;
+const base = { owner: '0xAbC0000000000000000000000000000000000003', serviceId: 12 };
+
+function listen(host: string, port = 0): Promise<number> {
+  const s = createServer((sock) => {
+    sock.on('error', () => {});
+    sock.end('hello\n');
+  });
+  servers.push(s);
+  return new Promise((resolve, reject) => {
+    s.once('error', reject);
+    s.listen(port, host, () => resolve((s.address() as { port: number }).port));
+  });
+}
+
+/** From inside a sandbox: "open", or the connect error code (EHOSTUNREACH = refused by a rule). */
+async function probe(rig: TestRig, rec: SandboxRecord, host: string, port: number): Promise<string> {
+  const js = `const s=require('net').connect({host:'${host}',port:${port}});s.setTimeout(4000);s.on('connect',()=>{console.log('open');process.exit(0)});s.on('error',e=>{console.log(e.code);process.exit(0)});s.on('timeout',()=>{console.log('timeout');process.exit(0)})`;
+  const r = await sidecarExec(rig.manager.sidecarEndpoint(rec.id), `node -e "${js}"`);
+  return r.stdout.trim();
+}
+
+/** Starts a TCP server on port 7000 in the sandbox (detached from the exec), answering "from-a". */
+async function startServerIn(rig: TestRig, rec: SandboxRecord): Promise<void> {
+  const js = `require('net').createServer(s=>{s.on('error',()=>{});s.end('from-a\\n')}).listen(7000,()=>console.log('listening'))`;
+  const r = await sidecarExec(
+    rig.manager.sidecarEndpoint(rec.id),
+    `setsid -f node -e "${js}" > /tmp/server.log 2>&1; until grep -q listening /tmp/server.log; do sleep 0.05; done`,
+  );
+  expect(r.exitCode).toBe(0);
+}
+
+async function bridgeAddress(rig: TestRig, rec: SandboxRecord): Promise<{ ip: string; gateway: string }> {
+  const info = await rig.manager.driver.docker.getContainer(rec.containerId!).inspect();
+  const net = Object.values(info.NetworkSettings.Networks)[0]!;
+  return { ip: net.IPAddress, gateway: net.Gateway };
+}
+
+const create = (rig: TestRig, extra: { exposedPorts?: number[] } = {}) =>
+  rig.manager.create({ ...base, callId: `net-${++call}`, ...extra });
+
+beforeAll(async () => {
+  // Stand-ins for the operator API and a chain node bound to every interface, and a metadata
+  // service on the link-local address (added to the host's loopback for this test, removed after).
+  apiPort = await listen('0.0.0.0');
+  chainPort = await listen('0.0.0.0');
+  execFileSync('ip', ['addr', 'add', `${METADATA}/32`, 'dev', 'lo']);
+  await listen(METADATA, 80);
+  [pub, none, open] = await Promise.all([
+    makeRig(image, { egress: 'public' }),
+    makeRig(image, { egress: 'none' }),
+    makeRig(image, { egress: 'open' }),
+  ]);
+});
+afterAll(async () => {
+  await Promise.all([pub?.cleanup(), none?.cleanup(), open?.cleanup()]);
+  for (const s of servers) s.close();
+  try {
+    execFileSync('ip', ['addr', 'del', `${METADATA}/32`, 'dev', 'lo']);
+  } catch {}
+});
+
+describe('hostile neighbour: network', () => {
+  it('under public, B reaches neither A, nor the host (gateway ports), nor the metadata address; DNS and the sidecar port work', async () => {
+    const [a, b] = await Promise.all([create(pub, { exposedPorts: [7000] }), create(pub)]);
+    await startServerIn(pub, a);
+    const addrA = await bridgeAddress(pub, a);
+    const addrB = await bridgeAddress(pub, b);
+    expect(addrA.gateway).toBe(addrB.gateway);
+    expect(pub.manager.network.name).toBe('agent-sandbox-public');
+
+    // A's server is up: the host reaches it, and the operator's published port for it works.
+    const viaHost = execFileSync('node', [
+      '-e',
+      `require('net').connect(${a.exposedHostPorts?.['7000']},'127.0.0.1').on('data',d=>{process.stdout.write(d);process.exit(0)})`,
+    ]).toString();
+    expect(viaHost).toBe('from-a\n');
+
+    expect(await probe(pub, b, addrA.ip, 7000)).toBe('EHOSTUNREACH');
+    expect(await probe(pub, b, addrB.gateway, apiPort)).toBe('EHOSTUNREACH');
+    expect(await probe(pub, b, addrB.gateway, chainPort)).toBe('EHOSTUNREACH');
+    expect(await probe(pub, b, METADATA, 80)).toBe('EHOSTUNREACH');
+    const ns = hostNameservers()[0];
+    if (ns) expect(await probe(pub, b, ns, 53)).toBe('open');
+    // The sidecar itself still answers through its loopback port.
+    expect((await sidecarExec(pub.manager.sidecarEndpoint(b.id), 'echo ok')).stdout).toBe('ok\n');
+  });
+
+  it('under none, nothing leaves the sandbox, not even DNS', async () => {
+    const b = await create(none);
+    const addr = await bridgeAddress(none, b);
+    expect(await probe(none, b, addr.gateway, apiPort)).toBe('EHOSTUNREACH');
+    expect(await probe(none, b, METADATA, 80)).toBe('EHOSTUNREACH');
+    const ns = hostNameservers()[0];
+    if (ns) expect(await probe(none, b, ns, 53)).toBe('EHOSTUNREACH');
+  });
+
+  it("the same targets answer a sandbox with egress open (Docker's default bridge, today's behaviour): the rules, not absent routes, refuse them", async () => {
+    const [a, b] = await Promise.all([create(open), create(open)]);
+    await startServerIn(open, a);
+    const addr = await bridgeAddress(open, b);
+    expect(open.manager.network.name).toBeUndefined();
+    expect(await probe(open, b, (await bridgeAddress(open, a)).ip, 7000)).toBe('open');
+    expect(await probe(open, b, addr.gateway, apiPort)).toBe('open');
+    expect(await probe(open, b, METADATA, 80)).toBe('open');
+  });
+
+  it('rules are per operator, replaced on a second install and gone after close', async () => {
+    const { forward, input } = chainNames(pub.operatorId);
+    const rules = () => execFileSync('iptables', ['-S']).toString();
+    expect(rules()).toContain(`-A DOCKER-USER -i asbx-public -j ${forward}`);
+    expect(rules()).toContain(`-A INPUT -i asbx-public -j ${input}`);
+    const before = rules();
+    await pub.reopen();
+    expect(rules().split('\n').sort()).toEqual(before.split('\n').sort());
+    await pub.manager.close();
+    expect(rules()).not.toContain(forward);
+    expect(rules()).not.toContain(input);
+    await pub.reopen();
+  });
+});
