@@ -159,7 +159,7 @@ async function main(): Promise<void> {
     // Up to 100 live sandboxes, then a restart: reopen the store and reconcile.
     const more = Math.max(0, 100 - CONCURRENT);
     await Promise.all(Array.from({ length: more }, create));
-    manager.stopBackground();
+    await manager.close();
     await store.close();
     const t2 = performance.now();
     store = await EncryptedStore.open({ dir: join(dir, 'store'), secret });
@@ -172,7 +172,7 @@ async function main(): Promise<void> {
         `(store open + load ${ms(loadMs)}); changed: ${report.failed.length + report.stopped.length + report.removedContainers.length}`,
     );
   } finally {
-    manager.stopBackground();
+    await manager.close();
     await store.close().catch(() => {});
     await removeOperatorObjects(driver, operatorId);
     await rm(dir, { recursive: true, force: true });

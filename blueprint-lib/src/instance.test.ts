@@ -44,6 +44,7 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   for (const r of manager?.list() ?? []) await manager.delete(r.id).catch(() => {});
+  await manager?.close();
   await store?.close();
   if (dir) await rm(dir, { recursive: true, force: true });
 });

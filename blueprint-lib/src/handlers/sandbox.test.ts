@@ -145,6 +145,7 @@ afterAll(async () => {
   for (const op of [main, spare]) {
     if (!op) continue;
     for (const r of op.manager.list()) await op.manager.delete(r.id).catch(() => {});
+    await op.manager.close();
     await op.store.close();
     await rm(op.dir, { recursive: true, force: true });
   }

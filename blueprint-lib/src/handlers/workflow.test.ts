@@ -117,6 +117,8 @@ beforeAll(async () => {
 
 afterAll(async () => {
   for (const r of manager?.list() ?? []) await manager.delete(r.id).catch(() => {});
+  await manager?.close();
+  await otherManager?.close();
   await store?.close();
   await otherStore?.close();
   if (dir) await rm(dir, { recursive: true, force: true });

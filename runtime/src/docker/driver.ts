@@ -185,6 +185,23 @@ export class DockerDriver {
     }
   }
 
+  /** The image id, env names and networks a container was created with (undefined when it is gone). */
+  async containerSetup(
+    id: string,
+  ): Promise<{ image: string; envKeys: string[]; networks: string[] } | undefined> {
+    try {
+      const info = await this.docker.getContainer(id).inspect();
+      return {
+        image: info.Image,
+        envKeys: (info.Config?.Env ?? []).map((e) => e.split('=')[0] ?? ''),
+        networks: Object.keys(info.NetworkSettings?.Networks ?? {}),
+      };
+    } catch (e) {
+      if (dockerStatus(e) === 404) return undefined;
+      throw wrap('inspect container', e);
+    }
+  }
+
   /** Force-removes a container; missing is fine. */
   async removeContainer(id: string): Promise<void> {
     try {

@@ -139,6 +139,12 @@ export class EgressRules {
       while (await this.#ok(['-D', from, '-i', this.#o.bridge, '-j', to])) {}
       await this.#ok(['-F', to]);
       await this.#ok(['-X', to]);
+      if (await this.#ok(['-L', to, '-n'])) {
+        throw new RuntimeError(
+          'EGRESS_RULES',
+          `could not remove the egress chain ${to}; remove it by hand (iptables -F ${to}; iptables -X ${to})`,
+        );
+      }
     }
   }
 }

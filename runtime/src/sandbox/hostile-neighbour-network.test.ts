@@ -7,7 +7,7 @@
 import { execFileSync } from 'node:child_process';
 import { createServer, type Server } from 'node:net';
 import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
-import { chainNames, hostNameservers } from '../docker/egress-rules.ts';
+import { chainNames, hostNameservers, NON_PUBLIC_V4 } from '../docker/egress-rules.ts';
 import type { SandboxRecord } from './record.ts';
 import { makeRig, sidecarExec, type TestRig } from './test-support.ts';
 
@@ -128,14 +128,39 @@ describe('hostile neighbour: network', () => {
     expect(await probe(open, b, METADATA, 80)).toBe('open');
   });
 
+  it('a sandbox stopped under open and resumed after a switch to public is recreated on the isolated network', async () => {
+    const rec = await create(open);
+    await open.manager.stop(rec.id);
+    open.config.egress = 'public';
+    try {
+      await open.reopen();
+      const back = await open.manager.resume(rec.id);
+      expect(back.containerId).not.toBe(rec.containerId);
+      const info = await open.manager.driver.docker.getContainer(back.containerId!).inspect();
+      expect(Object.keys(info.NetworkSettings.Networks)).toEqual(['agent-sandbox-public']);
+      expect((await sidecarExec(open.manager.sidecarEndpoint(rec.id), 'echo ok')).stdout).toBe('ok\n');
+    } finally {
+      open.config.egress = 'open';
+      await open.reopen();
+    }
+  });
+
   it('rules are per operator, replaced on a second install and gone after close', async () => {
     const { forward, input } = chainNames(pub.operatorId);
-    const rules = () => execFileSync('iptables', ['-S']).toString();
+    // Only this operator's lines: other tests install and remove their own chains meanwhile.
+    const rules = () =>
+      execFileSync('iptables', ['-S'])
+        .toString()
+        .split('\n')
+        .filter((l) => l.includes(forward) || l.includes(input))
+        .join('\n');
     expect(rules()).toContain(`-A DOCKER-USER -i asbx-public -j ${forward}`);
     expect(rules()).toContain(`-A INPUT -i asbx-public -j ${input}`);
     const before = rules();
     await pub.reopen();
-    expect(rules().split('\n').sort()).toEqual(before.split('\n').sort());
+    expect(rules()).toBe(before);
+    const forwardRules = 1 + 2 * hostNameservers().length + NON_PUBLIC_V4.length + 1;
+    expect(before.split('\n').length).toBe(2 + 2 + forwardRules + 2);
     await pub.manager.close();
     expect(rules()).not.toContain(forward);
     expect(rules()).not.toContain(input);

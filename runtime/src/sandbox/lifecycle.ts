@@ -4,6 +4,7 @@ import { waitForHealth } from '../docker/health.ts';
 import { containerName } from '../docker/labels.ts';
 import { RuntimeError } from '../errors.ts';
 import { mustGet, type SandboxContext, transition } from './context.ts';
+import { containerEnv } from './env.ts';
 import { deliverUserEnv } from './env-delivery.ts';
 import { launchContainer, pickExposed } from './launch.ts';
 import type { SandboxRecord } from './record.ts';
@@ -86,6 +87,12 @@ export async function resumeSandbox(ctx: SandboxContext, id: string): Promise<Sa
   }
   const container = rec.containerId ? await ctx.driver.exists(rec.containerId) : undefined;
   const now = ctx.now();
+  if (container && rec.containerId && (await outdatedContainer(ctx, rec.containerId))) {
+    // Made before user env left the container config, or on another egress network: recreated
+    // (same volume, snapshot image kept) rather than started as it was.
+    ctx.log.info({ sandboxId: id }, 'stopped container predates the current isolation; recreating it');
+    return recreate(ctx, rec, 'running');
+  }
   if (container && rec.containerId) {
     const started = await ctx.driver.start(rec.containerId, ctx.cfg.sidecarPort);
     const health = await waitForHealth('127.0.0.1', started.hostPort, {
@@ -121,6 +128,18 @@ export async function resumeSandbox(ctx: SandboxContext, id: string): Promise<Sa
     });
   }
   return recreate(ctx, rec, 'running');
+}
+
+/** Whether a stopped container carries env beyond the platform's and its image's, or sits on another network. */
+async function outdatedContainer(ctx: SandboxContext, containerId: string): Promise<boolean> {
+  const setup = await ctx.driver.containerSetup(containerId);
+  if (!setup) return false;
+  const allowed = new Set([
+    ...Object.keys(containerEnv({ token: '', sidecarPort: ctx.cfg.sidecarPort })),
+    ...(await ctx.driver.imageEnv(setup.image)).map((e) => e.split('=')[0]),
+  ]);
+  const network = ctx.network.name ?? 'bridge';
+  return setup.envKeys.some((k) => !allowed.has(k)) || !setup.networks.includes(network);
 }
 
 /**

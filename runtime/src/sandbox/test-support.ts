@@ -68,7 +68,7 @@ export async function makeRig(
     config,
     clock,
     async reopen() {
-      rig.manager?.stopBackground();
+      await rig.manager?.close();
       await store?.close();
       store = await EncryptedStore.open({ dir: storeDir, secret });
       registry = new Registry();
