@@ -1,12 +1,18 @@
 // Security (hostile neighbour) on the real engine: code in sandbox B tries to reach sandbox A's
-// server on its bridge address, services on the host (on its bridge gateway: an operator API or a
-// chain node listening on all interfaces), and the cloud metadata address. Under SANDBOX_EGRESS
+// server on its bridge address, services on the host (on its bridge gateway: the operator API and
+// an anvil node listening on all interfaces), and the cloud metadata address. Under SANDBOX_EGRESS
 // public each is refused by the operator's rules, DNS still resolves, and the sidecar's published
 // port keeps working; under none nothing leaves the sandbox; the same targets answer a sandbox on
 // Docker's default bridge (egress open), proving the listeners were there to be refused.
-import { execFileSync } from 'node:child_process';
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { createServer, type Server } from 'node:net';
+import pino from 'pino';
+import { Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
+import { anvilBinary, freePort, rpcChainId } from '../../../scripts/devnet/anvil.ts';
+import { createOperatorApi } from '../api/app.ts';
+import { type OperatorApiServer, serveOperatorApi } from '../api/serve.ts';
+import { SessionAuth } from '../auth/index.ts';
 import { chainNames, hostNameservers, NON_PUBLIC_V4 } from '../docker/egress-rules.ts';
 import type { SandboxRecord } from './record.ts';
 import { makeRig, sidecarExec, type TestRig } from './test-support.ts';
@@ -21,6 +27,8 @@ let open: TestRig;
 const servers: Server[] = [];
 let apiPort = 0;
 let chainPort = 0;
+let api: OperatorApiServer | undefined;
+let anvil: ChildProcess | undefined;
 let call = 0;
 const base = { owner: '0xAbC0000000000000000000000000000000000003', serviceId: 12 };
 
@@ -63,10 +71,17 @@ const create = (rig: TestRig, extra: { exposedPorts?: number[] } = {}) =>
   rig.manager.create({ ...base, callId: `net-${++call}`, ...extra });
 
 beforeAll(async () => {
-  // Stand-ins for the operator API and a chain node bound to every interface, and a metadata
-  // service on the link-local address (added to the host's loopback for this test, removed after).
-  apiPort = await listen('0.0.0.0');
-  chainPort = await listen('0.0.0.0');
+  // The operator API and an anvil node, both bound to every interface (as a deployment might),
+  // and a metadata service on the link-local address (added to the host's loopback for this
+  // test, removed after).
+  chainPort = await freePort();
+  anvil = spawn(anvilBinary(), ['--host', '0.0.0.0', '--port', String(chainPort), '--silent'], {
+    stdio: 'ignore',
+  });
+  while ((await rpcChainId(`http://127.0.0.1:${chainPort}`, 500)) === undefined) {
+    if (anvil.exitCode !== null) throw new Error(`anvil exited with ${anvil.exitCode}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
   execFileSync('ip', ['addr', 'add', `${METADATA}/32`, 'dev', 'lo']);
   await listen(METADATA, 80);
   [pub, none, open] = await Promise.all([
@@ -74,8 +89,21 @@ beforeAll(async () => {
     makeRig(image, { egress: 'none' }),
     makeRig(image, { egress: 'open' }),
   ]);
+  const operatorApi = createOperatorApi({
+    sessions: await SessionAuth.create({ secret: pub.secret, store: pub.store }),
+    sandboxes: pub.manager,
+    store: pub.store,
+    metrics: new Registry(),
+    logger: pino({ level: 'silent' }),
+    mode: 'cloud',
+    capabilities: {},
+  });
+  api = await serveOperatorApi(operatorApi, { host: '0.0.0.0', port: 0 });
+  apiPort = api.port;
 });
 afterAll(async () => {
+  await api?.close();
+  anvil?.kill('SIGKILL');
   await Promise.all([pub?.cleanup(), none?.cleanup(), open?.cleanup()]);
   for (const s of servers) s.close();
   try {
@@ -84,7 +112,7 @@ afterAll(async () => {
 });
 
 describe('hostile neighbour: network', () => {
-  it('under public, B reaches neither A, nor the host (gateway ports), nor the metadata address; DNS and the sidecar port work', async () => {
+  it("under public, B reaches neither A, nor the operator API or anvil on the host's gateway, nor the metadata address; DNS and the sidecar port work", async () => {
     const [a, b] = await Promise.all([create(pub, { exposedPorts: [7000] }), create(pub)]);
     await startServerIn(pub, a);
     const addrA = await bridgeAddress(pub, a);
@@ -125,6 +153,7 @@ describe('hostile neighbour: network', () => {
     expect(open.manager.network.name).toBeUndefined();
     expect(await probe(open, b, (await bridgeAddress(open, a)).ip, 7000)).toBe('open');
     expect(await probe(open, b, addr.gateway, apiPort)).toBe('open');
+    expect(await probe(open, b, addr.gateway, chainPort)).toBe('open');
     expect(await probe(open, b, METADATA, 80)).toBe('open');
   });
 
