@@ -28,31 +28,46 @@ export function sandboxNetworkNames(policy: Exclude<EgressPolicy, 'open'>): { na
 const ICC = 'com.docker.network.bridge.enable_icc';
 const BRIDGE_NAME = 'com.docker.network.bridge.name';
 
-/** Creates the policy's network if missing (idempotent, race-safe) and checks an existing one. */
+type NetworkInfo = { Options?: Record<string, string>; IPAM?: { Config?: Array<{ Gateway?: string }> } };
+
+async function inspectNetwork(docker: Docker, name: string): Promise<NetworkInfo | undefined> {
+  try {
+    return (await docker.getNetwork(name).inspect()) as NetworkInfo;
+  } catch (e) {
+    if (dockerStatus(e) === 404) return undefined;
+    throw new RuntimeError('DOCKER_ERROR', `could not inspect network ${name}: ${dockerMessage(e)}`, {
+      cause: e,
+    });
+  }
+}
+
+/**
+ * Creates the policy's network if missing and checks an existing one. Idempotent; when two
+ * operators create it at once, the loser's error is ignored if the network is there afterwards.
+ */
 export async function ensureSandboxNetwork(docker: Docker, policy: EgressPolicy): Promise<SandboxNetwork> {
   if (policy === 'open') return { name: undefined, bridge: undefined, gateway: undefined };
   const { name, bridge } = sandboxNetworkNames(policy);
-  try {
-    await docker.createNetwork({
-      Name: name,
-      Driver: 'bridge',
-      CheckDuplicate: true,
-      Options: { [ICC]: 'false', [BRIDGE_NAME]: bridge },
-      Labels: { [LABEL_MANAGED_BY]: MANAGED_BY_VALUE, 'agent-sandbox.egress': policy },
-    });
-  } catch (e) {
-    // 409: it exists already (another operator, or an earlier start); checked below.
-    if (dockerStatus(e) !== 409) {
-      throw new RuntimeError('DOCKER_ERROR', `could not create network ${name}: ${dockerMessage(e)}`, {
-        cause: e,
+  let info = await inspectNetwork(docker, name);
+  if (!info) {
+    try {
+      await docker.createNetwork({
+        Name: name,
+        Driver: 'bridge',
+        CheckDuplicate: true,
+        Options: { [ICC]: 'false', [BRIDGE_NAME]: bridge },
+        Labels: { [LABEL_MANAGED_BY]: MANAGED_BY_VALUE, 'agent-sandbox.egress': policy },
       });
+    } catch (e) {
+      if (!(await inspectNetwork(docker, name))) {
+        throw new RuntimeError('DOCKER_ERROR', `could not create network ${name}: ${dockerMessage(e)}`, {
+          cause: e,
+        });
+      }
     }
+    info = await inspectNetwork(docker, name);
   }
-  const info = (await docker.getNetwork(name).inspect()) as {
-    Options?: Record<string, string>;
-    IPAM?: { Config?: Array<{ Gateway?: string }> };
-  };
-  if (info.Options?.[ICC] !== 'false' || info.Options?.[BRIDGE_NAME] !== bridge) {
+  if (info?.Options?.[ICC] !== 'false' || info.Options?.[BRIDGE_NAME] !== bridge) {
     throw new RuntimeError(
       'DOCKER_ERROR',
       `network ${name} exists without inter-container traffic off on bridge ${bridge}; remove it (docker network rm ${name}) and start again`,
