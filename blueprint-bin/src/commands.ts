@@ -26,9 +26,6 @@ export async function cmdRun(opts: {
   // The runtime stack loads only for the commands that use it.
   const { startOperator } = await import('./operator.ts');
   const op = await startOperator(cfg, log);
-  process.stdout.write(
-    `${JSON.stringify({ event: 'ready', operator: op.key.address, api: op.publicUrl })}\n`,
-  );
   await new Promise<void>((done) => {
     let first = 0;
     const onSignal = (sig: NodeJS.Signals) => {
@@ -47,6 +44,11 @@ export async function cmdRun(opts: {
     };
     process.on('SIGTERM', onSignal);
     process.on('SIGINT', onSignal);
+    // Announced only once a signal is handled: a supervisor that stops the operator right after
+    // "ready" still gets a clean shutdown (its egress rules removed), not the default kill.
+    process.stdout.write(
+      `${JSON.stringify({ event: 'ready', operator: op.key.address, api: op.publicUrl })}\n`,
+    );
   });
   return 0;
 }

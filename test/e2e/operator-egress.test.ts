@@ -1,0 +1,99 @@
+// End to end: the operator program refuses to start under SANDBOX_EGRESS=public when it cannot
+// install its egress rules (here: no iptables on its PATH), saying why and what to do, and leaves
+// no rule behind; with SANDBOX_EGRESS=open it starts without them.
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { afterAll, describe, expect, inject, it } from 'vitest';
+import { chainNames } from '../../runtime/src/docker/egress-rules.ts';
+
+const devnet = inject('devnet');
+const image = inject('sandboxImage');
+const ROOT = resolve(import.meta.dirname, '..', '..');
+const MAIN = join(ROOT, 'blueprint-bin', 'src', 'main.ts');
+const TSX = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
+const RUN = `e2e-egress-${Date.now().toString(36)}`;
+const dirs: string[] = [];
+const children: ChildProcess[] = [];
+
+async function operatorEnv(egress: string, path: string): Promise<Record<string, string>> {
+  const dataDir = await mkdtemp(join(tmpdir(), `${RUN}-`));
+  dirs.push(dataDir);
+  const acct = devnet.accounts.operator1;
+  await writeFile(join(dataDir, 'operator-ecdsa.key'), `${acct.privateKey}\n`, { mode: 0o600 });
+  return {
+    PATH: path,
+    HOME: process.env['HOME'] ?? '/tmp',
+    HTTP_RPC_URL: devnet.rpcUrl,
+    TANGLE_CONTRACT: devnet.contracts.tangle,
+    BLUEPRINT_ID: `${devnet.blueprints.cloud}`,
+    SERVICE_ID: `${devnet.services.cloud}`,
+    DATA_DIR: dataDir,
+    KEYSTORE_URI: join(dataDir, 'operator-ecdsa.key'),
+    TEST_MODE: 'true',
+    SESSION_AUTH_SECRET: randomBytes(32).toString('hex'),
+    OPERATOR_API_PORT: '0',
+    OPERATOR_ID: `${RUN}-${egress}`,
+    SANDBOX_IMAGE: image,
+    SANDBOX_EXTRA_LABELS: 'agent-sandbox.test=1',
+    SANDBOX_EGRESS: egress,
+    LOG_LEVEL: 'info',
+  };
+}
+
+/** Runs the operator until it is ready (then SIGTERMs it) or exits; returns its exit code and output. */
+function runOperator(
+  env: Record<string, string>,
+): Promise<{ code: number | null; ready: boolean; out: string }> {
+  const child = spawn(process.execPath, ['--import', TSX, MAIN, 'run'], {
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  children.push(child);
+  let out = '';
+  let ready = false;
+  const onData = (d: Buffer) => {
+    out += d.toString();
+    if (!ready && out.includes('"event":"ready"')) {
+      ready = true;
+      child.kill('SIGTERM');
+    }
+  };
+  child.stdout?.on('data', onData);
+  child.stderr?.on('data', onData);
+  return new Promise((res) => child.on('exit', (code) => res({ code, ready, out })));
+}
+
+afterAll(async () => {
+  for (const c of children) if (c.exitCode === null) c.kill('SIGKILL');
+  for (const d of dirs) await rm(d, { recursive: true, force: true });
+});
+
+describe('operator egress rules at start', () => {
+  it('under public without iptables: refuses to start, says why and what to do, installs nothing', async () => {
+    // Only node's own directory: no iptables (nor anything else) on the PATH.
+    const env = await operatorEnv('public', dirname(process.execPath));
+    const r = await runOperator(env);
+    expect(r.ready).toBe(false);
+    expect(r.code).not.toBe(0);
+    expect(r.out).toMatch(/cannot install the sandbox egress rules/);
+    expect(r.out).toMatch(/SANDBOX_EGRESS=open/);
+    const { forward, input } = chainNames(env['OPERATOR_ID']!);
+    const rules = execFileSync('iptables', ['-S']).toString();
+    expect(rules).not.toContain(forward);
+    expect(rules).not.toContain(input);
+  });
+
+  it('under public with iptables: starts, and its rules are gone after SIGTERM', async () => {
+    const env = await operatorEnv('public', process.env['PATH'] ?? '');
+    const r = await runOperator(env);
+    expect(r.ready).toBe(true);
+    expect(r.code, r.out.slice(-2000)).toBe(0);
+    const { forward } = chainNames(env['OPERATOR_ID']!);
+    expect(execFileSync('iptables', ['-S']).toString()).not.toContain(forward);
+  });
+});
