@@ -6,7 +6,7 @@ import Docker from 'dockerode';
 import { RuntimeError } from '../errors.ts';
 import { buildContainerSpec, type ContainerSpecInput } from './container-spec.ts';
 import { scrubSavedImage } from './image-scrub.ts';
-import { LABEL_KIND, LABEL_MANAGED_BY, LABEL_OPERATOR, MANAGED_BY_VALUE } from './labels.ts';
+import { LABEL_MANAGED_BY, LABEL_OPERATOR, MANAGED_BY_VALUE } from './labels.ts';
 
 export interface ManagedContainer {
   id: string;
@@ -307,40 +307,6 @@ export class DockerDriver {
       await pipeline(stream, createWriteStream(file, { mode: 0o600 }));
     } catch (e) {
       throw wrap(`archive of ${path}`, e);
-    }
-  }
-
-  /**
-   * Extracts the tar `file` (whose top entry is the workspace directory) into a sandbox's volume.
-   * The sandbox's own container has a read-only root filesystem, where the engine refuses an
-   * archive aimed at the volume's parent, so a short-lived helper container (never started, no
-   * network) mounts the volume read-write and takes the archive instead.
-   */
-  async restoreIntoVolume(p: {
-    image: string;
-    volumeName: string;
-    mountPath: string;
-    file: string;
-    labels: Record<string, string>;
-  }): Promise<void> {
-    let id: string | undefined;
-    try {
-      const c = await this.docker.createContainer({
-        Image: p.image,
-        Cmd: ['true'],
-        Labels: { ...p.labels, [LABEL_KIND]: 'restore' },
-        HostConfig: {
-          NetworkMode: 'none',
-          Mounts: [{ Type: 'volume', Source: p.volumeName, Target: p.mountPath } as Docker.MountSettings],
-        },
-      });
-      id = c.id;
-      const parent = p.mountPath.replace(/\/[^/]+$/, '') || '/';
-      await c.putArchive(createReadStream(p.file), { path: parent });
-    } catch (e) {
-      throw wrap(`restore into ${p.mountPath}`, e);
-    } finally {
-      if (id) await this.removeContainer(id);
     }
   }
 

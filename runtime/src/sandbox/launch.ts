@@ -3,6 +3,7 @@
 import { WORKSPACE_PATH } from '../docker/container-spec.ts';
 import { waitForHealth } from '../docker/health.ts';
 import { containerName, sandboxLabels } from '../docker/labels.ts';
+import { restoreIntoVolume } from '../docker/workspace-restore.ts';
 import { RuntimeError } from '../errors.ts';
 import type { SandboxContext } from './context.ts';
 import { containerEnv } from './env.ts';
@@ -71,7 +72,7 @@ export async function launchContainer(
     });
     await opts.onCreated?.(containerId);
     if (opts.restoreWorkspaceTar) {
-      await driver.restoreIntoVolume({
+      await restoreIntoVolume(driver, {
         image: opts.image,
         volumeName: rec.volumeName,
         mountPath: WORKSPACE_PATH,

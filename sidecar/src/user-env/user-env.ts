@@ -43,20 +43,13 @@ export const USER_AGENT_COMMAND_KEY = 'SANDBOX_AGENT_COMMAND';
 
 export class UserEnv {
   #env: Readonly<Record<string, string>> = {};
-  #delivered = false;
 
   /** Replaces the whole user env (a delivery is always complete: secrets wiped are gone). */
   replace(env: Record<string, string>): void {
     this.#env = Object.freeze({ ...env });
-    this.#delivered = true;
   }
 
   get current(): Readonly<Record<string, string>> {
     return this.#env;
-  }
-
-  /** Whether the operator delivered the env since this sidecar started. */
-  get delivered(): boolean {
-    return this.#delivered;
   }
 }
