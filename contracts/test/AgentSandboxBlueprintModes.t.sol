@@ -78,7 +78,6 @@ contract AgentSandboxBlueprintInstanceTest is BlueprintFixture {
         vm.assertEq(who.length, 1, "one endpoint");
         vm.assertEq(who[0], op, "operator");
         vm.assertEq(urls[0], "http://127.0.0.1:7000", "url");
-        vm.assertEq(bsm.getProvision(sid, op).sshPort, 2222, "ssh port");
         vm.assertFalse(bsm.canLeave(sid, op), "cannot leave while provisioned");
         vm.expectRevert(abi.encodeWithSelector(AgentSandboxBlueprint.OperatorHasActiveSandboxes.selector, op, 0, 1));
         vm.prank(address(tangle));
@@ -126,8 +125,14 @@ contract AgentSandboxBlueprintInstanceTest is BlueprintFixture {
         uint64 wid = tangle.submitJob(sid, 2, abi.encode(r));
         vm.prank(operatorAt(1));
         tangle.submitResult(sid, wid, abi.encode("{}"));
-        vm.assertTrue(bsm.getWorkflow(wid).active, "stored");
-        vm.assertEq(bsm.getWorkflow(wid).target_kind, 1, "instance target");
+        vm.assertTrue(bsm.getWorkflow(sid, wid).active, "stored");
+        vm.assertEq(bsm.getWorkflow(sid, wid).target_kind, 1, "instance target");
+        // Only the service owner may put a workflow on the instance.
+        vm.prank(USER);
+        tangle.setPermittedCaller(sid, STRANGER, true);
+        vm.expectRevert(abi.encodeWithSelector(AgentSandboxBlueprint.NotSandboxOwner.selector, STRANGER, USER));
+        vm.prank(STRANGER);
+        tangle.submitJob(sid, 2, abi.encode(r));
         r.target_sandbox_id = "sb";
         vm.expectRevert(abi.encodeWithSelector(AgentSandboxBlueprint.InvalidWorkflowTarget.selector, 1, 2));
         vm.prank(USER);
