@@ -19,6 +19,9 @@ import { BlueprintError } from './errors.ts';
 
 export type WriteOutcome = 'sent' | 'nothing-to-do';
 
+const NONCE_CLASH =
+  /nonce too low|nonce has already been used|replacement transaction underpriced|already known/i;
+
 /** What the blueprint-side follow-ups need (BlueprintWriter implements it). */
 export interface ChainWriter {
   settleCall(serviceId: bigint, callId: bigint, output: Hex): Promise<WriteOutcome>;
@@ -89,7 +92,16 @@ export class BlueprintWriter implements ChainWriter {
       );
     }
     const wallet = createWalletClient({ account: this.#account, transport: http(this.#rpc) });
-    const hash = await wallet.writeContract({ ...(request as object), chain: null } as never);
+    let hash: Hex | undefined;
+    // The key is shared with the result sender: a nonce taken meanwhile is retried, nothing else.
+    for (let attempt = 1; hash === undefined; attempt++) {
+      try {
+        hash = await wallet.writeContract({ ...(request as object), chain: null } as never);
+      } catch (e) {
+        if (attempt >= 5 || !NONCE_CLASH.test(String((e as Error)?.message ?? e))) throw e;
+        await new Promise((r) => setTimeout(r, 100 * attempt));
+      }
+    }
     const r = await this.#pub.waitForTransactionReceipt({ hash, pollingInterval: 100 });
     if (r.status !== 'success') {
       throw new BlueprintError('CHAIN', `${functionName} transaction ${hash} reverted on chain`);

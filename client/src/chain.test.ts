@@ -1,7 +1,7 @@
 // SandboxChain and createSandbox on the shared devnet (real anvil, contracts deployed from forge
 // output). The operator's side is played by hand with the assigned operator's real key: it posts
 // results with submitResult, and the spec-speaking test server answers the operator API.
-import { iTangleAbi } from '@agent-sandbox/contracts';
+import { agentSandboxBlueprintAbi, iTangleAbi } from '@agent-sandbox/contracts';
 import {
   createWalletClient,
   decodeAbiParameters,
@@ -95,6 +95,46 @@ afterAll(async () => {
 });
 
 describe('SandboxChain', () => {
+  it('trusts only the assigned operator: a co-operator answering first is ignored, the assigned one’s settled outcome counts', async () => {
+    const chain = chainFor();
+    const job = await chain.submitCreate(buildCreateRequest({ name: 'client-test-chosen' }));
+    const assigned = job.operator!;
+    expect(job.blueprint?.toLowerCase()).toBe(devnet.contracts.cloud.toLowerCase());
+    const other = [devnet.accounts.operator1.address, devnet.accounts.operator2.address].find(
+      (a) => a.toLowerCase() !== assigned.toLowerCase(),
+    )!;
+    // The co-operator answers first and names its own API: Tangle completes the call with it.
+    await postResult(other, job.callId, createOutput('sb-evil', { operatorApiUrl: 'http://evil.example' }));
+    const chosen = { operator: assigned, blueprint: job.blueprint };
+    expect(await chain.findResult(job.callId, job.blockNumber, chosen)).toBeUndefined();
+    expect((await chain.results(job.callId, job.blockNumber))[0]?.operator.toLowerCase()).toBe(
+      other.toLowerCase(),
+    );
+    // The assigned operator meets JobAlreadyCompleted and records its outcome on the blueprint.
+    const id = `sb-chosen-${job.callId}`;
+    const wallet = createWalletClient({
+      account: privateKeyToAccount(keyOf(assigned)),
+      transport: http(devnet.rpcUrl),
+    });
+    const hash = await wallet.writeContract({
+      address: job.blueprint!,
+      abi: agentSandboxBlueprintAbi,
+      functionName: 'settleCall',
+      args: [serviceId, job.callId, createOutput(id, { sandboxId: id, operatorApiUrl: op.url })],
+      chain: null,
+    });
+    await chain.publicClient.waitForTransactionReceipt({ hash });
+    const out = await chain.waitForCreateResult(job.callId, {
+      fromBlock: job.blockNumber,
+      timeoutMs: 10_000,
+      chosen,
+    });
+    expect(out).toMatchObject({ sandboxId: id, json: { operatorApiUrl: op.url } });
+    expect(out.operator.toLowerCase()).toBe(assigned.toLowerCase());
+    expect(await chain.sandboxOperator(job.blueprint!, id)).toBe(assigned);
+    expect(await chain.sandboxOperator(job.blueprint!, 'sb-evil')).toBeUndefined();
+  });
+
   it('submits job 0 from the owner: call id, assigned operator, and inputs the chain decodes back', async () => {
     const chain = chainFor();
     const req = buildCreateRequest({ name: 'client-test-chain', cpu_cores: 2n, memory_mb: 512n });

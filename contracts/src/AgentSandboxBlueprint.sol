@@ -170,6 +170,8 @@ contract AgentSandboxBlueprint is BlueprintServiceManagerBase {
     event ReservationTimeoutSet(uint64 timeoutSeconds);
     /// A result from an operator that was not chosen for the call: it changed nothing.
     event ResultIgnored(uint64 indexed serviceId, uint64 indexed callId, address indexed operator);
+    /// The chosen operator's outcome, recorded by settleCall after Tangle took another's result.
+    event CallSettled(uint64 indexed serviceId, uint64 indexed callId, address indexed operator, bytes outputs);
     event ReservationReleased(uint64 indexed serviceId, uint64 indexed callId, address indexed operator);
     event SandboxGone(bytes32 indexed sandboxHash, address indexed operator);
 
@@ -403,6 +405,7 @@ contract AgentSandboxBlueprint is BlueprintServiceManagerBase {
             revert NotChosenOperator(serviceId, callId, msg.sender);
         }
         _settle(serviceId, callId, key, outputs);
+        emit CallSettled(serviceId, callId, msg.sender, outputs);
     }
 
     /// Frees a create's reserved slot: its assigned operator at any time (it gave up on the

@@ -132,6 +132,8 @@ contract AgentSandboxBlueprintHardeningTest is BlueprintFixture {
         vm.expectRevert(abi.encodeWithSelector(AgentSandboxBlueprint.NotChosenOperator.selector, sid, callId, other));
         vm.prank(other);
         bsm.settleCall(sid, callId, abi.encode("sb-real", "{}"));
+        vm.expectEmit(true, true, true, true, address(bsm));
+        emit AgentSandboxBlueprint.CallSettled(sid, callId, op, abi.encode("sb-real", "{}"));
         vm.prank(op);
         bsm.settleCall(sid, callId, abi.encode("sb-real", "{}"));
         vm.assertEq(bsm.getSandboxOperator("sb-real"), op, "recorded for its owner");

@@ -150,6 +150,25 @@ export class DevnetJobs {
     return { callId, blockNumber: r.blockNumber, transactionHash: r.transactionHash, operator };
   }
 
+  /** The call id and assigned operator of a mined create (from its receipt's logs). */
+  async submitted(receipt: { logs: readonly unknown[]; blockNumber: bigint; transactionHash: Hex }) {
+    const [ev] = parseEventLogs({
+      abi: localTangleAbi,
+      eventName: 'JobSubmitted',
+      logs: receipt.logs as never,
+    });
+    const chain = new BlueprintChain({ httpRpcUrl: this.info.rpcUrl, blueprint: this.info.contracts.cloud });
+    const callId = ev!.args.callId;
+    const operator = await chain.operatorForCall('OperatorAssigned', {
+      serviceId: this.serviceId,
+      callId,
+      blockNumber: receipt.blockNumber,
+      transactionHash: receipt.transactionHash,
+    });
+    if (!operator) throw new Error(`call ${callId} has no OperatorAssigned`);
+    return { callId, operator };
+  }
+
   /** Posts a result as one of the devnet operators (what the consumer does). */
   async submitResult(as: Address, callId: bigint, output: Hex): Promise<void> {
     const role = [this.info.accounts.operator1, this.info.accounts.operator2].find(

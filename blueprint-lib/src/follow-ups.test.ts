@@ -1,0 +1,183 @@
+// The chain's books follow the operator's on the devnet: a co-operator's result cannot take a
+// create (the assigned operator settles it), a given-up create gives its slot back, and a sandbox
+// GC expires is reported gone so the operator's free capacity on chain goes back up.
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { agentSandboxBlueprintAbi } from '@agent-sandbox/contracts';
+import { EncryptedStore, SandboxManager } from '@agent-sandbox/runtime';
+import { decodeJobResult, type JobContext } from '@agent-sandbox/sdk';
+import pino from 'pino';
+import { type Address, encodeAbiParameters, type Hex } from 'viem';
+import { privateKeyToAccount } from 'viem/accounts';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { BlueprintChain } from './chain.ts';
+import { BlueprintWriter } from './chain-writes.ts';
+import type { SandboxRuntime } from './deps.ts';
+import { afterJob, GoneReporter } from './follow-ups.ts';
+import { JOB_SANDBOX_CREATE, SANDBOX_CREATE_INPUT, SANDBOX_CREATE_OUTPUT } from './jobs.ts';
+import { blueprintRouter } from './router.ts';
+import { DevnetJobs } from './testing/devnet-service.ts';
+
+const devnet = inject('devnet');
+const image = inject('sandboxImage');
+const RUN = `blfu-${Date.now().toString(36)}`;
+const log = pino({ level: 'silent' });
+
+let jobs: DevnetJobs;
+let dir: string;
+let store: EncryptedStore;
+let manager: SandboxManager;
+
+const createIn = (name: string) =>
+  encodeAbiParameters(SANDBOX_CREATE_INPUT, [
+    name,
+    '',
+    '',
+    '',
+    '{}',
+    '{}',
+    false,
+    '',
+    false,
+    600n,
+    300n,
+    1n,
+    256n,
+    1n,
+    false,
+    0,
+    '',
+    '',
+  ]);
+
+function writerFor(op: Address): BlueprintWriter {
+  const role = [devnet.accounts.operator1, devnet.accounts.operator2].find(
+    (a) => a.address.toLowerCase() === op.toLowerCase(),
+  )!;
+  const account = privateKeyToAccount(role.privateKey);
+  return new BlueprintWriter({ httpRpcUrl: devnet.rpcUrl, blueprint: devnet.contracts.cloud, account });
+}
+
+const read = <T>(functionName: string, args: readonly unknown[]) =>
+  jobs.pub.readContract({
+    address: devnet.contracts.cloud,
+    abi: agentSandboxBlueprintAbi,
+    functionName: functionName as never,
+    args: args as never,
+  }) as Promise<T>;
+
+const load = (op: Address) => read<readonly [number, number, number]>('getOperatorLoad', [op]);
+
+beforeAll(async () => {
+  jobs = new DevnetJobs(devnet);
+  await jobs.newCloudService();
+  dir = await mkdtemp(join(tmpdir(), `${RUN}-`));
+  store = await EncryptedStore.open({ dir: join(dir, 'store'), secret: 'ab'.repeat(32) });
+  manager = await SandboxManager.open({
+    store,
+    config: {
+      operatorId: RUN,
+      image,
+      snapshotDir: join(dir, 'snap'),
+      gcHotRetentionSeconds: 0,
+      gcWarmRetentionSeconds: 0,
+      gcColdRetentionSeconds: 0,
+      extraLabels: { 'agent-sandbox.test': '1' },
+    },
+  });
+});
+
+afterAll(async () => {
+  for (const r of manager?.list() ?? []) await manager.delete(r.id).catch(() => {});
+  await store?.close();
+  if (dir) await rm(dir, { recursive: true, force: true });
+});
+
+describe('follow-ups on the blueprint', () => {
+  it('a co-operator answering first takes nothing: the assigned operator settles its create', async () => {
+    const call = await jobs.submit(JOB_SANDBOX_CREATE, createIn('settle'));
+    const assigned = call.operator!;
+    const [, reservedBefore] = await load(assigned);
+    // The other operator posts first: Tangle completes the call, the blueprint ignores it.
+    const stolen = encodeAbiParameters(SANDBOX_CREATE_OUTPUT, [`${RUN}-stolen`, '{}']);
+    await jobs.submitResult(jobs.otherOperator(assigned), call.callId, stolen);
+    expect(await read<Address>('getSandboxOperator', [`${RUN}-stolen`])).toMatch(/^0x0+$/);
+    expect((await load(assigned))[1]).toBe(reservedBefore);
+    // The assigned operator's consumer meets JobAlreadyCompleted and settles on the blueprint.
+    const real = encodeAbiParameters(SANDBOX_CREATE_OUTPUT, [`${RUN}-real`, '{}']);
+    const event = { serviceId: jobs.serviceId, callId: call.callId, jobIndex: 0 };
+    await afterJob(writerFor(assigned), log)({ event, outcome: 'already-done', output: real });
+    expect((await read<Address>('getSandboxOperator', [`${RUN}-real`])).toLowerCase()).toBe(
+      assigned.toLowerCase(),
+    );
+    expect((await load(assigned))[1]).toBe(reservedBefore - 1);
+    // Settling again, or by the other operator, changes nothing.
+    expect(await writerFor(assigned).settleCall(jobs.serviceId, call.callId, real)).toBe('nothing-to-do');
+  });
+
+  it('a create the operator gives up on gives its reserved slot back', async () => {
+    const call = await jobs.submit(JOB_SANDBOX_CREATE, createIn('give-up'));
+    const assigned = call.operator!;
+    const [, reserved] = await load(assigned);
+    const event = { serviceId: jobs.serviceId, callId: call.callId, jobIndex: 0 };
+    await afterJob(writerFor(assigned), log)({ event, outcome: 'failed' });
+    expect((await load(assigned))[1]).toBe(reserved - 1);
+  });
+
+  it('GC expires a stopped sandbox; the operator reports it gone and its free capacity on chain goes up', async () => {
+    const call = await jobs.submit(JOB_SANDBOX_CREATE, createIn('expire-me'));
+    const me = call.operator!;
+    const { router } = blueprintRouter({
+      operator: me,
+      mode: 'cloud',
+      chain: new BlueprintChain({ httpRpcUrl: devnet.rpcUrl, blueprint: devnet.contracts.cloud }),
+      sandboxes: manager as unknown as SandboxRuntime,
+      store,
+      policy: {
+        defaultImage: image,
+        imageAllowlist: [],
+        maxCpuCores: 2,
+        maxMemoryMb: 2048,
+        maxDiskGb: 10,
+        teeAvailable: false,
+      },
+      operatorApiUrl: 'http://127.0.0.1:9999',
+    });
+    const ctx: JobContext = {
+      serviceId: jobs.serviceId,
+      callId: call.callId,
+      jobIndex: 0,
+      caller: jobs.caller.address,
+      blockNumber: call.blockNumber,
+      transactionHash: call.transactionHash,
+      log,
+      signal: new AbortController().signal,
+    };
+    const out = await router.dispatch({ jobIndex: 0, input: createIn('expire-me') }, ctx);
+    if (out.kind !== 'result') throw new Error('create did not answer');
+    await jobs.submitResult(me, call.callId, out.output as Hex);
+    const id = decodeJobResult(SANDBOX_CREATE_OUTPUT, out.output).sandboxId;
+    expect(await read<boolean>('isSandboxActive', [id])).toBe(true);
+    const [activeHeld] = await load(me);
+    const freeHeld = await read<bigint>('getAvailableCapacity', []);
+
+    await manager.stop(id);
+    // Every retention is 0: three GC passes take it hot -> warm -> cold -> gone (expired).
+    for (let i = 0; i < 3; i++) await manager.gcTick(Date.now() + 1000 * (i + 1));
+    expect(manager.get(id).state).toBe('expired');
+    const reporter = new GoneReporter({
+      sandboxes: manager,
+      store,
+      writer: writerFor(me),
+      serviceId: jobs.serviceId,
+      mode: 'cloud',
+      log,
+    });
+    expect(await reporter.tick()).toEqual([id]);
+    expect(await reporter.tick()).toEqual([]); // reported once
+    expect(await read<boolean>('isSandboxActive', [id])).toBe(false);
+    expect((await load(me))[0]).toBe(activeHeld - 1);
+    expect(await read<bigint>('getAvailableCapacity', [])).toBe(freeHeld + 1n);
+  });
+});
