@@ -9,7 +9,7 @@ import type { BlueprintDeps } from '../deps.ts';
 import { BlueprintError } from '../errors.ts';
 import { HandledCalls } from '../handled-calls.ts';
 import type { WORKFLOW_CREATE_INPUT, WORKFLOW_ID_INPUT } from '../jobs.ts';
-import { describeFailure } from './sandbox.ts';
+import { describeFailure } from './failure.ts';
 
 type JsonOutput = { json: string };
 
@@ -118,8 +118,12 @@ export function workflowHandlers(deps: BlueprintDeps) {
     } catch (e) {
       if (ctx.signal.aborted) throw e;
       const f = describeFailure(e);
-      ctx.log.warn({ code: f.code, reason: f.message }, 'workflow job failed; posting the reason');
-      out = { json: JSON.stringify({ error: f.message, code: f.code }) };
+      const phase = ['workflow_create', 'workflow_trigger', 'workflow_cancel'][job - 2] ?? 'workflow';
+      ctx.log.warn(
+        { code: f.code, phase, reason: f.message, err: e },
+        'workflow job failed; posting the reason',
+      );
+      out = { json: JSON.stringify({ error: f.message, code: f.code, phase }) };
     }
     await handled.record(
       ctx.serviceId,
