@@ -8,7 +8,7 @@ import { agentSandboxBlueprintAbi } from '@agent-sandbox/contracts';
 import { EncryptedStore, SandboxManager } from '@agent-sandbox/runtime';
 import { decodeJobResult, type JobContext } from '@agent-sandbox/sdk';
 import pino from 'pino';
-import { type Address, encodeAbiParameters, type Hex } from 'viem';
+import { type Address, createWalletClient, encodeAbiParameters, type Hex, http } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { BlueprintChain } from './chain.ts';
@@ -179,5 +179,56 @@ describe('follow-ups on the blueprint', () => {
     expect(await read<boolean>('isSandboxActive', [id])).toBe(false);
     expect((await load(me))[0]).toBe(activeHeld - 1);
     expect(await read<bigint>('getAvailableCapacity', [])).toBe(freeHeld + 1n);
+  });
+
+  it('instance: the operator reports deprovisioned when its instance sandbox is gone, or when the service ended', async () => {
+    const op1 = devnet.accounts.operator1;
+    const account = privateKeyToAccount(op1.privateKey);
+    const wallet = createWalletClient({ account, transport: http(devnet.rpcUrl) });
+    const chain = new BlueprintChain({ httpRpcUrl: devnet.rpcUrl, blueprint: devnet.contracts.instance });
+    const writer = new BlueprintWriter({
+      httpRpcUrl: devnet.rpcUrl,
+      blueprint: devnet.contracts.instance,
+      account,
+    });
+    const provisioned = (serviceId: bigint) =>
+      jobs.pub.readContract({
+        address: devnet.contracts.instance,
+        abi: agentSandboxBlueprintAbi,
+        functionName: 'isOperatorProvisioned',
+        args: [serviceId, op1.address],
+      });
+    for (const how of ['sandbox gone', 'service ended'] as const) {
+      const svc = new DevnetJobs(devnet);
+      const serviceId = await svc.newService('instance', createIn(`inst-${how.replace(' ', '-')}`));
+      const hash = await wallet.writeContract({
+        address: devnet.contracts.instance,
+        abi: agentSandboxBlueprintAbi,
+        functionName: 'reportProvisioned',
+        args: [serviceId, `${RUN}-inst`, 'http://127.0.0.1:9191', 0, ''],
+        chain: null,
+      });
+      await jobs.pub.waitForTransactionReceipt({ hash });
+      expect(await provisioned(serviceId)).toBe(true);
+      const reporter = new GoneReporter({
+        sandboxes: manager,
+        store,
+        writer,
+        serviceId,
+        mode: 'instance',
+        log,
+        // 'sandbox gone': this manager holds no record with that id (deleted); 'service ended':
+        // the sandbox is unknown yet, the service is terminated on Tangle.
+        instanceSandboxId: () => (how === 'sandbox gone' ? `${RUN}-inst` : undefined),
+        serviceActive: () => chain.isServiceActive(devnet.contracts.tangle, serviceId),
+      });
+      if (how === 'service ended') {
+        expect(await reporter.tick()).toEqual([]); // still active: nothing to report
+        await svc.send(svc.account('serviceOwner'), 'terminateService', [serviceId]);
+      }
+      expect(await reporter.tick()).toEqual(['instance']);
+      expect(await provisioned(serviceId)).toBe(false);
+      expect(await reporter.tick()).toEqual([]);
+    }
   });
 });
