@@ -293,6 +293,54 @@ describe('createSandbox', () => {
     );
   });
 
+  it('says so when an operator that was not assigned answers, and takes the sandbox and its API URL from the assigned one', async () => {
+    const seen: CreateProgress[] = [];
+    let play: Promise<void> | undefined;
+    const actor = async (p: CreateProgress) => {
+      if (p.stage !== 'assigned' || !p.operator) return;
+      const other = [devnet.accounts.operator1.address, devnet.accounts.operator2.address].find(
+        (a) => a.toLowerCase() !== p.operator!.toLowerCase(),
+      )!;
+      // The co-operator answers first, naming a sandbox and an API of its own.
+      await postResult(other, p.callId, createOutput('sb-evil', { operatorApiUrl: 'http://evil.example' }));
+      await new Promise((r) => setTimeout(r, 300));
+      const id = `sb-settled-${p.callId}`;
+      op.sandboxes.set(id, { id, owner: user.address.toLowerCase(), state: 'running', secrets: {} });
+      const wallet = createWalletClient({
+        account: privateKeyToAccount(keyOf(p.operator)),
+        transport: http(devnet.rpcUrl),
+      });
+      const hash = await wallet.writeContract({
+        address: devnet.contracts.cloud as Hex,
+        abi: agentSandboxBlueprintAbi,
+        functionName: 'settleCall',
+        args: [serviceId, p.callId, createOutput(id, { sandboxId: id, operatorApiUrl: op.url })],
+        chain: null,
+      });
+      await chainFor().publicClient.waitForTransactionReceipt({ hash });
+    };
+    const created = await createSandbox({
+      chain: chainFor(),
+      account: user,
+      request: { name: 'client-test-ignored' },
+      operatorUrl: () => undefined, // the URL must come from the assigned operator's result
+      pollMs: 100,
+      timeoutMs: 30_000,
+      onProgress: (p) => {
+        seen.push(p);
+        if (p.stage === 'assigned') play = actor(p);
+      },
+    });
+    await play;
+    const assigned = seen.find((p) => p.stage === 'assigned') as { operator: string };
+    const ignored = seen.filter((p) => p.stage === 'ignored');
+    expect(ignored).toHaveLength(1);
+    expect(ignored[0]).toMatchObject({ assigned: assigned.operator });
+    expect(created.sandboxId).toBe(`sb-settled-${created.callId}`);
+    expect(created.operator.toLowerCase()).toBe(assigned.operator.toLowerCase());
+    expect(created.operatorUrl).toBe(op.url);
+  });
+
   it('throws with the failed phase and reason from the on-chain failure result', async () => {
     let play: Promise<void> | undefined;
     const actor = operatorPlays(() => ({ id: '', json: { error: 'image not found', phase: 'image_pull' } }));
