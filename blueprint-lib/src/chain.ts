@@ -26,6 +26,8 @@ export interface CallRef {
 export interface ChainReader {
   /** The operator the blueprint named for this call, or undefined when it emitted none. */
   operatorForCall(event: 'OperatorAssigned' | 'OperatorRouted', call: CallRef): Promise<Address | undefined>;
+  /** Whether the create's reserved slot was released (expired, given up, service ended). */
+  reservationReleased(call: CallRef): Promise<boolean>;
   /** The operator holding a sandbox per the blueprint (undefined: the blueprint does not know it). */
   sandboxOperator(sandboxId: string): Promise<Address | undefined>;
   /** A stored workflow as the blueprint keeps it, per service (undefined: unknown id). */
@@ -139,6 +141,20 @@ export class BlueprintChain implements ChainReader {
       if (a.serviceId === call.serviceId && a.callId === call.callId) return getAddress(a.operator);
     }
     return undefined;
+  }
+
+  async reservationReleased(call: CallRef): Promise<boolean> {
+    const logs = await this.#retry(`reading ReservationReleased for call ${call.callId}`, () =>
+      this.client.getContractEvents({
+        address: this.blueprint,
+        abi: agentSandboxBlueprintAbi,
+        eventName: 'ReservationReleased',
+        args: { serviceId: call.serviceId, callId: call.callId },
+        fromBlock: call.blockNumber,
+        toBlock: 'latest',
+      }),
+    );
+    return logs.length > 0;
   }
 
   async sandboxOperator(sandboxId: string): Promise<Address | undefined> {

@@ -69,6 +69,36 @@ const read = <T>(functionName: string, args: readonly unknown[]) =>
 
 const load = (op: Address) => read<readonly [number, number, number]>('getOperatorLoad', [op]);
 
+function routerFor(operator: Address) {
+  return blueprintRouter({
+    operator,
+    mode: 'cloud',
+    chain: new BlueprintChain({ httpRpcUrl: devnet.rpcUrl, blueprint: devnet.contracts.cloud }),
+    sandboxes: manager as unknown as SandboxRuntime,
+    store,
+    policy: {
+      defaultImage: image,
+      imageAllowlist: [],
+      maxCpuCores: 2,
+      maxMemoryMb: 2048,
+      maxDiskGb: 10,
+      teeAvailable: false,
+    },
+    operatorApiUrl: 'http://127.0.0.1:9999',
+  }).router;
+}
+
+const ctxOf = (call: { callId: bigint; blockNumber: bigint; transactionHash: Hex }): JobContext => ({
+  serviceId: jobs.serviceId,
+  callId: call.callId,
+  jobIndex: 0,
+  caller: jobs.caller.address,
+  blockNumber: call.blockNumber,
+  transactionHash: call.transactionHash,
+  log,
+  signal: new AbortController().signal,
+});
+
 beforeAll(async () => {
   jobs = new DevnetJobs(devnet);
   await jobs.newCloudService();
@@ -116,45 +146,27 @@ describe('follow-ups on the blueprint', () => {
     expect(await writerFor(assigned).settleCall(jobs.serviceId, call.callId, real)).toBe('nothing-to-do');
   });
 
-  it('a create the operator gives up on gives its reserved slot back', async () => {
+  it('a create the operator gives up on gives its reserved slot back; a released create is never provisioned', async () => {
     const call = await jobs.submit(JOB_SANDBOX_CREATE, createIn('give-up'));
     const assigned = call.operator!;
     const [, reserved] = await load(assigned);
     const event = { serviceId: jobs.serviceId, callId: call.callId, jobIndex: 0 };
     await afterJob(writerFor(assigned), log)({ event, outcome: 'failed' });
     expect((await load(assigned))[1]).toBe(reserved - 1);
+    // Handled again (a redelivery, say): the slot is gone, so nothing is provisioned.
+    const before = manager.list().length;
+    const out = await routerFor(assigned).dispatch({ jobIndex: 0, input: createIn('give-up') }, ctxOf(call));
+    if (out.kind !== 'result') throw new Error('create did not answer');
+    const v = decodeJobResult(SANDBOX_CREATE_OUTPUT, out.output);
+    expect(v.sandboxId).toBe('');
+    expect(JSON.parse(v.json)).toMatchObject({ code: 'EXPIRED', phase: 'admission' });
+    expect(manager.list()).toHaveLength(before);
   });
 
   it('GC expires a stopped sandbox; the operator reports it gone and its free capacity on chain goes up', async () => {
     const call = await jobs.submit(JOB_SANDBOX_CREATE, createIn('expire-me'));
     const me = call.operator!;
-    const { router } = blueprintRouter({
-      operator: me,
-      mode: 'cloud',
-      chain: new BlueprintChain({ httpRpcUrl: devnet.rpcUrl, blueprint: devnet.contracts.cloud }),
-      sandboxes: manager as unknown as SandboxRuntime,
-      store,
-      policy: {
-        defaultImage: image,
-        imageAllowlist: [],
-        maxCpuCores: 2,
-        maxMemoryMb: 2048,
-        maxDiskGb: 10,
-        teeAvailable: false,
-      },
-      operatorApiUrl: 'http://127.0.0.1:9999',
-    });
-    const ctx: JobContext = {
-      serviceId: jobs.serviceId,
-      callId: call.callId,
-      jobIndex: 0,
-      caller: jobs.caller.address,
-      blockNumber: call.blockNumber,
-      transactionHash: call.transactionHash,
-      log,
-      signal: new AbortController().signal,
-    };
-    const out = await router.dispatch({ jobIndex: 0, input: createIn('expire-me') }, ctx);
+    const out = await routerFor(me).dispatch({ jobIndex: 0, input: createIn('expire-me') }, ctxOf(call));
     if (out.kind !== 'result') throw new Error('create did not answer');
     await jobs.submitResult(me, call.callId, out.output as Hex);
     const id = decodeJobResult(SANDBOX_CREATE_OUTPUT, out.output).sandboxId;

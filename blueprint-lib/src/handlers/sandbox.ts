@@ -98,6 +98,15 @@ export function sandboxHandlers(deps: BlueprintDeps) {
         f.message,
       );
     };
+    // A create whose slot was already given back is not provisioned: the blueprint would record
+    // nothing of it, so the sandbox would run without the chain knowing it.
+    if (await deps.chain.reservationReleased(ctx)) {
+      const expired = new BlueprintError(
+        'EXPIRED',
+        `the slot reserved for create call ${ctx.callId} was released (expired, or the service ended) before it ran; submit the create again`,
+      );
+      return fail(expired, 'admission');
+    }
     let v: ReturnType<typeof validateCreateRequest>;
     try {
       v = validateCreateRequest(req, deps.policy);

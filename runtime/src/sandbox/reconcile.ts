@@ -203,7 +203,7 @@ async function finishOrFail(
     report.resumed.push(r.id);
     return;
   }
-  const reason = `the operator restarted during provisioning (phase ${phase}) too long ago; nothing of it was kept`;
+  const reason = `the operator restarted during provisioning (phase ${phase}) and could not resume it; nothing of it was kept`;
   await transition(ctx, r.id, 'failed', {
     containerId: null,
     hostPort: null,
