@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 pragma solidity ^0.8.20;
 
-import {BlueprintServiceManagerBase} from "./tangle/BlueprintServiceManagerBase.sol";
 import {ITangle} from "./tangle/ITangle.sol";
+import {AgentSandboxInstances} from "./AgentSandboxInstances.sol";
 
 /// @title AgentSandboxBlueprint
 /// @notice The agent-sandbox blueprint's service manager. One contract, three deployments:
@@ -16,55 +16,12 @@ import {ITangle} from "./tangle/ITangle.sol";
 ///      sandbox's holder for a workflow); any other is ignored with ResultIgnored. Who may call
 ///      what: contracts/README.md.
 ///      Job inputs are accepted flat (`abi.encode(f1, f2, ...)`) or as one tuple (`abi.encode(s)`).
-contract AgentSandboxBlueprint is BlueprintServiceManagerBase {
+contract AgentSandboxBlueprint is AgentSandboxInstances {
     // ── jobs and pricing ──────────────────────────────────────────────────────────────────────
-    uint8 internal constant JOB_SANDBOX_CREATE = 0;
-    uint8 internal constant JOB_SANDBOX_DELETE = 1;
-    uint8 internal constant JOB_WORKFLOW_CREATE = 2;
-    uint8 internal constant JOB_WORKFLOW_TRIGGER = 3;
-    uint8 internal constant JOB_WORKFLOW_CANCEL = 4;
-    uint8 internal constant JOB_COUNT = 5;
 
     uint32 internal constant INITIAL_DEFAULT_CAPACITY = 100;
     uint64 internal constant INITIAL_RESERVATION_TIMEOUT = 1 hours;
-    uint256 internal constant MAX_SANDBOX_ID_LENGTH = 255;
 
-    /// Head size of the flat encodings (number of fields * 32): the first word of a flat
-    /// encoding is the offset of its first (dynamic) field, while a tuple encoding starts with 0x20.
-    uint256 private constant CREATE_FLAT_HEAD = 18 * 32;
-    uint256 private constant WORKFLOW_FLAT_HEAD = 8 * 32;
-
-    struct SandboxCreateRequest {
-        string name;
-        string image;
-        string stack;
-        string agent_identifier;
-        string env_json;
-        string metadata_json;
-        bool ssh_enabled;
-        string ssh_public_key;
-        bool web_terminal_enabled;
-        uint64 max_lifetime_seconds;
-        uint64 idle_timeout_seconds;
-        uint64 cpu_cores;
-        uint64 memory_mb;
-        uint64 disk_gb;
-        bool tee_required;
-        uint8 tee_type; // 0 none, 1 TDX, 2 Nitro, 3 SEV
-        string attestation_nonce;
-        string capabilities_json;
-    }
-
-    struct WorkflowCreateRequest {
-        string name;
-        string workflow_json;
-        string trigger_type;
-        string trigger_config;
-        string sandbox_config_json;
-        uint8 target_kind; // 0 sandbox, 1 instance
-        string target_sandbox_id;
-        uint64 target_service_id; // 0 = this service
-    }
 
     struct Workflow {
         string name;
@@ -102,14 +59,6 @@ contract AgentSandboxBlueprint is BlueprintServiceManagerBase {
         bool known;
     }
 
-    struct Provision {
-        string sandboxId;
-        string sidecarUrl;
-        uint32 sshPort;
-        bytes32 attestationHash;
-        bool active;
-    }
-
     /// What onJobCall keeps for onJobResult (which only gets the inputs' hash).
     struct PendingCall {
         bytes32 inputsHash;
@@ -123,8 +72,6 @@ contract AgentSandboxBlueprint is BlueprintServiceManagerBase {
     }
 
     // ── state ─────────────────────────────────────────────────────────────────────────────────
-    bool public immutable instanceMode;
-    bool public immutable teeRequired;
 
     uint32 public defaultCapacity = INITIAL_DEFAULT_CAPACITY;
     /// After this long a create's reservation may be released by anyone (releaseReservation).
@@ -146,22 +93,12 @@ contract AgentSandboxBlueprint is BlueprintServiceManagerBase {
     mapping(uint64 => uint64[]) private _workflowIds;
 
     mapping(uint64 => address) public serviceOwner;
-    mapping(uint64 => bytes) private _requestConfig;
-    /// serviceId => requestId + 1: the config stays where onRequest put it, because copying
-    /// ~1 KB of storage would not fit the 500k gas a best-effort hook gets.
-    mapping(uint64 => uint256) private _serviceRequest;
-    mapping(uint64 => mapping(address => Provision)) private _provisions;
-    mapping(uint64 => address[]) private _provisioned;
-    mapping(address => uint32) public operatorProvisionCount;
 
     // ── events ────────────────────────────────────────────────────────────────────────────────
     event OperatorAssigned(uint64 indexed serviceId, uint64 indexed callId, address indexed operator);
     event OperatorRouted(uint64 indexed serviceId, uint64 indexed callId, address indexed operator);
     event SandboxCreated(bytes32 indexed sandboxHash, address indexed operator);
     event SandboxDeleted(bytes32 indexed sandboxHash, address indexed operator);
-    event OperatorProvisioned(uint64 indexed serviceId, address indexed operator, string sandboxId, string sidecarUrl);
-    event OperatorDeprovisioned(uint64 indexed serviceId, address indexed operator);
-    event TeeAttestationStored(uint64 indexed serviceId, address indexed operator, bytes32 attestationHash);
     event WorkflowStored(uint64 indexed workflowId, uint64 indexed serviceId, string name, string triggerType);
     event WorkflowTriggered(uint64 indexed workflowId, uint64 indexed serviceId, uint64 triggeredAt);
     event WorkflowCanceled(uint64 indexed workflowId, uint64 indexed serviceId);
@@ -176,41 +113,22 @@ contract AgentSandboxBlueprint is BlueprintServiceManagerBase {
     event SandboxGone(bytes32 indexed sandboxHash, address indexed operator);
 
     // ── errors ────────────────────────────────────────────────────────────────────────────────
-    error InvalidModeFlags();
-    error UnknownJob(uint8 job);
     error JobNotInInstanceMode(uint8 job);
-    error InvalidJobInputs(uint8 job);
-    error InvalidSandboxId();
-    error InvalidTeeType(uint8 teeType);
-    error TeeRequired();
     error UnknownSandbox(string sandboxId);
     error NotSandboxOwner(address caller, address owner);
     error SandboxNotInService(uint64 serviceId, uint64 sandboxServiceId);
     error NoOperatorCapacity(uint64 serviceId);
-    error WorkflowNameRequired();
-    error InvalidWorkflowTarget(uint8 targetKind, uint256 targetSandboxIdLength);
     error NotWorkflowOwner(address caller, address owner);
     error UnknownWorkflow(uint64 workflowId);
     error WorkflowNotActive(uint64 workflowId);
-    error InvalidServiceConfig();
     error InvalidCapacity(uint256 capacity);
-    error NotInstanceMode();
-    error NotServiceOperator(uint64 serviceId, address caller);
-    error AlreadyProvisioned(uint64 serviceId, address operator);
-    error NotProvisioned(uint64 serviceId, address operator);
-    error AttestationRequired();
-    error InvalidEndpoint();
     error NotChosenOperator(uint64 serviceId, uint64 callId, address caller);
     error NoReservation(uint64 serviceId, uint64 callId);
     error ReservationNotExpired(uint64 serviceId, uint64 callId, uint64 expiresAt);
     error JobCallUnavailable(uint64 serviceId, uint64 callId);
     error OperatorHasActiveSandboxes(address operator, uint32 sandboxes, uint32 provisions);
 
-    constructor(bool _instanceMode, bool _teeRequired) {
-        if (_teeRequired && !_instanceMode) revert InvalidModeFlags();
-        instanceMode = _instanceMode;
-        teeRequired = _teeRequired;
-    }
+    constructor(bool _instanceMode, bool _teeRequired) AgentSandboxInstances(_instanceMode, _teeRequired) {}
 
     // ── operators ─────────────────────────────────────────────────────────────────────────────
 
@@ -281,26 +199,6 @@ contract AgentSandboxBlueprint is BlueprintServiceManagerBase {
     }
 
     // ── service lifecycle ─────────────────────────────────────────────────────────────────────
-
-    /// Instance modes keep the request's config (an ABI-encoded SandboxCreateRequest, either form).
-    function onRequest(uint64 requestId, address, address[] calldata, bytes calldata config, uint64, address, uint256)
-        external
-        payable
-        override
-        onlyFromTangle
-    {
-        if (!instanceMode) return;
-        try this.checkJobInputs(JOB_SANDBOX_CREATE, config) {}
-        catch (bytes memory reason) {
-            // Keep a TEE refusal's own name; any other failure is an undecodable config.
-            // takes the 4-byte error selector.
-            // forge-lint: disable-next-line(unsafe-typecast)
-            bytes4 sel = reason.length >= 4 ? bytes4(reason) : bytes4(0);
-            if (sel == InvalidTeeType.selector || sel == TeeRequired.selector) _bubble(reason);
-            revert InvalidServiceConfig();
-        }
-        _requestConfig[requestId] = config;
-    }
 
     function onServiceInitialized(uint64, uint64 requestId, uint64 serviceId, address owner, address[] calldata, uint64)
         external
@@ -579,12 +477,6 @@ contract AgentSandboxBlueprint is BlueprintServiceManagerBase {
         w.owner = caller;
     }
 
-    function _bubble(bytes memory reason) private pure {
-        assembly {
-            revert(add(reason, 0x20), mload(reason))
-        }
-    }
-
     /// The job's caller from Tangle's record. Reads only the first two words (jobIndex, caller):
     /// they lead in every tnt-core layout of JobCall, while later fields moved between versions.
     function _callerOf(uint64 serviceId, uint64 callId) private view returns (address caller) {
@@ -596,142 +488,6 @@ contract AgentSandboxBlueprint is BlueprintServiceManagerBase {
 
     function _key(uint64 serviceId, uint64 callId) private pure returns (uint256) {
         return (uint256(serviceId) << 64) | callId;
-    }
-
-    // ── input/output decoding (public so clients can check an encoding the same way) ──────────
-
-    /// Decodes and validates a job's inputs as onJobCall will (not the mode's job restrictions
-    /// nor chain state: unknown sandboxes/workflows are checked in onJobCall). Reverts with the
-    /// reason, or with empty data when the ABI data itself is malformed.
-    function checkJobInputs(uint8 job, bytes calldata inputs) external view {
-        if (job == JOB_SANDBOX_CREATE) {
-            SandboxCreateRequest memory r =
-                abi.decode(_asTuple(inputs, CREATE_FLAT_HEAD, job), (SandboxCreateRequest));
-            if (r.tee_type > 3 || (r.tee_required && r.tee_type == 0)) revert InvalidTeeType(r.tee_type);
-            if (teeRequired && !r.tee_required) revert TeeRequired();
-        } else if (job == JOB_SANDBOX_DELETE) {
-            uint256 n = bytes(_decodeSandboxId(inputs)).length;
-            if (n == 0 || n > MAX_SANDBOX_ID_LENGTH) revert InvalidSandboxId();
-        } else if (job == JOB_WORKFLOW_CREATE) {
-            WorkflowCreateRequest memory r =
-                abi.decode(_asTuple(inputs, WORKFLOW_FLAT_HEAD, job), (WorkflowCreateRequest));
-            if (bytes(r.name).length == 0) revert WorkflowNameRequired();
-            uint256 n = bytes(r.target_sandbox_id).length;
-            bool ok = instanceMode ? (r.target_kind == 1 && n == 0) : (r.target_kind == 0 && n != 0 && n <= MAX_SANDBOX_ID_LENGTH);
-            if (!ok) revert InvalidWorkflowTarget(r.target_kind, n);
-        } else if (job < JOB_COUNT) {
-            // (uint64 workflow_id): flat and tuple encodings are the same 32 bytes.
-            if (inputs.length != 32) revert InvalidJobInputs(job);
-            abi.decode(inputs, (uint64));
-        } else {
-            revert UnknownJob(job);
-        }
-    }
-
-    /// `(string sandbox_id)` flat, or wrapped in a one-field tuple (an extra leading 0x20).
-    function _decodeSandboxId(bytes calldata data) private pure returns (string memory) {
-        if (data.length >= 96 && _word(data, 0) == 0x20 && _word(data, 32) == 0x20) {
-            uint256 len = _word(data, 64);
-            // rounds len up to a 32-byte multiple on purpose.
-            // forge-lint: disable-next-line(divide-before-multiply)
-            if (len <= data.length && data.length == 96 + ((len + 31) / 32) * 32) {
-                return abi.decode(data[32:], (string));
-            }
-        }
-        return abi.decode(data, (string));
-    }
-
-    /// Create output `(string sandboxId, string json)`, flat (first word 0x40) or as one tuple.
-    function decodeCreateOutput(bytes calldata data) external pure returns (string memory sandboxId, string memory json) {
-        if (data.length >= 32 && _word(data, 0) == 0x20) return abi.decode(data[32:], (string, string));
-        return abi.decode(data, (string, string));
-    }
-
-    function _asTuple(bytes calldata data, uint256 flatHead, uint8 job) private pure returns (bytes memory) {
-        if (data.length < 32) revert InvalidJobInputs(job);
-        uint256 first = _word(data, 0);
-        if (first == 0x20) return data;
-        if (first == flatHead) return bytes.concat(bytes32(uint256(0x20)), data);
-        revert InvalidJobInputs(job);
-    }
-
-    function _word(bytes calldata data, uint256 pos) private pure returns (uint256) {
-        return uint256(bytes32(data[pos:pos + 32]));
-    }
-
-    // ── instance modes ────────────────────────────────────────────────────────────────────────
-
-    function reportProvisioned(
-        uint64 serviceId,
-        string calldata sandboxId,
-        string calldata sidecarUrl,
-        uint32 sshPort,
-        string calldata teeAttestationJson
-    ) external {
-        if (!instanceMode) revert NotInstanceMode();
-        if (!ITangle(tangleCore).isServiceOperator(serviceId, msg.sender)) {
-            revert NotServiceOperator(serviceId, msg.sender);
-        }
-        Provision storage pv = _provisions[serviceId][msg.sender];
-        if (pv.active) revert AlreadyProvisioned(serviceId, msg.sender);
-        uint256 n = bytes(sandboxId).length;
-        if (n == 0 || n > MAX_SANDBOX_ID_LENGTH) revert InvalidSandboxId();
-        if (bytes(sidecarUrl).length == 0) revert InvalidEndpoint();
-        bool attested = bytes(teeAttestationJson).length != 0;
-        if (teeRequired && !attested) revert AttestationRequired();
-        pv.sandboxId = sandboxId;
-        pv.sidecarUrl = sidecarUrl;
-        pv.sshPort = sshPort;
-        pv.attestationHash = attested ? keccak256(bytes(teeAttestationJson)) : bytes32(0);
-        pv.active = true;
-        _provisioned[serviceId].push(msg.sender);
-        operatorProvisionCount[msg.sender]++;
-        emit OperatorProvisioned(serviceId, msg.sender, sandboxId, sidecarUrl);
-        if (attested) emit TeeAttestationStored(serviceId, msg.sender, pv.attestationHash);
-    }
-
-    function reportDeprovisioned(uint64 serviceId) external {
-        Provision storage pv = _provisions[serviceId][msg.sender];
-        if (!pv.active) revert NotProvisioned(serviceId, msg.sender);
-        delete _provisions[serviceId][msg.sender];
-        address[] storage list = _provisioned[serviceId];
-        for (uint256 i = 0; i < list.length; i++) {
-            if (list[i] == msg.sender) {
-                list[i] = list[list.length - 1];
-                list.pop();
-                break;
-            }
-        }
-        operatorProvisionCount[msg.sender]--;
-        emit OperatorDeprovisioned(serviceId, msg.sender);
-    }
-
-    function isOperatorProvisioned(uint64 serviceId, address operator) external view returns (bool) {
-        return _provisions[serviceId][operator].active;
-    }
-
-    function getOperatorEndpoints(uint64 serviceId)
-        external
-        view
-        returns (address[] memory operators, string[] memory sidecarUrls)
-    {
-        operators = _provisioned[serviceId];
-        sidecarUrls = new string[](operators.length);
-        for (uint256 i = 0; i < operators.length; i++) {
-            sidecarUrls[i] = _provisions[serviceId][operators[i]].sidecarUrl;
-        }
-    }
-
-    function getAttestationHash(uint64 serviceId, address operator) external view returns (bytes32) {
-        return _provisions[serviceId][operator].attestationHash;
-    }
-
-    /// The instance's spec: the request's config (an ABI-encoded SandboxCreateRequest, as given).
-    function getServiceConfig(uint64 serviceId) external view returns (bytes memory) {
-        uint256 r = _serviceRequest[serviceId];
-        // r - 1 is a uint64 request id stored +1.
-        // forge-lint: disable-next-line(unsafe-typecast)
-        return r == 0 ? bytes("") : _requestConfig[uint64(r - 1)];
     }
 
     // ── pricing ───────────────────────────────────────────────────────────────────────────────

@@ -5,6 +5,8 @@ import {BlueprintFixture} from "./BlueprintFixture.sol";
 import {ITangle} from "../src/tangle/ITangle.sol";
 import {BlueprintServiceManagerBase} from "../src/tangle/BlueprintServiceManagerBase.sol";
 import {AgentSandboxBlueprint} from "../src/AgentSandboxBlueprint.sol";
+import {AgentSandboxJobCodec} from "../src/AgentSandboxJobCodec.sol";
+import {AgentSandboxInstances} from "../src/AgentSandboxInstances.sol";
 
 /// Cloud mode, driven through LocalTangle: every hook, view and refusal.
 contract AgentSandboxBlueprintCloudTest is BlueprintFixture {
@@ -17,7 +19,7 @@ contract AgentSandboxBlueprintCloudTest is BlueprintFixture {
     function test_constructor_flags() public {
         vm.assertFalse(bsm.instanceMode(), "cloud");
         vm.assertFalse(bsm.teeRequired(), "no tee");
-        vm.expectRevert(AgentSandboxBlueprint.InvalidModeFlags.selector);
+        vm.expectRevert(AgentSandboxJobCodec.InvalidModeFlags.selector);
         new AgentSandboxBlueprint(false, true);
         vm.assertEq(bsm.tangleCore(), address(tangle), "tangle");
         vm.assertEq(bsm.blueprintOwner(), DEVELOPER, "owner");
@@ -108,19 +110,19 @@ contract AgentSandboxBlueprintCloudTest is BlueprintFixture {
 
     function test_create_badInputsRefused() public {
         vm.startPrank(USER);
-        vm.expectRevert(abi.encodeWithSelector(AgentSandboxBlueprint.InvalidJobInputs.selector, 0));
+        vm.expectRevert(abi.encodeWithSelector(AgentSandboxJobCodec.InvalidJobInputs.selector, 0));
         tangle.submitJob(sid, 0, hex"deadbeef");
-        vm.expectRevert(abi.encodeWithSelector(AgentSandboxBlueprint.InvalidJobInputs.selector, 0));
+        vm.expectRevert(abi.encodeWithSelector(AgentSandboxJobCodec.InvalidJobInputs.selector, 0));
         tangle.submitJob(sid, 0, abi.encode(uint256(0x20), uint256(5)));
-        vm.expectRevert(abi.encodeWithSelector(AgentSandboxBlueprint.InvalidJobInputs.selector, 0));
+        vm.expectRevert(abi.encodeWithSelector(AgentSandboxJobCodec.InvalidJobInputs.selector, 0));
         tangle.submitJob(sid, 0, abi.encode("just a string"));
-        AgentSandboxBlueprint.SandboxCreateRequest memory r = createReq("x");
+        AgentSandboxJobCodec.SandboxCreateRequest memory r = createReq("x");
         r.tee_type = 4;
-        vm.expectRevert(abi.encodeWithSelector(AgentSandboxBlueprint.InvalidTeeType.selector, 4));
+        vm.expectRevert(abi.encodeWithSelector(AgentSandboxJobCodec.InvalidTeeType.selector, 4));
         tangle.submitJob(sid, 0, abi.encode(r));
         r.tee_type = 0;
         r.tee_required = true;
-        vm.expectRevert(abi.encodeWithSelector(AgentSandboxBlueprint.InvalidTeeType.selector, 0));
+        vm.expectRevert(abi.encodeWithSelector(AgentSandboxJobCodec.InvalidTeeType.selector, 0));
         tangle.submitJob(sid, 0, abi.encode(r));
         vm.stopPrank();
         vm.assertEq(tangle.jobCallCount(sid), 0, "nothing submitted");
@@ -150,10 +152,10 @@ contract AgentSandboxBlueprintCloudTest is BlueprintFixture {
     }
 
     function test_unknownJobIndex_refused() public {
-        vm.expectRevert(abi.encodeWithSelector(AgentSandboxBlueprint.UnknownJob.selector, 5));
+        vm.expectRevert(abi.encodeWithSelector(AgentSandboxJobCodec.UnknownJob.selector, 5));
         vm.prank(USER);
         tangle.submitJob(sid, 5, "");
-        vm.expectRevert(abi.encodeWithSelector(AgentSandboxBlueprint.UnknownJob.selector, 255));
+        vm.expectRevert(abi.encodeWithSelector(AgentSandboxJobCodec.UnknownJob.selector, 255));
         vm.prank(USER);
         tangle.submitJob(sid, 255, "");
     }
@@ -244,10 +246,10 @@ contract AgentSandboxBlueprintCloudTest is BlueprintFixture {
         vm.expectRevert(abi.encodeWithSelector(AgentSandboxBlueprint.NotSandboxOwner.selector, STRANGER, USER));
         vm.prank(STRANGER);
         tangle.submitJob(sid, 1, abi.encode("mine"));
-        vm.expectRevert(AgentSandboxBlueprint.InvalidSandboxId.selector);
+        vm.expectRevert(AgentSandboxJobCodec.InvalidSandboxId.selector);
         vm.prank(USER);
         tangle.submitJob(sid, 1, abi.encode(""));
-        vm.expectRevert(abi.encodeWithSelector(AgentSandboxBlueprint.InvalidJobInputs.selector, 1));
+        vm.expectRevert(abi.encodeWithSelector(AgentSandboxJobCodec.InvalidJobInputs.selector, 1));
         vm.prank(USER);
         tangle.submitJob(sid, 1, hex"00");
         // A second service of the same blueprint cannot delete this one's sandbox.
@@ -337,7 +339,7 @@ contract AgentSandboxBlueprintCloudTest is BlueprintFixture {
     function test_workflow_createTriggerCancel() public {
         vm.warp(1000);
         address op = createSandbox(USER, "sb-1");
-        AgentSandboxBlueprint.WorkflowCreateRequest memory r = workflowReq("sb-1");
+        AgentSandboxJobCodec.WorkflowCreateRequest memory r = workflowReq("sb-1");
         vm.prank(USER);
         uint64 wid = tangle.submitJob(sid, 2, abi.encode(r));
         vm.assertEq(bsm.getWorkflow(sid, wid).created_at, 0, "staged until the result");
@@ -390,22 +392,22 @@ contract AgentSandboxBlueprintCloudTest is BlueprintFixture {
         tangle.submitJob(sid, 3, abi.encode(uint64(42)));
         vm.expectRevert(abi.encodeWithSelector(AgentSandboxBlueprint.UnknownWorkflow.selector, 42));
         tangle.submitJob(sid, 4, abi.encode(uint64(42)));
-        vm.expectRevert(abi.encodeWithSelector(AgentSandboxBlueprint.InvalidJobInputs.selector, 3));
+        vm.expectRevert(abi.encodeWithSelector(AgentSandboxJobCodec.InvalidJobInputs.selector, 3));
         tangle.submitJob(sid, 3, abi.encode(uint256(1) << 64));
-        vm.expectRevert(abi.encodeWithSelector(AgentSandboxBlueprint.InvalidJobInputs.selector, 4));
+        vm.expectRevert(abi.encodeWithSelector(AgentSandboxJobCodec.InvalidJobInputs.selector, 4));
         tangle.submitJob(sid, 4, hex"01");
-        AgentSandboxBlueprint.WorkflowCreateRequest memory r = workflowReq("");
-        vm.expectRevert(abi.encodeWithSelector(AgentSandboxBlueprint.InvalidWorkflowTarget.selector, 0, 0));
+        AgentSandboxJobCodec.WorkflowCreateRequest memory r = workflowReq("");
+        vm.expectRevert(abi.encodeWithSelector(AgentSandboxJobCodec.InvalidWorkflowTarget.selector, 0, 0));
         tangle.submitJob(sid, 2, abi.encode(r));
         r = workflowReq("sb");
         r.target_kind = 1;
-        vm.expectRevert(abi.encodeWithSelector(AgentSandboxBlueprint.InvalidWorkflowTarget.selector, 1, 2));
+        vm.expectRevert(abi.encodeWithSelector(AgentSandboxJobCodec.InvalidWorkflowTarget.selector, 1, 2));
         tangle.submitJob(sid, 2, abi.encode(r));
         r = workflowReq("sb");
         r.name = "";
-        vm.expectRevert(AgentSandboxBlueprint.WorkflowNameRequired.selector);
+        vm.expectRevert(AgentSandboxJobCodec.WorkflowNameRequired.selector);
         tangle.submitJob(sid, 2, abi.encode(r));
-        vm.expectRevert(abi.encodeWithSelector(AgentSandboxBlueprint.InvalidJobInputs.selector, 2));
+        vm.expectRevert(abi.encodeWithSelector(AgentSandboxJobCodec.InvalidJobInputs.selector, 2));
         tangle.submitJob(sid, 2, abi.encode(uint256(0x40)));
         vm.stopPrank();
     }
@@ -436,7 +438,7 @@ contract AgentSandboxBlueprintCloudTest is BlueprintFixture {
     }
 
     function test_reportProvisioned_refusedInCloudMode() public {
-        vm.expectRevert(AgentSandboxBlueprint.NotInstanceMode.selector);
+        vm.expectRevert(AgentSandboxInstances.NotInstanceMode.selector);
         vm.prank(operatorAt(0));
         bsm.reportProvisioned(sid, "sb", "http://127.0.0.1:1", 22, "");
     }
@@ -452,7 +454,7 @@ contract AgentSandboxBlueprintCloudTest is BlueprintFixture {
     function test_checkJobInputs_isTheOnJobCallCheck() public {
         bsm.checkJobInputs(0, abi.encode(createReq("ok")));
         bsm.checkJobInputs(0, flat(abi.encode(createReq("ok"))));
-        vm.expectRevert(abi.encodeWithSelector(AgentSandboxBlueprint.UnknownJob.selector, 6));
+        vm.expectRevert(abi.encodeWithSelector(AgentSandboxJobCodec.UnknownJob.selector, 6));
         bsm.checkJobInputs(6, "");
     }
 }

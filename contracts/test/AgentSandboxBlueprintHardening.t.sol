@@ -5,6 +5,7 @@ import {Vm} from "./TestBase.sol";
 import {BlueprintFixture} from "./BlueprintFixture.sol";
 import {ITangle} from "../src/tangle/ITangle.sol";
 import {AgentSandboxBlueprint} from "../src/AgentSandboxBlueprint.sol";
+import {AgentSandboxJobCodec} from "../src/AgentSandboxJobCodec.sol";
 
 /// The holes of issue 10, each as an attacker (or an unlucky user) would meet it: workflows on
 /// another tenant's sandbox, results from an operator that was not chosen, capacity that never
@@ -24,7 +25,7 @@ contract AgentSandboxBlueprintHardeningTest is BlueprintFixture {
 
     function test_workflowCreate_onAnotherUsersSandbox_reverts() public {
         createSandbox(USER, "victim");
-        AgentSandboxBlueprint.WorkflowCreateRequest memory r = workflowReq("victim");
+        AgentSandboxJobCodec.WorkflowCreateRequest memory r = workflowReq("victim");
         r.workflow_json = "{\"command\":\"env > /tmp/stolen\"}";
         vm.expectRevert(abi.encodeWithSelector(AgentSandboxBlueprint.NotSandboxOwner.selector, STRANGER, USER));
         vm.prank(STRANGER);
@@ -42,7 +43,7 @@ contract AgentSandboxBlueprintHardeningTest is BlueprintFixture {
         vm.expectRevert(abi.encodeWithSelector(AgentSandboxBlueprint.SandboxNotInService.selector, other, sid));
         vm.prank(USER);
         tangle.submitJob(other, 2, mine);
-        AgentSandboxBlueprint.WorkflowCreateRequest memory r = workflowReq("mine");
+        AgentSandboxJobCodec.WorkflowCreateRequest memory r = workflowReq("mine");
         r.target_service_id = sid + 7;
         vm.expectRevert(abi.encodeWithSelector(AgentSandboxBlueprint.SandboxNotInService.selector, sid, sid + 7));
         vm.prank(USER);
@@ -91,7 +92,7 @@ contract AgentSandboxBlueprintHardeningTest is BlueprintFixture {
         address a = createSandbox(USER, "in-first"); // call 0 of the first service
         sid = second;
         address b = createSandbox(USER, "in-second"); // call 0 of the second service
-        AgentSandboxBlueprint.WorkflowCreateRequest memory r = workflowReq("in-first");
+        AgentSandboxJobCodec.WorkflowCreateRequest memory r = workflowReq("in-first");
         r.name = "first";
         vm.prank(USER);
         uint64 w1 = tangle.submitJob(first, 2, abi.encode(r));

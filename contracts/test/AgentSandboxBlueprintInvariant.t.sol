@@ -6,6 +6,7 @@ import {TangleFixture} from "./TangleFixture.sol";
 import {ITangle} from "../src/tangle/ITangle.sol";
 import {LocalTangle} from "../src/tangle/LocalTangle.sol";
 import {AgentSandboxBlueprint} from "../src/AgentSandboxBlueprint.sol";
+import {AgentSandboxJobCodec} from "../src/AgentSandboxJobCodec.sol";
 
 /// Drives random create / result (good, bad, from a co-operator then settled) / delete / expire /
 /// give-up / gone / terminate sequences through LocalTangle, keeping its own ledger.
@@ -71,7 +72,7 @@ contract SandboxHandler is TestBase {
 
     function create(uint256 seed) external {
         vm.prevrandao(bytes32(seed));
-        AgentSandboxBlueprint.SandboxCreateRequest memory r;
+        AgentSandboxJobCodec.SandboxCreateRequest memory r;
         r.name = "inv";
         vm.recordLogs();
         vm.prank(user);
