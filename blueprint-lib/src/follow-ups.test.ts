@@ -8,7 +8,15 @@ import { agentSandboxBlueprintAbi } from '@agent-sandbox/contracts';
 import { EncryptedStore, SandboxManager } from '@agent-sandbox/runtime';
 import { decodeJobResult, type JobContext } from '@agent-sandbox/sdk';
 import pino from 'pino';
-import { type Address, createWalletClient, encodeAbiParameters, type Hex, http } from 'viem';
+import {
+  type Address,
+  createWalletClient,
+  encodeAbiParameters,
+  type Hex,
+  http,
+  keccak256,
+  toBytes,
+} from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { BlueprintChain } from './chain.ts';
@@ -59,15 +67,41 @@ function writerFor(op: Address): BlueprintWriter {
   return new BlueprintWriter({ httpRpcUrl: devnet.rpcUrl, blueprint: devnet.contracts.cloud, account });
 }
 
-const read = <T>(functionName: string, args: readonly unknown[]) =>
+const read = <T>(functionName: string, args: readonly unknown[], blockNumber?: bigint) =>
   jobs.pub.readContract({
     address: devnet.contracts.cloud,
     abi: agentSandboxBlueprintAbi,
     functionName: functionName as never,
     args: args as never,
+    ...(blockNumber === undefined ? {} : { blockNumber }),
   }) as Promise<T>;
 
-const load = (op: Address) => read<readonly [number, number, number]>('getOperatorLoad', [op]);
+/** (active, reserved, capacity); at a block, so other tests sharing the devnet do not interfere. */
+const load = (op: Address, blockNumber?: bigint) =>
+  read<readonly [number, number, number]>('getOperatorLoad', [op], blockNumber);
+
+/** How one block changed an operator's (active, reserved): only that block's transaction. */
+async function delta(op: Address, at: bigint): Promise<[number, number]> {
+  const [a0, r0] = await load(op, at - 1n);
+  const [a1, r1] = await load(op, at);
+  return [a1 - a0, r1 - r0];
+}
+
+/** The block of the blueprint's `eventName` log for this call. */
+async function blockOf(
+  eventName: 'ResultIgnored' | 'CallSettled' | 'ReservationReleased',
+  call: { callId: bigint; blockNumber: bigint },
+): Promise<bigint> {
+  const [ev] = await jobs.pub.getContractEvents({
+    address: devnet.contracts.cloud,
+    abi: agentSandboxBlueprintAbi,
+    eventName,
+    args: { serviceId: jobs.serviceId, callId: call.callId },
+    fromBlock: call.blockNumber,
+  });
+  if (!ev) throw new Error(`no ${eventName} for call ${call.callId}`);
+  return ev.blockNumber;
+}
 
 function routerFor(operator: Address) {
   return blueprintRouter({
@@ -128,12 +162,11 @@ describe('follow-ups on the blueprint', () => {
   it('a co-operator answering first takes nothing: the assigned operator settles its create', async () => {
     const call = await jobs.submit(JOB_SANDBOX_CREATE, createIn('settle'));
     const assigned = call.operator!;
-    const [, reservedBefore] = await load(assigned);
     // The other operator posts first: Tangle completes the call, the blueprint ignores it.
     const stolen = encodeAbiParameters(SANDBOX_CREATE_OUTPUT, [`${RUN}-stolen`, '{}']);
     await jobs.submitResult(jobs.otherOperator(assigned), call.callId, stolen);
     expect(await read<Address>('getSandboxOperator', [`${RUN}-stolen`])).toMatch(/^0x0+$/);
-    expect((await load(assigned))[1]).toBe(reservedBefore);
+    expect(await delta(assigned, await blockOf('ResultIgnored', call))).toEqual([0, 0]);
     // The assigned operator's consumer meets JobAlreadyCompleted and settles on the blueprint.
     const real = encodeAbiParameters(SANDBOX_CREATE_OUTPUT, [`${RUN}-real`, '{}']);
     const event = { serviceId: jobs.serviceId, callId: call.callId, jobIndex: 0 };
@@ -141,7 +174,7 @@ describe('follow-ups on the blueprint', () => {
     expect((await read<Address>('getSandboxOperator', [`${RUN}-real`])).toLowerCase()).toBe(
       assigned.toLowerCase(),
     );
-    expect((await load(assigned))[1]).toBe(reservedBefore - 1);
+    expect(await delta(assigned, await blockOf('CallSettled', call))).toEqual([1, -1]);
     // Settling again, or by the other operator, changes nothing.
     expect(await writerFor(assigned).settleCall(jobs.serviceId, call.callId, real)).toBe('nothing-to-do');
   });
@@ -149,10 +182,9 @@ describe('follow-ups on the blueprint', () => {
   it('a create the operator gives up on gives its reserved slot back; a released create is never provisioned', async () => {
     const call = await jobs.submit(JOB_SANDBOX_CREATE, createIn('give-up'));
     const assigned = call.operator!;
-    const [, reserved] = await load(assigned);
     const event = { serviceId: jobs.serviceId, callId: call.callId, jobIndex: 0 };
     await afterJob(writerFor(assigned), log)({ event, outcome: 'failed' });
-    expect((await load(assigned))[1]).toBe(reserved - 1);
+    expect(await delta(assigned, await blockOf('ReservationReleased', call))).toEqual([0, -1]);
     // Handled again (a redelivery, say): the slot is gone, so nothing is provisioned.
     const before = manager.list().length;
     const out = await routerFor(assigned).dispatch({ jobIndex: 0, input: createIn('give-up') }, ctxOf(call));
@@ -171,8 +203,6 @@ describe('follow-ups on the blueprint', () => {
     await jobs.submitResult(me, call.callId, out.output as Hex);
     const id = decodeJobResult(SANDBOX_CREATE_OUTPUT, out.output).sandboxId;
     expect(await read<boolean>('isSandboxActive', [id])).toBe(true);
-    const [activeHeld] = await load(me);
-    const freeHeld = await read<bigint>('getAvailableCapacity', []);
 
     await manager.stop(id);
     // Every retention is 0: three GC passes take it hot -> warm -> cold -> gone (expired).
@@ -189,8 +219,20 @@ describe('follow-ups on the blueprint', () => {
     expect(await reporter.tick()).toEqual([id]);
     expect(await reporter.tick()).toEqual([]); // reported once
     expect(await read<boolean>('isSandboxActive', [id])).toBe(false);
-    expect((await load(me))[0]).toBe(activeHeld - 1);
-    expect(await read<bigint>('getAvailableCapacity', [])).toBe(freeHeld + 1n);
+    // Compare the chain just before and at the report's block (one transaction per block on the
+    // devnet): other tests share these operators, so only that block's change is ours alone.
+    const [gone] = await jobs.pub.getContractEvents({
+      address: devnet.contracts.cloud,
+      abi: agentSandboxBlueprintAbi,
+      eventName: 'SandboxGone',
+      args: { sandboxHash: keccak256(toBytes(id)) },
+      fromBlock: call.blockNumber,
+    });
+    expect(gone?.args.operator?.toLowerCase()).toBe(me.toLowerCase());
+    const at = gone!.blockNumber;
+    expect(await delta(me, at)).toEqual([-1, 0]);
+    const freeBefore = await read<bigint>('getAvailableCapacity', [], at - 1n);
+    expect(await read<bigint>('getAvailableCapacity', [], at)).toBe(freeBefore + 1n);
   });
 
   it('instance: the operator reports deprovisioned when its instance sandbox is gone, or when the service ended', async () => {
