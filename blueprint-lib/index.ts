@@ -7,6 +7,7 @@ export {
   type ChainWorkflow,
   resolveBlueprintContract,
 } from './src/chain.ts';
+export { BlueprintWriter, type ChainWriter, type WriteOutcome } from './src/chain-writes.ts';
 export type {
   BlueprintDeps,
   ExecOutcome,
@@ -21,6 +22,7 @@ export {
   BlueprintErrorCodes,
   isBlueprintError,
 } from './src/errors.ts';
+export { afterJob, type FinishedJob, GoneReporter, type GoneSource } from './src/follow-ups.ts';
 export { type HandledCall, HandledCalls } from './src/handled-calls.ts';
 export { createResultJson, describeFailure } from './src/handlers/sandbox.ts';
 export { type StoredWorkflow, type WorkflowRun, workflowCommand } from './src/handlers/workflow.ts';

@@ -3,9 +3,12 @@
 import { chmod, mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import {
+  afterJob,
   BlueprintChain,
   type BlueprintDeps,
+  BlueprintWriter,
   blueprintRouter,
+  GoneReporter,
   HandledCalls,
   provisionInstance,
   resolveBlueprintContract,
@@ -244,8 +247,27 @@ export async function startOperator(cfg: OperatorConfig, log: Logger): Promise<R
       instanceSandboxId = inst.sandbox.id;
     }
     const { router } = blueprintRouter(deps);
+    // The operator's own blueprint calls: settle calls another operator completed, give back
+    // reservations it gave up on, report sandboxes stopped for good (see follow-ups.ts).
+    const writer = new BlueprintWriter({
+      httpRpcUrl: env.httpRpcUrl,
+      blueprint,
+      account: key.account,
+      logger: log,
+    });
+    const gone = new GoneReporter({
+      sandboxes: manager,
+      store,
+      writer,
+      serviceId: env.serviceId!,
+      mode: cfg.mode,
+      log,
+      instanceSandboxId: () => instanceSandboxId,
+      serviceActive: () => chain.isServiceActive(env.tangleContract, env.serviceId!),
+    });
     const runner = createRunner(
       runnerOptionsFromEnvironment(env, key, router, {
+        afterJob: afterJob(writer, log),
         logger: log,
         concurrency: v.JOB_CONCURRENCY!,
         pollIntervalMs: v.JOB_POLL_INTERVAL_MS!,
@@ -259,6 +281,19 @@ export async function startOperator(cfg: OperatorConfig, log: Logger): Promise<R
 
     manager.startBackground();
     cleanup.push(() => manager.stopBackground());
+    let reporting = false;
+    const goneTimer = setInterval(() => {
+      if (reporting) return;
+      reporting = true;
+      gone
+        .tick()
+        .catch((err) => log.warn({ err }, 'reporting gone sandboxes failed; retrying on the next tick'))
+        .finally(() => {
+          reporting = false;
+        });
+    }, v.SANDBOX_REAPER_INTERVAL! * 1000);
+    goneTimer.unref();
+    cleanup.push(() => clearInterval(goneTimer));
     const gc = setInterval(() => {
       sessions
         .collect()

@@ -1,6 +1,6 @@
 // The chain facts the handlers depend on: which operator the blueprint assigned a create to
 // (OperatorAssigned), which one a delete was routed to (OperatorRouted), and who holds a sandbox.
-import { agentSandboxBlueprintAbi, localTangleAbi } from '@agent-sandbox/contracts';
+import { agentSandboxBlueprintAbi, iTangleAbi, localTangleAbi } from '@agent-sandbox/contracts';
 import {
   type Address,
   createPublicClient,
@@ -26,10 +26,14 @@ export interface CallRef {
 export interface ChainReader {
   /** The operator the blueprint named for this call, or undefined when it emitted none. */
   operatorForCall(event: 'OperatorAssigned' | 'OperatorRouted', call: CallRef): Promise<Address | undefined>;
+  /** Whether the create's reserved slot was released (expired, given up, service ended). */
+  reservationReleased(call: CallRef): Promise<boolean>;
   /** The operator holding a sandbox per the blueprint (undefined: the blueprint does not know it). */
   sandboxOperator(sandboxId: string): Promise<Address | undefined>;
-  /** A stored workflow as the blueprint keeps it (undefined: unknown id). */
-  workflow(workflowId: bigint): Promise<ChainWorkflow | undefined>;
+  /** A stored workflow as the blueprint keeps it, per service (undefined: unknown id). */
+  workflow(serviceId: bigint, workflowId: bigint): Promise<ChainWorkflow | undefined>;
+  /** The service's owner as the blueprint recorded it (undefined: not known). */
+  serviceOwner(serviceId: bigint): Promise<Address | undefined>;
 }
 
 export interface ChainWorkflow {
@@ -39,6 +43,7 @@ export interface ChainWorkflow {
   target_sandbox_id: string;
   service_id: bigint;
   active: boolean;
+  owner: Address;
 }
 
 export interface BlueprintChainOptions {
@@ -138,6 +143,20 @@ export class BlueprintChain implements ChainReader {
     return undefined;
   }
 
+  async reservationReleased(call: CallRef): Promise<boolean> {
+    const logs = await this.#retry(`reading ReservationReleased for call ${call.callId}`, () =>
+      this.client.getContractEvents({
+        address: this.blueprint,
+        abi: agentSandboxBlueprintAbi,
+        eventName: 'ReservationReleased',
+        args: { serviceId: call.serviceId, callId: call.callId },
+        fromBlock: call.blockNumber,
+        toBlock: 'latest',
+      }),
+    );
+    return logs.length > 0;
+  }
+
   async sandboxOperator(sandboxId: string): Promise<Address | undefined> {
     const op = await this.#retry(`reading the operator of sandbox ${sandboxId}`, () =>
       this.client.readContract({
@@ -150,16 +169,40 @@ export class BlueprintChain implements ChainReader {
     return isAddressEqual(op, zeroAddress) ? undefined : getAddress(op);
   }
 
-  async workflow(workflowId: bigint): Promise<ChainWorkflow | undefined> {
+  async workflow(serviceId: bigint, workflowId: bigint): Promise<ChainWorkflow | undefined> {
     const w = await this.#retry(`reading workflow ${workflowId}`, () =>
       this.client.readContract({
         address: this.blueprint,
         abi: agentSandboxBlueprintAbi,
         functionName: 'getWorkflow',
-        args: [workflowId],
+        args: [serviceId, workflowId],
       }),
     );
     // An unknown id reads as the zero struct (empty name: the contract requires a name).
     return w.name === '' ? undefined : w;
+  }
+
+  /** Whether Tangle still counts the service active (false once terminated or expired). */
+  isServiceActive(tangle: Address, serviceId: bigint): Promise<boolean> {
+    return this.#retry(`reading whether service ${serviceId} is active`, () =>
+      this.client.readContract({
+        address: tangle,
+        abi: iTangleAbi,
+        functionName: 'isServiceActive',
+        args: [serviceId],
+      }),
+    );
+  }
+
+  async serviceOwner(serviceId: bigint): Promise<Address | undefined> {
+    const o = await this.#retry(`reading the owner of service ${serviceId}`, () =>
+      this.client.readContract({
+        address: this.blueprint,
+        abi: agentSandboxBlueprintAbi,
+        functionName: 'serviceOwner',
+        args: [serviceId],
+      }),
+    );
+    return isAddressEqual(o, zeroAddress) ? undefined : getAddress(o);
   }
 }

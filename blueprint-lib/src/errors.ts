@@ -17,6 +17,8 @@ export const BlueprintErrorCodes = [
   'CHAIN',
   /** The runtime refused or failed the operation. */
   'RUNTIME',
+  /** The create's reserved slot was released (expired, given up, service ended) before it ran. */
+  'EXPIRED',
 ] as const;
 
 export type BlueprintErrorCode = (typeof BlueprintErrorCodes)[number];

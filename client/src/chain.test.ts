@@ -1,7 +1,7 @@
 // SandboxChain and createSandbox on the shared devnet (real anvil, contracts deployed from forge
 // output). The operator's side is played by hand with the assigned operator's real key: it posts
 // results with submitResult, and the spec-speaking test server answers the operator API.
-import { iTangleAbi } from '@agent-sandbox/contracts';
+import { agentSandboxBlueprintAbi, iTangleAbi } from '@agent-sandbox/contracts';
 import {
   createWalletClient,
   decodeAbiParameters,
@@ -95,6 +95,46 @@ afterAll(async () => {
 });
 
 describe('SandboxChain', () => {
+  it('trusts only the assigned operator: a co-operator answering first is ignored, the assigned one’s settled outcome counts', async () => {
+    const chain = chainFor();
+    const job = await chain.submitCreate(buildCreateRequest({ name: 'client-test-chosen' }));
+    const assigned = job.operator!;
+    expect(job.blueprint?.toLowerCase()).toBe(devnet.contracts.cloud.toLowerCase());
+    const other = [devnet.accounts.operator1.address, devnet.accounts.operator2.address].find(
+      (a) => a.toLowerCase() !== assigned.toLowerCase(),
+    )!;
+    // The co-operator answers first and names its own API: Tangle completes the call with it.
+    await postResult(other, job.callId, createOutput('sb-evil', { operatorApiUrl: 'http://evil.example' }));
+    const chosen = { operator: assigned, blueprint: job.blueprint };
+    expect(await chain.findResult(job.callId, job.blockNumber, chosen)).toBeUndefined();
+    expect((await chain.results(job.callId, job.blockNumber))[0]?.operator.toLowerCase()).toBe(
+      other.toLowerCase(),
+    );
+    // The assigned operator meets JobAlreadyCompleted and records its outcome on the blueprint.
+    const id = `sb-chosen-${job.callId}`;
+    const wallet = createWalletClient({
+      account: privateKeyToAccount(keyOf(assigned)),
+      transport: http(devnet.rpcUrl),
+    });
+    const hash = await wallet.writeContract({
+      address: job.blueprint!,
+      abi: agentSandboxBlueprintAbi,
+      functionName: 'settleCall',
+      args: [serviceId, job.callId, createOutput(id, { sandboxId: id, operatorApiUrl: op.url })],
+      chain: null,
+    });
+    await chain.publicClient.waitForTransactionReceipt({ hash });
+    const out = await chain.waitForCreateResult(job.callId, {
+      fromBlock: job.blockNumber,
+      timeoutMs: 10_000,
+      chosen,
+    });
+    expect(out).toMatchObject({ sandboxId: id, json: { operatorApiUrl: op.url } });
+    expect(out.operator.toLowerCase()).toBe(assigned.toLowerCase());
+    expect(await chain.sandboxOperator(job.blueprint!, id)).toBe(assigned);
+    expect(await chain.sandboxOperator(job.blueprint!, 'sb-evil')).toBeUndefined();
+  });
+
   it('submits job 0 from the owner: call id, assigned operator, and inputs the chain decodes back', async () => {
     const chain = chainFor();
     const req = buildCreateRequest({ name: 'client-test-chain', cpu_cores: 2n, memory_mb: 512n });
@@ -251,6 +291,54 @@ describe('createSandbox', () => {
       del.callId,
       encodeAbiParameters([{ type: 'string' }], ['{"deleted":true}']),
     );
+  });
+
+  it('says so when an operator that was not assigned answers, and takes the sandbox and its API URL from the assigned one', async () => {
+    const seen: CreateProgress[] = [];
+    let play: Promise<void> | undefined;
+    const actor = async (p: CreateProgress) => {
+      if (p.stage !== 'assigned' || !p.operator) return;
+      const other = [devnet.accounts.operator1.address, devnet.accounts.operator2.address].find(
+        (a) => a.toLowerCase() !== p.operator!.toLowerCase(),
+      )!;
+      // The co-operator answers first, naming a sandbox and an API of its own.
+      await postResult(other, p.callId, createOutput('sb-evil', { operatorApiUrl: 'http://evil.example' }));
+      await new Promise((r) => setTimeout(r, 300));
+      const id = `sb-settled-${p.callId}`;
+      op.sandboxes.set(id, { id, owner: user.address.toLowerCase(), state: 'running', secrets: {} });
+      const wallet = createWalletClient({
+        account: privateKeyToAccount(keyOf(p.operator)),
+        transport: http(devnet.rpcUrl),
+      });
+      const hash = await wallet.writeContract({
+        address: devnet.contracts.cloud as Hex,
+        abi: agentSandboxBlueprintAbi,
+        functionName: 'settleCall',
+        args: [serviceId, p.callId, createOutput(id, { sandboxId: id, operatorApiUrl: op.url })],
+        chain: null,
+      });
+      await chainFor().publicClient.waitForTransactionReceipt({ hash });
+    };
+    const created = await createSandbox({
+      chain: chainFor(),
+      account: user,
+      request: { name: 'client-test-ignored' },
+      operatorUrl: () => undefined, // the URL must come from the assigned operator's result
+      pollMs: 100,
+      timeoutMs: 30_000,
+      onProgress: (p) => {
+        seen.push(p);
+        if (p.stage === 'assigned') play = actor(p);
+      },
+    });
+    await play;
+    const assigned = seen.find((p) => p.stage === 'assigned') as { operator: string };
+    const ignored = seen.filter((p) => p.stage === 'ignored');
+    expect(ignored).toHaveLength(1);
+    expect(ignored[0]).toMatchObject({ assigned: assigned.operator });
+    expect(created.sandboxId).toBe(`sb-settled-${created.callId}`);
+    expect(created.operator.toLowerCase()).toBe(assigned.operator.toLowerCase());
+    expect(created.operatorUrl).toBe(op.url);
   });
 
   it('throws with the failed phase and reason from the on-chain failure result', async () => {

@@ -46,6 +46,8 @@ export interface SubmittedJob {
   blockNumber: bigint;
   /** The operator the blueprint assigned (job 0) or routed to (job 1), from the same receipt. */
   operator: Address | undefined;
+  /** The contract that named it (the blueprint, called by Tangle in that transaction). */
+  blueprint: Address | undefined;
 }
 
 export interface JobResult {
@@ -55,9 +57,17 @@ export interface JobResult {
   blockNumber: bigint;
 }
 
+/** Whose result counts: the operator the blueprint chose, and the blueprint (for CallSettled). */
+export interface ChosenOperator {
+  operator: Address;
+  blueprint?: Address | undefined;
+}
+
 export interface WaitOptions {
   /** First block to search; pass the submit receipt's block. Default: 0. */
   fromBlock?: bigint;
+  /** Take the result from this operator only (another operator's result is not trusted). */
+  chosen?: ChosenOperator | undefined;
   /** Default 10 minutes (a cold image build can take a while). */
   timeoutMs?: number;
   signal?: AbortSignal;
@@ -147,10 +157,9 @@ export class SandboxChain {
           args: [this.serviceId, jobIndex, inputs],
           ...(options.value === undefined ? {} : { value: options.value }),
         });
-        // The blueprint picks an operator from block randomness, so the gas a call needs
-        // differs between the estimate's block and the one it lands in: leave a margin.
-        const gas = await this.publicClient.estimateContractGas(request);
-        txHash = await wallet.writeContract({ ...request, gas: (gas * 13n) / 10n, chain: null });
+        // viem's default gas: the node's estimate, no margin. The blueprint's gas does not depend
+        // on which operator its random pick lands on, so the estimate holds in any block.
+        txHash = await wallet.writeContract({ ...request, chain: null });
       } catch (e) {
         const nonceRace =
           /nonce too low|nonce has already been used|replacement transaction underpriced|already known/i;
@@ -175,11 +184,13 @@ export class SandboxChain {
         `transaction ${txHash} emitted no JobSubmitted for service ${this.serviceId}`,
       );
     }
+    const named = this.operatorFrom(receipt.logs, callId);
     return {
       callId,
       txHash,
       blockNumber: receipt.blockNumber,
-      operator: this.operatorFrom(receipt.logs, callId),
+      operator: named?.operator,
+      blueprint: named?.blueprint,
     };
   }
 
@@ -199,7 +210,7 @@ export class SandboxChain {
   }
 
   /** OperatorAssigned (create) or OperatorRouted (delete) for this call, if present in `logs`. */
-  private operatorFrom(logs: Log[], callId: bigint): Address | undefined {
+  private operatorFrom(logs: Log[], callId: bigint): { operator: Address; blueprint: Address } | undefined {
     const events = parseEventLogs({
       abi: agentSandboxBlueprintAbi,
       logs,
@@ -208,7 +219,9 @@ export class SandboxChain {
     });
     for (const ev of events) {
       const args = ev.args as { serviceId?: bigint; callId?: bigint; operator?: Address };
-      if (args.serviceId === this.serviceId && args.callId === callId && args.operator) return args.operator;
+      if (args.serviceId === this.serviceId && args.callId === callId && args.operator) {
+        return { operator: args.operator, blueprint: ev.address };
+      }
     }
     return undefined;
   }
@@ -280,7 +293,7 @@ export class SandboxChain {
     const deadline = Date.now() + (options.timeoutMs ?? 600_000);
     for (;;) {
       if (options.signal?.aborted) throw new ClientError('INTERRUPTED', `stopped waiting for call ${callId}`);
-      const found = await this.findResult(callId, options.fromBlock ?? 0n);
+      const found = await this.findResult(callId, options.fromBlock ?? 0n, options.chosen);
       if (found) return found;
       if (Date.now() >= deadline) {
         throw new ClientError(
@@ -296,8 +309,40 @@ export class SandboxChain {
     }
   }
 
-  /** The posted result of a call, if any yet. */
-  async findResult(callId: bigint, fromBlock = 0n): Promise<JobResult | undefined> {
+  /**
+   * The posted result of a call, if any yet. With `chosen`, only that operator's: its
+   * JobResultSubmitted on Tangle, or (when another operator's result completed the call first)
+   * the CallSettled it recorded on the blueprint. Another operator's result is never returned.
+   */
+  async findResult(callId: bigint, fromBlock = 0n, chosen?: ChosenOperator): Promise<JobResult | undefined> {
+    const all = await this.results(callId, fromBlock);
+    if (!chosen) return all[0];
+    const mine = all.find((r) => r.operator.toLowerCase() === chosen.operator.toLowerCase());
+    if (mine || !chosen.blueprint || all.length === 0) return mine;
+    try {
+      const logs = await this.publicClient.getContractEvents({
+        address: chosen.blueprint,
+        abi: agentSandboxBlueprintAbi,
+        eventName: 'CallSettled',
+        args: { serviceId: this.serviceId, callId, operator: chosen.operator },
+        fromBlock,
+        toBlock: 'latest',
+      });
+      const log = logs[0];
+      if (!log?.args.outputs || log.blockNumber === null || log.transactionHash === null) return undefined;
+      return {
+        operator: chosen.operator,
+        output: log.args.outputs,
+        txHash: log.transactionHash,
+        blockNumber: log.blockNumber,
+      };
+    } catch (e) {
+      throw chainError(e, 'reading CallSettled');
+    }
+  }
+
+  /** Every JobResultSubmitted for a call, first first (Tangle takes the first as the result). */
+  async results(callId: bigint, fromBlock = 0n): Promise<JobResult[]> {
     try {
       const logs = await this.publicClient.getContractEvents({
         address: this.tangle,
@@ -307,21 +352,23 @@ export class SandboxChain {
         fromBlock,
         toBlock: 'latest',
       });
-      const log = logs[0];
-      if (
-        !log?.args.operator ||
-        !log.args.output ||
-        log.blockNumber === null ||
-        log.transactionHash === null
-      ) {
-        return undefined;
+      const out: JobResult[] = [];
+      for (const log of logs) {
+        if (
+          !log.args.operator ||
+          !log.args.output ||
+          log.blockNumber === null ||
+          log.transactionHash === null
+        )
+          continue;
+        out.push({
+          operator: log.args.operator,
+          output: log.args.output,
+          txHash: log.transactionHash,
+          blockNumber: log.blockNumber,
+        });
       }
-      return {
-        operator: log.args.operator,
-        output: log.args.output,
-        txHash: log.transactionHash,
-        blockNumber: log.blockNumber,
-      };
+      return out;
     } catch (e) {
       throw chainError(e, 'reading JobResultSubmitted');
     }

@@ -20,6 +20,8 @@ export type CreateProgress =
   | { stage: 'assigned'; callId: bigint; operator: Address | undefined; operatorUrl: string | undefined }
   | { stage: 'phase'; callId: bigint; phase: string; provision: Provision }
   | { stage: 'result'; callId: bigint; sandboxId: string; operator: Address }
+  /** A result from an operator the blueprint did not choose: ignored, the wait goes on. */
+  | { stage: 'ignored'; callId: bigint; operator: Address; assigned: Address }
   | { stage: 'running'; callId: bigint; sandbox: Sandbox };
 
 export interface CreateSandboxOptions {
@@ -105,6 +107,7 @@ export async function createSandbox(options: CreateSandboxOptions): Promise<Crea
 
   // Phase 1: until the result is on chain, watch the operator's public provision progress.
   let lastPhase = 'queued';
+  let warned = false;
   const emitted = new Set<string>();
   let output: (CreateOutput & { operator: Address }) | undefined;
   let progressClient = operatorUrl
@@ -131,7 +134,15 @@ export async function createSandbox(options: CreateSandboxOptions): Promise<Crea
         lastPhase = phase;
       }
     }
-    const r = await chain.findResult(callId, submitted.blockNumber);
+    const chosen = assigned ? { operator: assigned, blueprint: submitted.blueprint } : undefined;
+    const r = await chain.findResult(callId, submitted.blockNumber, chosen);
+    if (!r && assigned && !warned) {
+      const other = (await chain.results(callId, submitted.blockNumber))[0];
+      if (other) {
+        warned = true;
+        emit({ stage: 'ignored', callId, operator: other.operator, assigned });
+      }
+    }
     if (r) {
       output = { ...decodeCreateOutput(r.output), operator: r.operator };
       break;

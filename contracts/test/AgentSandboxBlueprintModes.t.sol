@@ -5,6 +5,8 @@ import {BlueprintFixture} from "./BlueprintFixture.sol";
 import {ITangle} from "../src/tangle/ITangle.sol";
 import {LocalTangle} from "../src/tangle/LocalTangle.sol";
 import {AgentSandboxBlueprint} from "../src/AgentSandboxBlueprint.sol";
+import {AgentSandboxJobCodec} from "../src/AgentSandboxJobCodec.sol";
+import {AgentSandboxInstances} from "../src/AgentSandboxInstances.sol";
 
 /// Instance mode: the service is one sandbox per operator, described by the request's config.
 contract AgentSandboxBlueprintInstanceTest is BlueprintFixture {
@@ -33,13 +35,13 @@ contract AgentSandboxBlueprintInstanceTest is BlueprintFixture {
 
     function test_badConfigRefusesRequest() public {
         vm.startPrank(USER);
-        vm.expectRevert(AgentSandboxBlueprint.InvalidServiceConfig.selector);
+        vm.expectRevert(AgentSandboxInstances.InvalidServiceConfig.selector);
         tangle.requestService(bp, ops(1), hex"0badc0de", new address[](0), 0, address(0), 0, 0);
-        vm.expectRevert(AgentSandboxBlueprint.InvalidServiceConfig.selector);
+        vm.expectRevert(AgentSandboxInstances.InvalidServiceConfig.selector);
         tangle.requestService(bp, ops(1), "", new address[](0), 0, address(0), 0, 0);
-        AgentSandboxBlueprint.SandboxCreateRequest memory r = createReq("bad tee");
+        AgentSandboxJobCodec.SandboxCreateRequest memory r = createReq("bad tee");
         r.tee_type = 9;
-        vm.expectRevert(abi.encodeWithSelector(AgentSandboxBlueprint.InvalidTeeType.selector, 9));
+        vm.expectRevert(abi.encodeWithSelector(AgentSandboxJobCodec.InvalidTeeType.selector, 9));
         tangle.requestService(bp, ops(1), abi.encode(r), new address[](0), 0, address(0), 0, 0);
         vm.stopPrank();
     }
@@ -69,7 +71,7 @@ contract AgentSandboxBlueprintInstanceTest is BlueprintFixture {
     function test_provisionCycle() public {
         address op = operatorAt(0);
         vm.expectEmit(true, true, false, true, address(bsm));
-        emit AgentSandboxBlueprint.OperatorProvisioned(sid, op, "inst-1", "http://127.0.0.1:7000");
+        emit AgentSandboxInstances.OperatorProvisioned(sid, op, "inst-1", "http://127.0.0.1:7000");
         vm.prank(op);
         bsm.reportProvisioned(sid, "inst-1", "http://127.0.0.1:7000", 2222, "");
         vm.assertTrue(bsm.isOperatorProvisioned(sid, op), "provisioned");
@@ -78,13 +80,12 @@ contract AgentSandboxBlueprintInstanceTest is BlueprintFixture {
         vm.assertEq(who.length, 1, "one endpoint");
         vm.assertEq(who[0], op, "operator");
         vm.assertEq(urls[0], "http://127.0.0.1:7000", "url");
-        vm.assertEq(bsm.getProvision(sid, op).sshPort, 2222, "ssh port");
         vm.assertFalse(bsm.canLeave(sid, op), "cannot leave while provisioned");
         vm.expectRevert(abi.encodeWithSelector(AgentSandboxBlueprint.OperatorHasActiveSandboxes.selector, op, 0, 1));
         vm.prank(address(tangle));
         bsm.onUnregister(op);
 
-        vm.expectRevert(abi.encodeWithSelector(AgentSandboxBlueprint.AlreadyProvisioned.selector, sid, op));
+        vm.expectRevert(abi.encodeWithSelector(AgentSandboxInstances.AlreadyProvisioned.selector, sid, op));
         vm.prank(op);
         bsm.reportProvisioned(sid, "inst-1", "http://127.0.0.1:7000", 2222, "");
 
@@ -93,7 +94,7 @@ contract AgentSandboxBlueprintInstanceTest is BlueprintFixture {
         vm.assertEq(bsm.getAttestationHash(sid, operatorAt(1)), keccak256("{\"kind\":\"none\"}"), "hash kept");
 
         vm.expectEmit(true, true, false, true, address(bsm));
-        emit AgentSandboxBlueprint.OperatorDeprovisioned(sid, op);
+        emit AgentSandboxInstances.OperatorDeprovisioned(sid, op);
         vm.prank(op);
         bsm.reportDeprovisioned(sid);
         vm.assertFalse(bsm.isOperatorProvisioned(sid, op), "deprovisioned");
@@ -103,38 +104,44 @@ contract AgentSandboxBlueprintInstanceTest is BlueprintFixture {
         vm.assertTrue(bsm.canLeave(sid, op), "can leave");
         vm.prank(address(tangle));
         bsm.onUnregister(op);
-        vm.expectRevert(abi.encodeWithSelector(AgentSandboxBlueprint.NotProvisioned.selector, sid, op));
+        vm.expectRevert(abi.encodeWithSelector(AgentSandboxInstances.NotProvisioned.selector, sid, op));
         vm.prank(op);
         bsm.reportDeprovisioned(sid);
     }
 
     function test_provision_refusals() public {
-        vm.expectRevert(abi.encodeWithSelector(AgentSandboxBlueprint.NotServiceOperator.selector, sid, STRANGER));
+        vm.expectRevert(abi.encodeWithSelector(AgentSandboxInstances.NotServiceOperator.selector, sid, STRANGER));
         vm.prank(STRANGER);
         bsm.reportProvisioned(sid, "inst", "http://x", 0, "");
         vm.startPrank(operatorAt(0));
-        vm.expectRevert(AgentSandboxBlueprint.InvalidSandboxId.selector);
+        vm.expectRevert(AgentSandboxJobCodec.InvalidSandboxId.selector);
         bsm.reportProvisioned(sid, "", "http://x", 0, "");
-        vm.expectRevert(AgentSandboxBlueprint.InvalidEndpoint.selector);
+        vm.expectRevert(AgentSandboxInstances.InvalidEndpoint.selector);
         bsm.reportProvisioned(sid, "inst", "", 0, "");
         vm.stopPrank();
     }
 
     function test_workflowsTargetTheInstance() public {
-        AgentSandboxBlueprint.WorkflowCreateRequest memory r = workflowReq("");
+        AgentSandboxJobCodec.WorkflowCreateRequest memory r = workflowReq("");
         vm.prank(USER);
         uint64 wid = tangle.submitJob(sid, 2, abi.encode(r));
         vm.prank(operatorAt(1));
         tangle.submitResult(sid, wid, abi.encode("{}"));
-        vm.assertTrue(bsm.getWorkflow(wid).active, "stored");
-        vm.assertEq(bsm.getWorkflow(wid).target_kind, 1, "instance target");
+        vm.assertTrue(bsm.getWorkflow(sid, wid).active, "stored");
+        vm.assertEq(bsm.getWorkflow(sid, wid).target_kind, 1, "instance target");
+        // Only the service owner may put a workflow on the instance.
+        vm.prank(USER);
+        tangle.setPermittedCaller(sid, STRANGER, true);
+        vm.expectRevert(abi.encodeWithSelector(AgentSandboxBlueprint.NotSandboxOwner.selector, STRANGER, USER));
+        vm.prank(STRANGER);
+        tangle.submitJob(sid, 2, abi.encode(r));
         r.target_sandbox_id = "sb";
-        vm.expectRevert(abi.encodeWithSelector(AgentSandboxBlueprint.InvalidWorkflowTarget.selector, 1, 2));
+        vm.expectRevert(abi.encodeWithSelector(AgentSandboxJobCodec.InvalidWorkflowTarget.selector, 1, 2));
         vm.prank(USER);
         tangle.submitJob(sid, 2, abi.encode(r));
         r.target_sandbox_id = "";
         r.target_kind = 0;
-        vm.expectRevert(abi.encodeWithSelector(AgentSandboxBlueprint.InvalidWorkflowTarget.selector, 0, 0));
+        vm.expectRevert(abi.encodeWithSelector(AgentSandboxJobCodec.InvalidWorkflowTarget.selector, 0, 0));
         vm.prank(USER);
         tangle.submitJob(sid, 2, abi.encode(r));
     }
@@ -143,7 +150,7 @@ contract AgentSandboxBlueprintInstanceTest is BlueprintFixture {
 /// TEE instance mode: an attestation is mandatory, and the instance spec must ask for TEE.
 contract AgentSandboxBlueprintTeeTest is BlueprintFixture {
     function teeConfig() internal pure returns (bytes memory) {
-        AgentSandboxBlueprint.SandboxCreateRequest memory r = createReq("tee");
+        AgentSandboxJobCodec.SandboxCreateRequest memory r = createReq("tee");
         r.tee_required = true;
         r.tee_type = 1;
         r.attestation_nonce = "nonce-1";
@@ -160,7 +167,7 @@ contract AgentSandboxBlueprintTeeTest is BlueprintFixture {
     }
 
     function test_attestationRequired() public {
-        vm.expectRevert(AgentSandboxBlueprint.AttestationRequired.selector);
+        vm.expectRevert(AgentSandboxInstances.AttestationRequired.selector);
         vm.prank(operatorAt(0));
         bsm.reportProvisioned(sid, "tee-1", "http://127.0.0.1:7000", 0, "");
     }
@@ -168,7 +175,7 @@ contract AgentSandboxBlueprintTeeTest is BlueprintFixture {
     function test_attestationStored() public {
         string memory att = "{\"tdx\":\"quote\"}";
         vm.expectEmit(true, true, false, true, address(bsm));
-        emit AgentSandboxBlueprint.TeeAttestationStored(sid, operatorAt(0), keccak256(bytes(att)));
+        emit AgentSandboxInstances.TeeAttestationStored(sid, operatorAt(0), keccak256(bytes(att)));
         vm.prank(operatorAt(0));
         bsm.reportProvisioned(sid, "tee-1", "http://127.0.0.1:7000", 0, att);
         vm.assertEq(bsm.getAttestationHash(sid, operatorAt(0)), keccak256(bytes(att)), "hash");
@@ -176,7 +183,7 @@ contract AgentSandboxBlueprintTeeTest is BlueprintFixture {
 
     function test_nonTeeConfigRefused() public {
         bytes memory plain = abi.encode(createReq("plain"));
-        vm.expectRevert(AgentSandboxBlueprint.TeeRequired.selector);
+        vm.expectRevert(AgentSandboxJobCodec.TeeRequired.selector);
         vm.prank(USER);
         tangle.requestService(bp, ops(1), plain, new address[](0), 0, address(0), 0, 0);
     }

@@ -6,6 +6,7 @@ import {TangleFixture} from "./TangleFixture.sol";
 import {LocalTangle} from "../src/tangle/LocalTangle.sol";
 import {ITangle} from "../src/tangle/ITangle.sol";
 import {AgentSandboxBlueprint} from "../src/AgentSandboxBlueprint.sol";
+import {AgentSandboxJobCodec} from "../src/AgentSandboxJobCodec.sol";
 
 /// A LocalTangle with the AgentSandboxBlueprint as a blueprint's manager, and job helpers.
 abstract contract BlueprintFixture is TangleFixture {
@@ -32,7 +33,7 @@ abstract contract BlueprintFixture is TangleFixture {
         vm.assertEq(countLogs(vm.getRecordedLogs(), address(tangle), ITangle.ManagerHookFailed.selector), 0, "hook failed");
     }
 
-    function createReq(string memory name) internal pure returns (AgentSandboxBlueprint.SandboxCreateRequest memory r) {
+    function createReq(string memory name) internal pure returns (AgentSandboxJobCodec.SandboxCreateRequest memory r) {
         r.name = name;
         r.image = "agent-sandbox:test";
         r.stack = "default";
@@ -46,7 +47,7 @@ abstract contract BlueprintFixture is TangleFixture {
         r.capabilities_json = "{}";
     }
 
-    function workflowReq(string memory target) internal view returns (AgentSandboxBlueprint.WorkflowCreateRequest memory r) {
+    function workflowReq(string memory target) internal view returns (AgentSandboxJobCodec.WorkflowCreateRequest memory r) {
         r.name = "nightly";
         r.workflow_json = "{\"steps\":[]}";
         r.trigger_type = "cron";

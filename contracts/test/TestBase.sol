@@ -23,6 +23,8 @@ interface Vm {
     function expectRevert(bytes4 selector) external;
     function expectRevert(bytes calldata revertData) external;
     function expectEmit(bool checkTopic1, bool checkTopic2, bool checkTopic3, bool checkData, address emitter) external;
+    function snapshotState() external returns (uint256);
+    function revertToState(uint256 snapshotId) external returns (bool);
     function recordLogs() external;
     function getRecordedLogs() external returns (Log[] memory);
     function assertTrue(bool condition, string calldata err) external pure;

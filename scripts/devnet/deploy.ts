@@ -339,9 +339,10 @@ class TxSender {
     }
     const wallet = createWalletClient({ account, chain: this.chain, transport: http(this.rpcUrl) });
     const to = 'deploy' in tx ? undefined : tx.to;
-    // Headroom over the estimate: best-effort hooks are owed a fixed gas budget.
+    // The estimate as the limit, no margin: LocalTangle refuses to run a best-effort hook with less
+    // than its budget, so the estimate already covers it.
     return {
-      send: () => wallet.sendTransaction({ to, data, gas: (gas * 13n) / 10n, nonce, chain: this.chain }),
+      send: () => wallet.sendTransaction({ to, data, gas, nonce, chain: this.chain }),
     };
   }
 }

@@ -171,8 +171,13 @@ describe('runner on a real chain', () => {
       if (ctx.callId % 2n === 0n) await new Promise((res) => setTimeout(res, lateMs));
       return input;
     });
-    const one = await startRunner(0, r1);
-    const two = await startRunner(1, r2);
+    // afterJob sees each call's outcome with the handler's own output: what a blueprint needs to
+    // record its outcome elsewhere when another operator's result completed the call.
+    type Done = Parameters<NonNullable<RunnerOptions['afterJob']>>[0];
+    const after1 = new Map<bigint, Done>();
+    const after2 = new Map<bigint, Done>();
+    const one = await startRunner(0, r1, { afterJob: async (d) => void after1.set(d.event.callId, d) });
+    const two = await startRunner(1, r2, { afterJob: async (d) => void after2.set(d.event.callId, d) });
     // A third view of op2 without the getJobCall pre-check: a late result is recognised from the
     // decoded JobAlreadyCompleted revert instead.
     try {
@@ -189,6 +194,14 @@ describe('runner on a real chain', () => {
         expect(rs[0]!.operator).toBe(chain.operators[id % 2n === 0n ? 0 : 1].address);
         expect(one.outcomes.get(id)).toBe(id % 2n === 0n ? 'submitted' : 'skipped');
         expect(two.outcomes.get(id)).toBe(id % 2n === 0n ? 'already-done' : 'submitted');
+      }
+      await until(() => ids.every((id) => after1.has(id) && after2.has(id)));
+      for (const id of ids) {
+        const late = after2.get(id)!;
+        expect(late.outcome).toBe(id % 2n === 0n ? 'already-done' : 'submitted');
+        expect(late.output).toBeDefined(); // its own output, even when another result won
+        if (id % 2n === 1n)
+          expect(after1.get(id)).toMatchObject({ outcome: 'skipped', skipReason: 'handler-skipped' });
       }
       expect(two.lines.some((l) => l['level'] === 50)).toBe(false);
     } finally {

@@ -1,7 +1,7 @@
 // Wires producer → router → handlers → consumer with bounded concurrency, a durable cursor, and a
 // graceful stop: `createRunner(opts)`, then `runner.start()` / `runner.stop()`.
 import type { Logger } from 'pino';
-import { type Address, createPublicClient, http } from 'viem';
+import { type Address, createPublicClient, type Hex, http } from 'viem';
 import { sleep } from './backoff.ts';
 import { ResultConsumer, type SubmitOutcome } from './consumer.ts';
 import type { BlueprintEnvironment } from './env.ts';
@@ -51,6 +51,18 @@ export interface RunnerOptions {
   /** Observation hooks (metrics, benchmarks); they must not throw. */
   onJobStart?: (event: JobSubmittedEvent) => void;
   onJobDone?: (event: JobSubmittedEvent, outcome: SubmitOutcome | 'skipped') => void;
+  /**
+   * Follow-up work once a call is done, awaited before the job slot is counted finished (errors
+   * are logged): the handler's output (absent for a skip), how its result ended, and why a call
+   * was skipped. A blueprint uses it to record its outcome elsewhere when Tangle was completed by
+   * another operator ('already-done'), or to give back what it reserved when it gave up.
+   */
+  afterJob?: (done: {
+    event: JobSubmittedEvent;
+    outcome: SubmitOutcome | 'skipped';
+    skipReason?: string;
+    output?: Hex;
+  }) => Promise<void>;
 }
 
 /** Runner options from the validated environment (SERVICE_ID must be set: not registration mode). */
@@ -250,6 +262,15 @@ export class BlueprintRunner {
     this.#tasks.add(task);
   }
 
+  async #after(log: Logger, done: Parameters<NonNullable<RunnerOptions['afterJob']>>[0]): Promise<void> {
+    if (!this.#o.afterJob || done.outcome === 'aborted') return;
+    try {
+      await this.#o.afterJob(done);
+    } catch (err) {
+      log.error({ err }, 'afterJob follow-up failed');
+    }
+  }
+
   async #runJob(event: JobSubmittedEvent): Promise<void> {
     const o = this.#o;
     const log = this.log.child({ callId: `${event.callId}`, jobIndex: event.jobIndex });
@@ -292,6 +313,7 @@ export class BlueprintRunner {
       if (outcome.kind === 'skip') {
         await this.#cursor!.finish(event.callId);
         o.onJobDone?.(event, 'skipped');
+        await this.#after(log, { event, outcome: 'skipped', skipReason: outcome.reason });
         return;
       }
       const r = await this.#consumer!.submit(
@@ -299,6 +321,7 @@ export class BlueprintRunner {
         outcome.output,
       );
       o.onJobDone?.(event, r);
+      await this.#after(log, { event, outcome: r, output: outcome.output });
     } catch (err) {
       log.error({ err }, 'could not record the job as finished (cursor write failed?)');
     }

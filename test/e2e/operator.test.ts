@@ -284,6 +284,38 @@ describe('agent-sandbox-operator end to end', () => {
     expect(await containersOf(`agent-sandbox.id=${out.sandboxId}`)).toHaveLength(1);
   }, 180_000);
 
+  it('kill -9 of the assigned operator as soon as the engine has its container: after restart the same create ends running, with one result', async () => {
+    const call = await jobs.submit(JOB_SANDBOX_CREATE, createInput('mid-provision'));
+    const op = byAddress(call.operator!);
+    const mine = `agent-sandbox.operator=${op.operatorId}`;
+    const known = new Set((await containersOf(mine)).map((c) => c.Id));
+    // Kill the moment a new container of this operator exists (created, maybe not yet started).
+    const deadline = Date.now() + 90_000;
+    for (;;) {
+      if ((await containersOf(mine)).some((c) => !known.has(c.Id))) break;
+      if (Date.now() > deadline) throw new Error(`no container appeared:\n${op.log.join('').slice(-2000)}`);
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    op.child!.kill('SIGKILL');
+    await exited(op);
+    await start(op);
+    const r = await waitResult(jobs, call.callId, call.blockNumber);
+    const out = decodeJobResult(SANDBOX_CREATE_OUTPUT, r.output);
+    expect(out.sandboxId, out.json).toMatch(/^sbx-/);
+    expect(r.operator.toLowerCase()).toBe(op.address.toLowerCase());
+    // Exactly one result for the call, and exactly one (running) container for the sandbox.
+    const logs = await jobs.pub.getLogs({ address: devnet.contracts.tangle, fromBlock: call.blockNumber });
+    const results = parseEventLogs({
+      abi: iTangleAbi,
+      eventName: 'JobResultSubmitted',
+      logs,
+      strict: false,
+    }).filter((e) => e.args.serviceId === jobs.serviceId && e.args.callId === call.callId);
+    expect(results).toHaveLength(1);
+    const cs = await containersOf(`agent-sandbox.id=${out.sandboxId}`);
+    expect(cs.map((c) => c.State)).toEqual(['running']);
+  }, 240_000);
+
   it('SIGTERM shuts an operator down cleanly (exit 0) and keeps its store', async () => {
     const op = ops[0]!;
     op.child!.kill('SIGTERM');

@@ -262,6 +262,8 @@ describe('SANDBOX_CREATE and SANDBOX_DELETE', () => {
     const o = createOutput(outcome);
     expect(o.sandboxId).toBe('');
     expect(o.json).toMatchObject({ code: 'IMAGE_NOT_FOUND', phase: 'image_pull' });
+    // Our own short text on chain, not the engine's (the provision record keeps that, off chain).
+    expect(o.json['error']).toBe('the image is not available on this operator; ask which images it serves');
     const p = await main.manager.getProvision(`${call.callId}`);
     expect(p.phase).toBe('failed');
     expect(p.error).toContain('agent-sandbox-allowed-but-absent:1');

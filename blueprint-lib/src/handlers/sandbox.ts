@@ -7,21 +7,12 @@ import { BlueprintError } from '../errors.ts';
 import { HandledCalls } from '../handled-calls.ts';
 import type { SANDBOX_CREATE_INPUT, SANDBOX_CREATE_OUTPUT, SANDBOX_DELETE_INPUT } from '../jobs.ts';
 import { validateCreateRequest, validateSandboxId } from '../validate.ts';
+import { describeFailure } from './failure.ts';
+
+export { describeFailure };
 
 type CreateOutput = JobValue<typeof SANDBOX_CREATE_OUTPUT>;
 type JsonOutput = { json: string };
-
-/**
- * `{ code, message }` of a failure, publishable on chain: only this project's error classes (their
- * messages are written to be shown, never carry secrets); anything else becomes a generic text.
- */
-export function describeFailure(e: unknown): { code: string; message: string } {
-  const known = ['BlueprintError', 'RuntimeError', 'SdkError'];
-  if (e instanceof Error && known.includes(e.name) && typeof (e as { code?: unknown }).code === 'string') {
-    return { code: (e as unknown as { code: string }).code, message: e.message };
-  }
-  return { code: 'INTERNAL', message: 'the operator failed unexpectedly; its logs have the details' };
-}
 
 /** The public result document of a created sandbox: facts only; the token never appears. */
 export function createResultJson(
@@ -92,7 +83,11 @@ export function sandboxHandlers(deps: BlueprintDeps) {
     }
     const fail = async (e: unknown, phase: string): Promise<CreateOutput> => {
       const f = describeFailure(e);
-      ctx.log.warn({ phase, code: f.code, reason: f.message }, 'sandbox create failed; posting the reason');
+      // The full error (engine text included) stays in the operator's log, never on chain.
+      ctx.log.warn(
+        { phase, code: f.code, reason: f.message, err: e },
+        'sandbox create failed; posting the reason',
+      );
       return answer(
         ctx,
         0,
@@ -103,6 +98,15 @@ export function sandboxHandlers(deps: BlueprintDeps) {
         f.message,
       );
     };
+    // A create whose slot was already given back is not provisioned: the blueprint would record
+    // nothing of it, so the sandbox would run without the chain knowing it.
+    if (await deps.chain.reservationReleased(ctx)) {
+      const expired = new BlueprintError(
+        'EXPIRED',
+        `the slot reserved for create call ${ctx.callId} was released (expired, or the service ended) before it ran; submit the create again`,
+      );
+      return fail(expired, 'admission');
+    }
     let v: ReturnType<typeof validateCreateRequest>;
     try {
       v = validateCreateRequest(req, deps.policy);
@@ -181,16 +185,16 @@ export function sandboxHandlers(deps: BlueprintDeps) {
       return SKIP;
     }
     const id = req.sandbox_id;
-    const error = (e: unknown) => {
+    const error = (e: unknown, phase: 'validation' | 'delete') => {
       const f = describeFailure(e);
       ctx.log.warn(
-        { sandboxId: id, code: f.code, reason: f.message },
+        { sandboxId: id, code: f.code, phase, reason: f.message, err: e },
         'sandbox delete failed; posting the reason',
       );
       return answer(
         ctx,
         1,
-        { json: JSON.stringify({ error: f.message, code: f.code, sandboxId: id }) },
+        { json: JSON.stringify({ error: f.message, code: f.code, phase, sandboxId: id }) },
         f.message,
       );
     };
@@ -216,13 +220,13 @@ export function sandboxHandlers(deps: BlueprintDeps) {
         throw new BlueprintError('FORBIDDEN', `only the owner of sandbox ${id} may delete it`);
       }
     } catch (e) {
-      return error(e);
+      return error(e, 'validation');
     }
     try {
       await deps.sandboxes.delete(id);
     } catch (e) {
       if (ctx.signal.aborted) throw e;
-      return error(e);
+      return error(e, 'delete');
     }
     ctx.log.info({ sandboxId: id }, 'sandbox deleted');
     return answer(ctx, 1, {

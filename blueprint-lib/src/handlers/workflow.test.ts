@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { createApiSidecars, EncryptedStore, SandboxManager } from '@agent-sandbox/runtime';
 import { decodeJobResult, type JobContext } from '@agent-sandbox/sdk';
 import pino from 'pino';
-import { type Address, encodeAbiParameters, type Hex } from 'viem';
+import { type Address, encodeAbiParameters, type Hex, toFunctionSelector } from 'viem';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { BlueprintChain } from '../chain.ts';
 import type { BlueprintDeps, SandboxRuntime } from '../deps.ts';
@@ -205,5 +205,101 @@ describe('workflow jobs', () => {
     const cancel = await run(mine, JOB_WORKFLOW_CANCEL, idIn);
     expect(cancel.json).toMatchObject({ workflowId: `${wfCall.callId}`, canceled: true, active: false });
     expect((await mine.workflow.workflows.get(`${jobs.serviceId}:${wfCall.callId}`))?.active).toBe(false);
+  });
+
+  it('a second account never reaches another user’s sandbox: refused on chain, refused again by the handler, the command never runs', async () => {
+    const createIn = encodeAbiParameters(SANDBOX_CREATE_INPUT, [
+      'victim',
+      '',
+      '',
+      '',
+      '{}',
+      '{}',
+      false,
+      '',
+      false,
+      600n,
+      300n,
+      1n,
+      256n,
+      1n,
+      false,
+      0,
+      '',
+      '',
+    ]);
+    const sbCall = await jobs.submit(JOB_SANDBOX_CREATE, createIn);
+    const me = sbCall.operator!;
+    const mine = router(me);
+    const created = await mine.router.dispatch({ jobIndex: 0, input: createIn }, ctx(sbCall, 0));
+    if (created.kind !== 'result') throw new Error('sandbox create did not answer');
+    await jobs.submitResult(me, sbCall.callId, created.output);
+    const sandboxId = decodeJobResult(SANDBOX_CREATE_OUTPUT, created.output).sandboxId;
+    expect(sandboxId).not.toBe('');
+
+    const attacker = await jobs.addCaller();
+    const marker = `/tmp/pwned-${RUN}`;
+    const steal = encodeAbiParameters(WORKFLOW_CREATE_INPUT, [
+      'steal',
+      JSON.stringify({ command: `env > ${marker}` }),
+      'manual',
+      '',
+      '',
+      0,
+      sandboxId,
+      0n,
+    ]);
+    // On chain: the blueprint reverts the submission (NotSandboxOwner), so no job exists.
+    const notOwner = toFunctionSelector('NotSandboxOwner(address,address)').slice(2);
+    await expect(jobs.submit(JOB_WORKFLOW_CREATE, steal, attacker)).rejects.toThrow(
+      new RegExp(notOwner, 'i'),
+    );
+    // Off chain: had a contract bug let it through, the holder's handler refuses it as well.
+    const asAttacker = (callId: bigint, jobIndex: number): JobContext => ({
+      ...ctx({ callId, blockNumber: sbCall.blockNumber, transactionHash: sbCall.transactionHash }, jobIndex),
+      caller: attacker.address,
+    });
+    const forged = await mine.router.dispatch({ jobIndex: 2, input: steal }, asAttacker(1_000_000n, 2));
+    if (forged.kind !== 'result') throw new Error('forged create did not answer');
+    expect(JSON.parse(decodeJobResult(JSON_OUTPUT, forged.output).json)).toMatchObject({ code: 'FORBIDDEN' });
+    expect(await mine.workflow.workflows.get(`${jobs.serviceId}:1000000`)).toBeUndefined();
+
+    // The owner's own workflow: the attacker can neither trigger nor cancel it, on chain or off.
+    const own = encodeAbiParameters(WORKFLOW_CREATE_INPUT, [
+      'own',
+      JSON.stringify({ command: `env > ${marker}` }),
+      'manual',
+      '',
+      '',
+      0,
+      sandboxId,
+      0n,
+    ]);
+    const wfCall = await jobs.submit(JOB_WORKFLOW_CREATE, own);
+    const wf = await mine.router.dispatch({ jobIndex: 2, input: own }, ctx(wfCall, 2));
+    if (wf.kind !== 'result') throw new Error('workflow create did not answer');
+    await jobs.submitResult(me, wfCall.callId, wf.output);
+    const idIn = encodeAbiParameters(WORKFLOW_ID_INPUT, [wfCall.callId]);
+    const notWfOwner = toFunctionSelector('NotWorkflowOwner(address,address)').slice(2);
+    await expect(jobs.submit(JOB_WORKFLOW_TRIGGER, idIn, attacker)).rejects.toThrow(
+      new RegExp(notWfOwner, 'i'),
+    );
+    await expect(jobs.submit(JOB_WORKFLOW_CANCEL, idIn, attacker)).rejects.toThrow(
+      new RegExp(notWfOwner, 'i'),
+    );
+    for (const [job, callId] of [
+      [JOB_WORKFLOW_TRIGGER, 1_000_001n],
+      [JOB_WORKFLOW_CANCEL, 1_000_002n],
+    ] as const) {
+      const out = await mine.router.dispatch({ jobIndex: job, input: idIn }, asAttacker(callId, job));
+      if (out.kind !== 'result') throw new Error('forged call did not answer');
+      expect(JSON.parse(decodeJobResult(JSON_OUTPUT, out.output).json)).toMatchObject({ code: 'FORBIDDEN' });
+    }
+    expect((await mine.workflow.workflows.get(`${jobs.serviceId}:${wfCall.callId}`))?.active).toBe(true);
+
+    // Nothing ran: the command's marker file is absent from the victim's sandbox.
+    const sidecars = createApiSidecars({ sidecarEndpoint: (id: string) => manager.sidecarEndpoint(id) });
+    const probe = await (await sidecars.client(sandboxId)).exec({ command: `test -e ${marker}; echo $?` });
+    expect(probe.stdout.trim()).toBe('1');
   });
 });

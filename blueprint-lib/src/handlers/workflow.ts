@@ -1,13 +1,15 @@
 // Jobs 2–4: workflows. The operator holding the target sandbox answers (others skip): create stores
 // the workflow in the runtime store, trigger runs its `command` in the sandbox through the sidecar
 // (acknowledged-only when it has none), cancel marks it inactive. Results carry no command output.
+// The contract already refuses a workflow on someone else's sandbox; these handlers check again
+// (sandbox owner == job caller == workflow owner) so a contract bug alone cannot reach a container.
 import { type JobContext, type JobValue, SKIP, type Skip } from '@agent-sandbox/sdk';
-import { isAddressEqual } from 'viem';
+import { type Address, isAddressEqual } from 'viem';
 import type { BlueprintDeps } from '../deps.ts';
 import { BlueprintError } from '../errors.ts';
 import { HandledCalls } from '../handled-calls.ts';
 import type { WORKFLOW_CREATE_INPUT, WORKFLOW_ID_INPUT } from '../jobs.ts';
-import { describeFailure } from './sandbox.ts';
+import { describeFailure } from './failure.ts';
 
 type JsonOutput = { json: string };
 
@@ -70,6 +72,26 @@ export function workflowHandlers(deps: BlueprintDeps) {
   const runs = deps.store.collection<WorkflowRun>('workflow-runs');
   const wkey = (serviceId: bigint | string, id: bigint | string) => `${serviceId}:${id}`;
 
+  const same = (a: string, b: string) => a.toLowerCase() === b.toLowerCase();
+
+  /**
+   * Refuses unless `caller` owns the target: the sandbox record (cloud: owner and service must
+   * match) or the service (instance modes: the service owner as the blueprint recorded it).
+   */
+  async function requireOwner(ctx: JobContext, targetKind: number, sandboxId: string, caller: string) {
+    if (targetKind === 1 || deps.mode !== 'cloud') {
+      const owner: Address | undefined = await deps.chain.serviceOwner(ctx.serviceId);
+      if (!owner || !same(owner, caller)) {
+        throw new BlueprintError('FORBIDDEN', 'only the service owner may run workflows on this instance');
+      }
+      return;
+    }
+    const rec = deps.sandboxes.get(sandboxId);
+    if (rec.serviceId !== `${ctx.serviceId}` || !same(rec.owner, caller)) {
+      throw new BlueprintError('FORBIDDEN', `workflows on sandbox ${sandboxId} are for its owner only`);
+    }
+  }
+
   /** Does this operator answer for a workflow targeting `sandboxId`? */
   async function responsible(targetKind: number, sandboxId: string): Promise<'mine' | 'other' | 'nobody'> {
     if (targetKind === 1 || deps.mode !== 'cloud') return 'mine';
@@ -96,8 +118,12 @@ export function workflowHandlers(deps: BlueprintDeps) {
     } catch (e) {
       if (ctx.signal.aborted) throw e;
       const f = describeFailure(e);
-      ctx.log.warn({ code: f.code, reason: f.message }, 'workflow job failed; posting the reason');
-      out = { json: JSON.stringify({ error: f.message, code: f.code }) };
+      const phase = ['workflow_create', 'workflow_trigger', 'workflow_cancel'][job - 2] ?? 'workflow';
+      ctx.log.warn(
+        { code: f.code, phase, reason: f.message, err: e },
+        'workflow job failed; posting the reason',
+      );
+      out = { json: JSON.stringify({ error: f.message, code: f.code, phase }) };
     }
     await handled.record(
       ctx.serviceId,
@@ -126,6 +152,7 @@ export function workflowHandlers(deps: BlueprintDeps) {
           `target sandbox ${req.target_sandbox_id} is not active on this service`,
         );
       }
+      await requireOwner(ctx, req.target_kind, req.target_sandbox_id, ctx.caller);
       const now = Date.now();
       const w: StoredWorkflow = {
         workflowId: `${ctx.callId}`,
@@ -161,14 +188,16 @@ export function workflowHandlers(deps: BlueprintDeps) {
   const trigger = (req: JobValue<typeof WORKFLOW_ID_INPUT>, ctx: JobContext) =>
     once(ctx, 3, async () => {
       const id = req.workflow_id;
-      const onChain = await deps.chain.workflow(id);
+      const onChain = await deps.chain.workflow(ctx.serviceId, id);
       const local = await workflows.get(wkey(ctx.serviceId, id));
       const target = onChain?.target_sandbox_id ?? local?.targetSandboxId;
       const kind = onChain?.target_kind ?? local?.targetKind ?? 0;
       if (target === undefined) throw new BlueprintError('NOT_FOUND', `workflow ${id} is unknown`);
       const who = await responsible(kind, target);
       if (who === 'other') return SKIP;
-      const workflowJson = onChain?.workflow_json ?? local?.workflowJson ?? '';
+      requireWorkflowOwner(id, ctx.caller, local, onChain);
+      await requireOwner(ctx, kind, target, ctx.caller);
+      const workflowJson = local?.workflowJson ?? onChain?.workflow_json ?? '';
       const cmd = workflowCommand(workflowJson);
       const at = Date.now();
       let exitCode: number | null = null;
@@ -211,15 +240,29 @@ export function workflowHandlers(deps: BlueprintDeps) {
     once(ctx, 4, async () => {
       const id = req.workflow_id;
       const local = await workflows.get(wkey(ctx.serviceId, id));
-      const onChain = local ? undefined : await deps.chain.workflow(id);
+      const onChain = await deps.chain.workflow(ctx.serviceId, id);
       const target = local?.targetSandboxId ?? onChain?.target_sandbox_id;
       if (target === undefined) throw new BlueprintError('NOT_FOUND', `workflow ${id} is unknown`);
       const who = await responsible(local?.targetKind ?? onChain?.target_kind ?? 0, target);
       if (who === 'other') return SKIP;
+      requireWorkflowOwner(id, ctx.caller, local, onChain);
       if (local)
         await workflows.put(wkey(ctx.serviceId, id), { ...local, active: false, updatedAt: Date.now() });
       return { json: JSON.stringify({ workflowId: `${id}`, canceled: true, active: false }) };
     });
 
   return { create, trigger, cancel, workflows, runs };
+}
+
+/** The job's caller must be the workflow's owner, by every record this operator can read. */
+function requireWorkflowOwner(
+  id: bigint,
+  caller: string,
+  local: StoredWorkflow | undefined,
+  onChain: { owner: string } | undefined,
+): void {
+  const owners = [local?.owner, onChain?.owner].filter((o): o is string => o !== undefined);
+  if (owners.length === 0 || owners.some((o) => o.toLowerCase() !== caller.toLowerCase())) {
+    throw new BlueprintError('FORBIDDEN', `workflow ${id} may only be triggered or canceled by its owner`);
+  }
 }

@@ -51,13 +51,9 @@ export class DevnetJobs {
           functionName: functionName as never,
           args: args as never,
         });
-        // Assignment depends on block randomness: give the estimate headroom.
-        const gas = await this.pub.estimateContractGas(request as never);
-        const hash = await wallet.writeContract({
-          ...(request as object),
-          gas: (gas * 15n) / 10n,
-          chain: null,
-        } as never);
+        // The node's estimate as the limit, no margin: the blueprint's gas does not depend on
+        // which operator a create is assigned to.
+        const hash = await wallet.writeContract({ ...(request as object), chain: null } as never);
         const r = await this.pub.waitForTransactionReceipt({ hash, pollingInterval: 100 });
         if (r.status !== 'success') throw new Error(`${functionName} reverted (${hash})`);
         return { logs: r.logs, blockNumber: r.blockNumber, transactionHash: hash };
@@ -117,12 +113,28 @@ export class DevnetJobs {
     return this.serviceId;
   }
 
-  /** Submits a job from `caller`; returns the call and the operator the blueprint named. */
+  /** A second, funded account the service owner permits to call jobs on this service. */
+  async addCaller(): Promise<LocalAccount> {
+    const other = privateKeyToAccount(generatePrivateKey());
+    await this.pub.request({
+      method: 'anvil_setBalance' as never,
+      params: [other.address, `0x${parseEther('100').toString(16)}`] as never,
+    });
+    await this.send(this.account('serviceOwner'), 'setPermittedCaller', [
+      this.serviceId,
+      other.address,
+      true,
+    ]);
+    return other;
+  }
+
+  /** Submits a job from `caller` (or `as`); returns the call and the operator the blueprint named. */
   async submit(
     jobIndex: number,
     inputs: Hex,
+    as: LocalAccount = this.caller,
   ): Promise<{ callId: bigint; blockNumber: bigint; transactionHash: Hex; operator: Address | undefined }> {
-    const r = await this.send(this.caller, 'submitJob', [this.serviceId, jobIndex, inputs]);
+    const r = await this.send(as, 'submitJob', [this.serviceId, jobIndex, inputs]);
     const [ev] = parseEventLogs({ abi: localTangleAbi, eventName: 'JobSubmitted', logs: r.logs as never });
     const callId = ev!.args.callId;
     const chain = new BlueprintChain({ httpRpcUrl: this.info.rpcUrl, blueprint: this.info.contracts.cloud });
@@ -136,6 +148,25 @@ export class DevnetJobs {
       (await chain.operatorForCall('OperatorAssigned', ref)) ??
       (await chain.operatorForCall('OperatorRouted', ref));
     return { callId, blockNumber: r.blockNumber, transactionHash: r.transactionHash, operator };
+  }
+
+  /** The call id and assigned operator of a mined create (from its receipt's logs). */
+  async submitted(receipt: { logs: readonly unknown[]; blockNumber: bigint; transactionHash: Hex }) {
+    const [ev] = parseEventLogs({
+      abi: localTangleAbi,
+      eventName: 'JobSubmitted',
+      logs: receipt.logs as never,
+    });
+    const chain = new BlueprintChain({ httpRpcUrl: this.info.rpcUrl, blueprint: this.info.contracts.cloud });
+    const callId = ev!.args.callId;
+    const operator = await chain.operatorForCall('OperatorAssigned', {
+      serviceId: this.serviceId,
+      callId,
+      blockNumber: receipt.blockNumber,
+      transactionHash: receipt.transactionHash,
+    });
+    if (!operator) throw new Error(`call ${callId} has no OperatorAssigned`);
+    return { callId, operator };
   }
 
   /** Posts a result as one of the devnet operators (what the consumer does). */

@@ -113,6 +113,11 @@ export const create: Command = async (ctx) => {
         case 'result':
           ctx.note(`result on chain: sandbox ${p.sandboxId}`);
           break;
+        case 'ignored':
+          ctx.note(
+            `operator ${p.operator} answered, but the blueprint assigned ${p.assigned}: its result is ignored; waiting for ${p.assigned}`,
+          );
+          break;
         case 'running':
           ctx.note('  running');
           break;
@@ -157,6 +162,7 @@ export const deleteSandbox: Command = async (ctx) => {
   const timeout = uint(ctx, 'timeout');
   const result = await chain.waitForDeleteResult(job.callId, {
     fromBlock: job.blockNumber,
+    chosen: job.operator ? { operator: job.operator, blueprint: job.blueprint } : undefined,
     timeoutMs: timeout ? Number(timeout) * 1000 : 300_000,
     signal: ctx.io.signal,
   });

@@ -121,6 +121,12 @@ export class SandboxManager {
     const req = resolveCreate(params, this.config);
     return this.#calls.run(callKey(req.serviceId, req.callId), async () => {
       const prior = await existingProvision(this.#ctx, req.serviceId, req.callId);
+      // A provision a restart cut short is back to `pending` (reconcile): carry it to running now.
+      const resumable = prior?.record?.state === 'pending' && prior.progress.phase !== 'failed';
+      if (prior?.record && resumable) {
+        const rec = prior.record;
+        return this.#lock(rec.id, () => runProvision(this.#ctx, rec, hooks));
+      }
       if (prior) return this.#priorOutcome(req.callId, prior.progress, prior.record);
       const rec = await admit(this.#ctx, req);
       return this.#lock(rec.id, () => runProvision(this.#ctx, rec, hooks));

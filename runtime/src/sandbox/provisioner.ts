@@ -11,6 +11,8 @@ import type { ResolvedCreate } from './request.ts';
 export interface ProvisionHooks {
   /** Test hook: replaces the image command (e.g. a sidecar that never becomes healthy). */
   cmd?: string[];
+  /** Test hook: called once each phase is recorded (the crash tests kill the process here). */
+  onPhase?: (phase: string) => void | Promise<void>;
 }
 
 export function callKey(serviceId: string, callId: string): string {
@@ -98,9 +100,13 @@ export async function runProvision(
   const tracker = new ProvisionTracker(progress, ctx.provisions, ctx.now, (phase, s) =>
     ctx.metrics?.phaseSeconds.observe({ phase }, s),
   );
+  const enter = async (phase: Parameters<ProvisionTracker['enter']>[0]) => {
+    await tracker.enter(phase);
+    await hooks.onPhase?.(phase);
+  };
   const log = ctx.log.child({ sandboxId: rec.id, callId: rec.callId });
   try {
-    await tracker.enter('image_pull');
+    await enter('image_pull');
     await transition(ctx, rec.id, 'provisioning');
     // No registry here: "pull" means the image must already be in the engine.
     if (!(await ctx.driver.inspectImage(rec.image))) {
@@ -119,7 +125,7 @@ export async function runProvision(
       image: rec.image,
       removeVolumeOnFailure: true,
       ...(hooks.cmd ? { cmd: hooks.cmd } : {}),
-      onPhase: (phase) => tracker.enter(phase),
+      onPhase: (phase) => enter(phase),
       onCreated: async (containerId) => {
         current = await ctx.records.patch(rec.id, (r) => ({ ...r, containerId }));
       },
@@ -133,7 +139,7 @@ export async function runProvision(
       startedAt: now,
       lastActivityAt: now,
     });
-    await tracker.enter('ready');
+    await enter('ready');
     log.info({ hostPort: launched.hostPort }, 'sandbox ready');
     return current;
   } catch (e) {

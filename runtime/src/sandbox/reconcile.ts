@@ -4,7 +4,9 @@
 // - running record, container not running -> stopped, tier hot (the engine restarted)
 // - stopped record, container running     -> stopped again (a resume that crashed half-way)
 // - pending/provisioning record (crash mid-provision) -> finished if its container answers
-//   /health, else its container and volume are removed and it is marked failed
+//   /health; else its container and volume are removed and it goes back to `pending`, so the
+//   create job (redelivered after the restart) provisions it afresh under the same id and call;
+//   one older than RESUME_WINDOW_MS (the blueprint's default reservation expiry) is marked failed
 // - a labelled container or volume with no live record -> removed
 
 import type { ManagedContainer } from '../docker/driver.ts';
@@ -16,10 +18,15 @@ import { provisionKey } from './provision.ts';
 import type { LockFn } from './reaper.ts';
 import type { SandboxRecord } from './record.ts';
 
+/** A cut-short provision is started over only this long after it began (1 hour). */
+export const RESUME_WINDOW_MS = 3_600_000;
+
 export interface ReconcileReport {
   records: number;
   containers: number;
   finished: string[];
+  /** Provisions cut short by a restart, back to `pending` for their create job to resume. */
+  resumed: string[];
   failed: string[];
   stopped: string[];
   removedContainers: string[];
@@ -40,6 +47,7 @@ export async function reconcile(ctx: SandboxContext, lock: LockFn): Promise<Reco
     records: 0,
     containers: containers.length,
     finished: [],
+    resumed: [],
     failed: [],
     stopped: [],
     removedContainers: [],
@@ -73,7 +81,7 @@ export async function reconcile(ctx: SandboxContext, lock: LockFn): Promise<Reco
   const live = new Set(
     ctx.records
       .all()
-      .filter((r) => r.state === 'running' || r.state === 'stopped' || r.state === 'provisioning')
+      .filter((r) => ['running', 'stopped', 'provisioning', 'pending'].includes(r.state))
       .map((r) => r.volumeName),
   );
   for (const v of await driver.listManagedVolumes(cfg.operatorId)) {
@@ -83,7 +91,12 @@ export async function reconcile(ctx: SandboxContext, lock: LockFn): Promise<Reco
   }
   report.durationMs = performance.now() - t0;
   ctx.log.info(
-    { ...report, finished: report.finished.length, failed: report.failed.length },
+    {
+      ...report,
+      finished: report.finished.length,
+      resumed: report.resumed.length,
+      failed: report.failed.length,
+    },
     'reconciled with engine',
   );
   return report;
@@ -172,7 +185,25 @@ async function finishOrFail(
   if (c) await removeContainer(c);
   await ctx.driver.removeVolume(r.volumeName);
   const phase = progress?.phase ?? r.state;
-  const reason = `the operator restarted during provisioning (phase ${phase}); nothing of it was kept`;
+  if (progress && progress.phase !== 'failed' && now - progress.startedAt < RESUME_WINDOW_MS) {
+    // Nothing usable was kept; the record (id, token, request) is, so the redelivered create job
+    // provisions it again from the start and posts one result.
+    if (r.state !== 'pending') await transition(ctx, r.id, 'pending', { containerId: null, hostPort: null });
+    else if (r.containerId) await ctx.records.patch(r.id, (x) => ({ ...x, containerId: null }));
+    await ctx.provisions.put(key, {
+      ...progress,
+      phase: 'queued',
+      phases: [...progress.phases, { phase: 'queued', at: now }],
+      updatedAt: now,
+    });
+    ctx.log.info(
+      { sandboxId: r.id, callId: r.callId, phase },
+      'provision cut short by a restart; it will be resumed',
+    );
+    report.resumed.push(r.id);
+    return;
+  }
+  const reason = `the operator restarted during provisioning (phase ${phase}) and could not resume it; nothing of it was kept`;
   await transition(ctx, r.id, 'failed', {
     containerId: null,
     hostPort: null,

@@ -29,7 +29,8 @@ export type StorageTier = z.infer<typeof StorageTierSchema>;
 // container recreate (secret injection) that keeps the sandbox running.
 const TRANSITIONS: Record<SandboxState, readonly SandboxState[]> = {
   pending: ['provisioning', 'failed', 'deleted'],
-  provisioning: ['running', 'failed', 'deleted'],
+  // provisioning -> pending: a provision cut short by a restart is started over (reconcile).
+  provisioning: ['pending', 'running', 'failed', 'deleted'],
   running: ['running', 'stopped', 'failed', 'deleted'],
   stopped: ['stopped', 'provisioning', 'running', 'failed', 'expired', 'deleted'],
   failed: ['deleted', 'failed'],

@@ -1,0 +1,50 @@
+// What a failure result says on chain: a stable code and our own short text, never the engine's or
+// a library's message (they can carry host paths, image internals, or the request's secrets).
+import { RuntimeError } from '@agent-sandbox/runtime';
+import { describe, expect, it } from 'vitest';
+import { BlueprintError } from '../errors.ts';
+import { describeFailure } from './failure.ts';
+
+const engineText =
+  'Error response from daemon: failed to create task for container: mkdir /var/lib/docker/overlay2/3f9c/merged: ' +
+  'no space left on device; OPENAI_API_KEY=sk-live-123 in /srv/agent-sandbox/data/secrets';
+
+describe('describeFailure', () => {
+  it('never passes a runtime error’s text on: a stable code and our own message', () => {
+    for (const code of [
+      'DOCKER_ERROR',
+      'PROVISION_FAILED',
+      'IMAGE_NOT_FOUND',
+      'HEALTH_CHECK_TIMEOUT',
+      'INTERNAL',
+    ] as const) {
+      const f = describeFailure(new RuntimeError(code, `provisioning failed: ${engineText}`));
+      expect(f.code).toBe(code);
+      expect(f.message).not.toMatch(/daemon|\/var\/lib|\/srv|overlay|sk-live|OPENAI/);
+      expect(f.message.length).toBeLessThanOrEqual(200);
+      expect(f.message.length).toBeGreaterThan(10);
+    }
+  });
+
+  it('is the same text for the same code whatever the cause', () => {
+    const a = describeFailure(new RuntimeError('DOCKER_ERROR', 'one engine message'));
+    const b = describeFailure(new RuntimeError('DOCKER_ERROR', 'another engine message /tmp/x'));
+    expect(a).toEqual(b);
+  });
+
+  it('keeps our own request errors (written for the user), capped in length', () => {
+    const f = describeFailure(new BlueprintError('INVALID_REQUEST', 'name must be 1..64 characters'));
+    expect(f).toEqual({ code: 'INVALID_REQUEST', message: 'name must be 1..64 characters' });
+    const long = describeFailure(new BlueprintError('INVALID_REQUEST', `x${'y'.repeat(500)}`));
+    expect(long.message.length).toBeLessThanOrEqual(200);
+  });
+
+  it('anything else is INTERNAL with a fixed text', () => {
+    for (const e of [new Error(engineText), new TypeError('cannot read x of undefined'), 'boom', undefined]) {
+      expect(describeFailure(e)).toEqual({
+        code: 'INTERNAL',
+        message: 'the operator failed unexpectedly; its logs have the details',
+      });
+    }
+  });
+});

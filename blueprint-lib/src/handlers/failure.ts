@@ -1,0 +1,64 @@
+// What a failure result posts on chain: `{ code, message }` with a stable code and a short text of
+// our own. Engine and library messages never go on chain (they can carry host paths, image
+// internals or request values); the operator logs them. Only the blueprint's own request errors,
+// written for the user, keep their text.
+
+const MAX_MESSAGE = 200;
+
+/** Our text for each runtime failure code a job can meet; other codes get a generic line. */
+const RUNTIME_TEXT: Readonly<Record<string, string>> = {
+  VALIDATION: 'the runtime refused the request; check its fields against the operator’s limits',
+  RESOURCES_EXCEED_LIMIT: 'the requested resources exceed this operator’s limits',
+  IMAGE_NOT_ALLOWED: 'the image is not on this operator’s allow-list',
+  IMAGE_NOT_FOUND: 'the image is not available on this operator; ask which images it serves',
+  CAPACITY_EXHAUSTED: 'this operator has no room for another sandbox now; try again later',
+  NOT_FOUND: 'the sandbox is not known to this operator',
+  SANDBOX_NOT_FOUND: 'the sandbox is not known to this operator',
+  SANDBOX_STOPPED: 'the sandbox is stopped; resume it first',
+  SANDBOX_NOT_RUNNING: 'the sandbox is not running',
+  FORBIDDEN: 'the job’s caller may not act on this sandbox',
+  CONFLICT: 'the sandbox is busy with another operation; try again',
+  DOCKER_ERROR: 'the container engine refused the sandbox; nothing of it was kept',
+  PROVISION_FAILED: 'the sandbox could not be started; nothing of it was kept',
+  HEALTH_CHECK_TIMEOUT: 'the sandbox did not become healthy in time; nothing of it was kept',
+  SIDECAR_ERROR: 'the sandbox’s agent server failed the request',
+  SIDECAR_TIMEOUT: 'the sandbox’s agent server did not answer in time',
+  CIRCUIT_OPEN: 'the sandbox’s agent server is failing; try again later',
+};
+
+const INTERNAL = { code: 'INTERNAL', message: 'the operator failed unexpectedly; its logs have the details' };
+
+const codeOf = (e: unknown): string | undefined => {
+  const c = (e as { code?: unknown } | null)?.code;
+  return typeof c === 'string' && /^[A-Z][A-Z0-9_]{1,40}$/.test(c) ? c : undefined;
+};
+
+const short = (s: string) => (s.length <= MAX_MESSAGE ? s : `${s.slice(0, MAX_MESSAGE - 1)}…`);
+
+/** `{ code, message }` of a failure, safe to publish. */
+export function describeFailure(e: unknown): { code: string; message: string } {
+  if (!(e instanceof Error)) return INTERNAL;
+  const code = codeOf(e);
+  if (!code) return INTERNAL;
+  // The blueprint's own errors describe the request (limits, fields, ownership) in our words.
+  if (e.name === 'BlueprintError' && code !== 'CHAIN' && code !== 'RUNTIME') {
+    return { code, message: short(e.message) };
+  }
+  if (e.name === 'BlueprintError') {
+    return {
+      code,
+      message:
+        code === 'CHAIN'
+          ? 'the operator could not read the chain; it will not act until it can'
+          : 'the operator’s runtime failed the job; its logs have the details',
+    };
+  }
+  if (e.name === 'RuntimeError' || e.name === 'SdkError') {
+    return {
+      code,
+      message:
+        RUNTIME_TEXT[code] ?? `the operator could not complete the job (${code}); its logs have the details`,
+    };
+  }
+  return INTERNAL;
+}
