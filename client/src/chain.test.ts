@@ -6,9 +6,11 @@ import {
   createWalletClient,
   decodeAbiParameters,
   encodeAbiParameters,
+  getAbiItem,
   type Hex,
   http,
   parseEventLogs,
+  toEventSelector,
 } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
@@ -133,6 +135,38 @@ describe('SandboxChain', () => {
     expect(out.operator.toLowerCase()).toBe(assigned.toLowerCase());
     expect(await chain.sandboxOperator(job.blueprint!, id)).toBe(assigned);
     expect(await chain.sandboxOperator(job.blueprint!, 'sb-evil')).toBeUndefined();
+  });
+
+  it('believes OperatorAssigned only from the transaction that submitted the call: a spoofing contract is ignored', async () => {
+    // A contract anyone can deploy that emits any 4-topic log it is handed (LOG4 of calldata words).
+    const runtime = '606035604035602035600035600060 00a400'.replaceAll(' ', '');
+    const initCode = `0x6012600c6000396012 6000f3${runtime}`.replaceAll(' ', '') as Hex;
+    const attacker = createWalletClient({ account: user, transport: http(devnet.rpcUrl) });
+    const reader = chainFor();
+    const deployed = await reader.publicClient.waitForTransactionReceipt({
+      hash: await attacker.sendTransaction({ data: initCode, chain: null }),
+    });
+    const spoofer = deployed.contractAddress!;
+    const evil = devnet.accounts.deployer.address as Hex;
+    const topic = (n: bigint) => n.toString(16).padStart(64, '0');
+    const assignedTopic = toEventSelector(
+      getAbiItem({ abi: agentSandboxBlueprintAbi, name: 'OperatorAssigned' }),
+    );
+    // Spoof the next call ids of this service before the real submission lands.
+    const from = await reader.publicClient.getBlockNumber();
+    const probe = await reader.submitCreate(buildCreateRequest({ name: 'client-test-spoof-probe' }));
+    for (let id = probe.callId + 1n; id <= probe.callId + 8n; id++) {
+      const data = `${assignedTopic}${topic(serviceId)}${topic(id)}${topic(BigInt(evil))}` as Hex;
+      await reader.publicClient.waitForTransactionReceipt({
+        hash: await attacker.sendTransaction({ to: spoofer, data, chain: null }),
+      });
+    }
+    const job = await reader.submitCreate(buildCreateRequest({ name: 'client-test-spoofed' }));
+    expect(job.callId).toBeLessThanOrEqual(probe.callId + 8n);
+    const spoofs = await reader.publicClient.getLogs({ address: spoofer, fromBlock: from });
+    expect(spoofs.length).toBe(8);
+    expect(job.operator?.toLowerCase()).not.toBe(evil.toLowerCase());
+    expect(await reader.assignedOperator(job.callId, from)).toBe(job.operator);
   });
 
   it('submits job 0 from the owner: call id, assigned operator, and inputs the chain decodes back', async () => {

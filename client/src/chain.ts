@@ -226,17 +226,25 @@ export class SandboxChain {
     return undefined;
   }
 
-  /** Which operator the blueprint assigned to a create call (reads OperatorAssigned logs). */
+  /**
+   * Which operator the blueprint assigned to a create call. Read only from the receipt of the
+   * transaction that submitted the call (found by Tangle's own JobSubmitted log for this service
+   * and call id): an OperatorAssigned emitted by any other contract, in any other transaction,
+   * is never believed.
+   */
   async assignedOperator(callId: bigint, fromBlock = 0n): Promise<Address | undefined> {
     try {
-      const logs = await this.publicClient.getContractEvents({
-        abi: agentSandboxBlueprintAbi,
-        eventName: 'OperatorAssigned',
+      const logs = await this.publicClient.getLogs({
+        address: this.tangle,
+        event: getAbiItem({ abi: iTangleAbi, name: 'JobSubmitted' }),
         args: { serviceId: this.serviceId, callId },
         fromBlock,
         toBlock: 'latest',
       });
-      return logs[0]?.args.operator;
+      const txHash = logs.find((l) => this.callIdFrom([l]) === callId)?.transactionHash;
+      if (!txHash) return undefined;
+      const receipt = await this.publicClient.getTransactionReceipt({ hash: txHash });
+      return this.operatorFrom(receipt.logs, callId)?.operator;
     } catch (e) {
       throw chainError(e, 'reading OperatorAssigned');
     }
