@@ -133,7 +133,18 @@ export async function startOperator(cfg: OperatorConfig, log: Logger): Promise<R
     const report = await step(log, 'reconciling the store with the engine', () => manager.reconcile());
     log.info({ report }, 'reconciled');
 
-    const sessions = await SessionAuth.create({ secret: v.SESSION_AUTH_SECRET!, store });
+    const chainClient = createPublicClient({ transport: http(env.httpRpcUrl) });
+    // Sign-in messages name the URL clients reach (known only after listen when the port is 0).
+    let listenUrl: string | undefined;
+    const sessions = await SessionAuth.create({
+      secret: v.SESSION_AUTH_SECRET!,
+      store,
+      siwe: {
+        publicUrl: cfg.api.publicUrl ?? (() => listenUrl ?? 'http://127.0.0.1'),
+        chainId: await chainClient.getChainId(),
+      },
+      allowLegacyMessage: v.AUTH_ALLOW_LEGACY_MESSAGE ?? false,
+    });
     // One breaker for the API's sidecar calls and workflow execs, so the GC timer can prune it.
     const breaker = new CircuitBreaker();
     const sandboxesForApi = apiSandboxes(manager, new HandledCalls(store), env.serviceId);
@@ -147,7 +158,6 @@ export async function startOperator(cfg: OperatorConfig, log: Logger): Promise<R
         blueprintId: env.blueprintId,
       }));
     const chain = new BlueprintChain({ httpRpcUrl: env.httpRpcUrl, blueprint });
-    const chainClient = createPublicClient({ transport: http(env.httpRpcUrl) });
 
     let ready = false;
     let instanceSandboxId: string | undefined;
@@ -194,6 +204,7 @@ export async function startOperator(cfg: OperatorConfig, log: Logger): Promise<R
       serveOperatorApi(app, { host: cfg.api.host, port: cfg.api.port }),
     );
     cleanup.push(() => server.close());
+    listenUrl = server.url;
     const publicUrl = cfg.api.publicUrl ?? server.url;
     log.info({ url: server.url, publicUrl }, 'operator API listening');
 

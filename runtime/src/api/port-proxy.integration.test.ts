@@ -24,7 +24,13 @@ describe('port proxy on real sandboxes', () => {
   const tokens = new Map<string, string>();
 
   const signIn = async (account: typeof owner) => {
-    const ch = (await (await fetch(`${server.url}/api/auth/challenge`, { method: 'POST' })).json()) as {
+    const ch = (await (
+      await fetch(`${server.url}/api/auth/challenge`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ address: account.address }),
+      })
+    ).json()) as {
       nonce: string;
       message: string;
     };
@@ -33,6 +39,7 @@ describe('port proxy on real sandboxes', () => {
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify({
         nonce: ch.nonce,
+        address: account.address,
         signature: await account.signMessage({ message: ch.message }),
       }),
     });
@@ -57,7 +64,11 @@ describe('port proxy on real sandboxes', () => {
 
   beforeAll(async () => {
     rig = await makeRig(image);
-    const sessions = await SessionAuth.create({ secret: rig.secret, store: rig.store });
+    const sessions = await SessionAuth.create({
+      secret: rig.secret,
+      store: rig.store,
+      siwe: { publicUrl: () => server.url, chainId: 31337 },
+    });
     const sandboxes: ApiSandboxes = rig.manager; // the real manager satisfies the API's interface
     const api = createOperatorApi({
       sessions,
