@@ -305,8 +305,11 @@ export async function startOperator(cfg: OperatorConfig, log: Logger): Promise<R
   }
 }
 
-/** The runtime manager as the API wants it: get → undefined when unknown, failed creates visible. */
-function apiSandboxes(manager: SandboxManager, handled: HandledCalls, serviceId: bigint) {
+/**
+ * The runtime manager as the API wants it: get → undefined when unknown, failed creates visible,
+ * provisions looked up by their key (this service + call id: one read, never a scan).
+ */
+export function apiSandboxes(manager: SandboxManager, handled: HandledCalls, serviceId: bigint) {
   return {
     get: (id: string) => {
       try {
@@ -327,7 +330,7 @@ function apiSandboxes(manager: SandboxManager, handled: HandledCalls, serviceId:
     exposedPort: (id: string, port: number) => manager.exposedPort(id, port),
     async getProvision(callId: string) {
       try {
-        return await manager.getProvision(callId);
+        return await manager.getProvision(callId, serviceId);
       } catch {
         // A create refused before the runtime saw it (validation): its reason is in the handled record.
         const h = await handled.failedCreate(serviceId, callId);
