@@ -111,7 +111,7 @@ describe('operator API on real sandboxes', () => {
     const first = await readSse(url, { token, stopAfter: 3, timeoutMs: 30_000 });
     const rest = await readSse(url, { token, lastEventId: first.events.at(-1)!.id!, timeoutMs: 30_000 });
     const all = [...first.events, ...rest.events];
-    expect(all.map((e) => Number(e.id))).toEqual(all.map((_, i) => i + 1));
+    expect(all.map((e) => e.id)).toEqual(all.map((_, i) => `${p.json.run_id}:${i + 1}`));
     expect(all.at(-1)!.event).toBe('run.completed');
     const run = await call('GET', `/api/sandboxes/${id}/runs/${p.json.run_id}`);
     expect(run.json.status).toBe('completed');
