@@ -48,9 +48,11 @@ describe('apiSandboxes.getProvision', () => {
             return new Proxy(coll, {
               get(c, p) {
                 const v = Reflect.get(c, p);
-                return typeof v === 'function'
-                  ? (...a: unknown[]) => (calls.push(String(p)), v.apply(c, a))
-                  : v;
+                if (typeof v !== 'function') return v;
+                return (...a: unknown[]) => {
+                  calls.push(String(p));
+                  return v.apply(c, a);
+                };
               },
             });
           };

@@ -220,7 +220,9 @@ export class SandboxManager {
     if (!sameContainer || info.State?.Running !== true) {
       throw new RuntimeError('SANDBOX_NOT_RUNNING', `sandbox ${id} has no running container`);
     }
-    const binding = info.NetworkSettings?.Ports?.[`${containerPort}/tcp`]?.find((b) => b.HostIp === '127.0.0.1');
+    const binding = info.NetworkSettings?.Ports?.[`${containerPort}/tcp`]?.find(
+      (b) => b.HostIp === '127.0.0.1',
+    );
     const port = Number(binding?.HostPort);
     if (!Number.isInteger(port) || port < 1 || port > 65_535) throw notFound(' (no loopback binding)');
     return { host: '127.0.0.1', port };
