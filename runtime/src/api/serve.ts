@@ -11,6 +11,30 @@ import type { UpgradeEnv } from './routes/port-proxy.ts';
 
 type FetchApp = Pick<OperatorApi, 'fetch'>;
 
+const PORT_PATH = /^\/api\/(?:sandboxes\/[^/]+|sandbox)\/port\//;
+
+async function readCapped(res: Response, max: number, ms: number): Promise<Buffer> {
+  if (!res.body) return Buffer.alloc(0);
+  const reader = res.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  const timer = setTimeout(() => void reader.cancel().catch(() => {}), ms);
+  try {
+    while (size < max) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      chunks.push(value);
+      size += value.length;
+    }
+  } catch {
+    // cancelled by the timer: send what came
+  } finally {
+    clearTimeout(timer);
+    await reader.cancel().catch(() => {});
+  }
+  return Buffer.concat(chunks).subarray(0, max);
+}
+
 async function onUpgrade(
   app: FetchApp,
   incoming: IncomingMessage,
@@ -24,17 +48,30 @@ async function onUpgrade(
   const upgrade: UpgradeEnv = { socket, head };
   socket.on('error', () => socket.destroy());
   let res: Response;
-  try {
-    const request = new Request(`http://localhost${incoming.url ?? '/'}`, {
-      method: incoming.method ?? 'GET',
-      headers,
-    });
-    res = await app.fetch(request, { incoming, outgoing: undefined, upgrade });
-  } catch {
-    res = new Response(null, { status: 400 });
+  if (!PORT_PATH.test(incoming.url ?? '/')) {
+    res = Response.json(
+      {
+        error: {
+          code: 'VALIDATION',
+          message: 'only the port proxy (…/port/{port}/…) accepts protocol upgrades',
+        },
+      },
+      { status: 400 },
+    );
+  } else {
+    try {
+      const request = new Request(`http://localhost${incoming.url ?? '/'}`, {
+        method: incoming.method ?? 'GET',
+        headers,
+      });
+      res = await app.fetch(request, { incoming, outgoing: undefined, upgrade });
+    } catch {
+      res = new Response(null, { status: 400 });
+    }
   }
   if (upgrade.taken) return;
-  const body = Buffer.from(await res.arrayBuffer());
+  // An app may answer an upgrade with a stream that never ends: send at most 64 KiB of it, for 5 s.
+  const body = await readCapped(res, 64 * 1024, 5_000);
   const lines = [`HTTP/1.1 ${res.status} ${res.statusText || 'Upgrade Refused'}`];
   for (const [k, v] of res.headers)
     if (k !== 'content-length' && k !== 'transfer-encoding') lines.push(`${k}: ${v}`);
