@@ -63,7 +63,12 @@ async function wrk(url: string, headers: Record<string, string>): Promise<WrkRes
 async function main(): Promise<void> {
   const dir = await mkdtemp(join(tmpdir(), 'api-bench-'));
   const store = await EncryptedStore.open({ dir, secret: SECRET });
-  const sessions = await SessionAuth.create({ secret: SECRET, store });
+  const sessions = await SessionAuth.create({
+    secret: SECRET,
+    store,
+    siwe: { publicUrl: () => apiUrl, chainId: 31337 },
+  });
+  let apiUrl = 'http://127.0.0.1';
   const sandboxes = new MemorySandboxes();
   const docker = new Docker();
   const account = privateKeyToAccount(generatePrivateKey());
@@ -112,13 +117,20 @@ async function main(): Promise<void> {
       { rateLimits: { read: 10_000_000, write: 10_000_000, auth: 1000, terminal: 1_000_000 } },
     );
     const server = await serveOperatorApi(api, { port: 0 });
+    apiUrl = server.url;
     servers.push(server);
     const floorApp = new Hono();
     floorApp.get('/floor', (c) => c.json({ sandboxes: [] }));
     const floor = await serveOperatorApi(floorApp, { port: 0 });
     servers.push(floor);
 
-    const ch = (await (await fetch(`${server.url}/api/auth/challenge`, { method: 'POST' })).json()) as {
+    const ch = (await (
+      await fetch(`${server.url}/api/auth/challenge`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ address: account.address }),
+      })
+    ).json()) as {
       nonce: string;
       message: string;
     };
@@ -127,7 +139,7 @@ async function main(): Promise<void> {
       await fetch(`${server.url}/api/auth/session`, {
         method: 'POST',
         headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ nonce: ch.nonce, signature }),
+        body: JSON.stringify({ nonce: ch.nonce, address: account.address, signature }),
       })
     ).json()) as { token: string };
     const auth = { authorization: `Bearer ${sess.token}` };

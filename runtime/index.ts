@@ -31,6 +31,7 @@ export type {
   SessionAuthLimits,
   SessionAuthOptions,
   SessionClaims,
+  SiweBinding,
   V4Local,
   V4LocalKey,
 } from './src/auth/index.ts';
@@ -43,8 +44,10 @@ export {
   recoverSigner,
   SCOPE_RE,
   SessionAuth,
+  SIWE_STATEMENT,
   sameAddress,
   scopeAllows,
+  siweMessage,
   v4LocalKey,
 } from './src/auth/index.ts';
 export { deriveKey, parseAuthSecret } from './src/crypto.ts';

@@ -297,7 +297,7 @@ export const VARIABLES = {
     group: 'Operator API',
     schema: url('http:', 'https:'),
     defaultDoc: 'http://OPERATOR_API_HOST:OPERATOR_API_PORT',
-    doc: 'URL clients use; posted in create results',
+    doc: 'URL clients use; posted in create results; sign-in messages (EIP-4361) name its host and origin, and clients refuse messages naming another',
   }),
   CORS_ALLOWED_ORIGINS: v({
     group: 'Operator API',
@@ -316,6 +316,12 @@ export const VARIABLES = {
     schema: bool,
     def: 'false',
     doc: 'Served over TLS (sends HSTS)',
+  }),
+  AUTH_ALLOW_LEGACY_MESSAGE: v({
+    group: 'Operator API',
+    schema: bool,
+    def: 'false',
+    doc: 'Also accept the old plain sign-in message, which names no operator: a signature over it can be relayed to another operator (see README, Security)',
   }),
   SESSION_GC_INTERVAL: v({
     group: 'Operator API',

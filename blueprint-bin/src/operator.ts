@@ -139,7 +139,18 @@ export async function startOperator(cfg: OperatorConfig, log: Logger): Promise<R
     const report = await step(log, 'reconciling the store with the engine', () => manager.reconcile());
     log.info({ report }, 'reconciled');
 
-    const sessions = await SessionAuth.create({ secret: v.SESSION_AUTH_SECRET!, store });
+    const chainClient = createPublicClient({ transport: http(env.httpRpcUrl) });
+    // Sign-in messages name the URL clients reach (known only after listen when the port is 0).
+    let listenUrl: string | undefined;
+    const sessions = await SessionAuth.create({
+      secret: v.SESSION_AUTH_SECRET!,
+      store,
+      siwe: {
+        publicUrl: cfg.api.publicUrl ?? (() => listenUrl ?? 'http://127.0.0.1'),
+        chainId: await chainClient.getChainId(),
+      },
+      allowLegacyMessage: v.AUTH_ALLOW_LEGACY_MESSAGE ?? false,
+    });
     // One breaker for the API's sidecar calls and workflow execs, so the GC timer can prune it.
     const breaker = new CircuitBreaker();
     const sandboxesForApi = apiSandboxes(manager, new HandledCalls(store), env.serviceId);
@@ -153,7 +164,6 @@ export async function startOperator(cfg: OperatorConfig, log: Logger): Promise<R
         blueprintId: env.blueprintId,
       }));
     const chain = new BlueprintChain({ httpRpcUrl: env.httpRpcUrl, blueprint });
-    const chainClient = createPublicClient({ transport: http(env.httpRpcUrl) });
 
     let ready = false;
     let instanceSandboxId: string | undefined;
@@ -200,6 +210,7 @@ export async function startOperator(cfg: OperatorConfig, log: Logger): Promise<R
       serveOperatorApi(app, { host: cfg.api.host, port: cfg.api.port }),
     );
     cleanup.push(() => server.close());
+    listenUrl = server.url;
     const publicUrl = cfg.api.publicUrl ?? server.url;
     log.info({ url: server.url, publicUrl }, 'operator API listening');
 
@@ -332,8 +343,11 @@ export async function startOperator(cfg: OperatorConfig, log: Logger): Promise<R
   }
 }
 
-/** The runtime manager as the API wants it: get → undefined when unknown, failed creates visible. */
-function apiSandboxes(manager: SandboxManager, handled: HandledCalls, serviceId: bigint) {
+/**
+ * The runtime manager as the API wants it: get → undefined when unknown, failed creates visible,
+ * provisions looked up by their key (this service + call id: one read, never a scan).
+ */
+export function apiSandboxes(manager: SandboxManager, handled: HandledCalls, serviceId: bigint) {
   return {
     get: (id: string) => {
       try {
@@ -354,7 +368,7 @@ function apiSandboxes(manager: SandboxManager, handled: HandledCalls, serviceId:
     exposedPort: (id: string, port: number) => manager.exposedPort(id, port),
     async getProvision(callId: string) {
       try {
-        return await manager.getProvision(callId);
+        return await manager.getProvision(callId, serviceId);
       } catch {
         // A create refused before the runtime saw it (validation): its reason is in the handled record.
         const h = await handled.failedCreate(serviceId, callId);

@@ -1,5 +1,7 @@
-// The transport under OperatorClient: fetch with a timeout, wallet sign-in (EIP-191 challenge →
-// PASETO session), one re-login on 401, the API's error shape turned into ClientError, and SSE.
+// The transport under OperatorClient: fetch with a timeout, wallet sign-in (EIP-4361 challenge,
+// checked to name this operator before it is signed → PASETO session), one re-login on 401, the
+// API's error shape turned into ClientError, and SSE.
+import { createSiweMessage, parseSiweMessage, type SiweMessage } from 'viem/siwe';
 import { z } from 'zod';
 import { ApiErrorBody, Challenge, Session } from './api-types.ts';
 import { ClientError, hintFor } from './errors.ts';
@@ -25,6 +27,8 @@ export interface OperatorHttpOptions {
   fetch?: typeof fetch;
   /** Per-request timeout for non-streaming calls. Default 130 s (the API's own limit is 120 s). */
   timeoutMs?: number;
+  /** When known, the chain id the sign-in message must name (else any chain is accepted). */
+  chainId?: number;
 }
 
 export interface RequestOptions {
@@ -35,9 +39,41 @@ export interface RequestOptions {
   timeoutMs?: number;
 }
 
-/** The exact text the spec says the operator asks the wallet to sign; anything else is refused. */
-const CHALLENGE_TEXT =
-  /^Sign this message to authenticate with Tangle Sandbox\.\n\nNonce: ([0-9a-fA-Fx]+)\nExpires: \d+$/;
+/**
+ * Why a sign-in message must not be signed for the operator at `baseUrl`, or undefined when it is
+ * a well-formed EIP-4361 message naming that operator (domain = its host, URI = its origin), this
+ * wallet, the challenge's nonce and (when given) the chain, and not yet expired. A message naming
+ * another operator is what a relaying operator would show: signing it would sign in there as us.
+ */
+export function siweRefusal(
+  message: string,
+  expect: { baseUrl: string; address: string; nonce: string; chainId?: number; now?: Date },
+): string | undefined {
+  const m = parseSiweMessage(message);
+  const base = new URL(expect.baseUrl);
+  if (!m.domain || !m.uri || !m.address || !m.nonce || m.chainId === undefined || m.version !== '1') {
+    return 'it is not an EIP-4361 sign-in message';
+  }
+  // Only what the standard fields say may be signed: re-rendering must give back the same text.
+  if (createSiweMessage(m as SiweMessage) !== message) return 'it carries text outside the EIP-4361 fields';
+  if (m.domain !== base.host) return `it names ${m.domain}, not ${base.host}`;
+  let uri: URL;
+  try {
+    uri = new URL(m.uri);
+  } catch {
+    return 'its URI is not a URL';
+  }
+  if (uri.origin !== base.origin) return `its URI is ${uri.origin}, not ${base.origin}`;
+  if (m.address.toLowerCase() !== expect.address.toLowerCase()) return `it names the wallet ${m.address}`;
+  if (m.nonce !== expect.nonce) return 'its nonce is not the challenge nonce';
+  if (expect.chainId !== undefined && m.chainId !== expect.chainId) {
+    return `it names chain ${m.chainId}, not ${expect.chainId}`;
+  }
+  const now = expect.now ?? new Date();
+  if (!m.expirationTime || m.expirationTime <= now) return 'it has expired or never expires';
+  if (m.notBefore && m.notBefore > now) return 'it is not valid yet';
+  return undefined;
+}
 
 export function parseExpiry(v: unknown): number | undefined {
   if (typeof v === 'number' && Number.isFinite(v)) return v > 1e12 ? Math.floor(v / 1000) : v;
@@ -55,6 +91,7 @@ export class OperatorHttp {
   private readonly doFetch: typeof fetch;
   private readonly timeoutMs: number;
   private readonly onSession: OperatorHttpOptions['onSession'];
+  private readonly chainId: number | undefined;
   private token: string | undefined;
   private tokenExpiresAt: number | undefined;
   private loggingIn: Promise<Session> | undefined;
@@ -79,6 +116,7 @@ export class OperatorHttp {
     this.onSession = options.onSession;
     this.doFetch = options.fetch ?? fetch;
     this.timeoutMs = options.timeoutMs ?? 130_000;
+    this.chainId = options.chainId;
   }
 
   get address(): `0x${string}` | undefined {
@@ -110,19 +148,27 @@ export class OperatorHttp {
         'no valid session and no key to sign in with; run `agent-sandbox login` (or pass --private-key/--keystore)',
       );
     }
-    const challenge = await this.json('POST', '/api/auth/challenge', Challenge, { auth: false });
-    const m = CHALLENGE_TEXT.exec(challenge.message);
-    // Never sign arbitrary text an operator sends: only the documented sign-in message.
-    if (!m || m[1]!.replace(/^0x/, '').toLowerCase() !== challenge.nonce.replace(/^0x/, '').toLowerCase()) {
+    const challenge = await this.json('POST', '/api/auth/challenge', Challenge, {
+      auth: false,
+      body: { address: account.address },
+    });
+    // Never sign text an operator sends unless it is a sign-in message naming that operator.
+    const refusal = siweRefusal(challenge.message, {
+      baseUrl: this.baseUrl,
+      address: account.address,
+      nonce: challenge.nonce,
+      ...(this.chainId === undefined ? {} : { chainId: this.chainId }),
+    });
+    if (refusal) {
       throw new ClientError(
         'BAD_RESPONSE',
-        `operator ${this.baseUrl} asked to sign an unexpected message; refusing to sign (is this a Tangle sandbox operator?)`,
+        `operator ${this.baseUrl} asked to sign a message that does not sign in to it (${refusal}); refusing to sign. If the operator is reached under another name, use the URL it advertises (OPERATOR_PUBLIC_URL)`,
       );
     }
     const signature = await account.signMessage({ message: challenge.message });
     const session = await this.json('POST', '/api/auth/session', Session, {
       auth: false,
-      body: { nonce: challenge.nonce, signature },
+      body: { nonce: challenge.nonce, address: account.address, signature },
     });
     if (session.address.toLowerCase() !== account.address.toLowerCase()) {
       throw new ClientError(

@@ -132,11 +132,16 @@ const sleep = (ms: number, signal?: AbortSignal) =>
     signal?.addEventListener('abort', done, { once: true });
   });
 
-/** Numeric ids let the client drop anything at or before the last one seen (belt and braces). */
+/**
+ * Ids ending in a number (`7`, or the operator's `<run_id>:7`) let the client drop anything at or
+ * before the last one seen with the same prefix (belt and braces).
+ */
 function isRepeat(last: string | undefined, id: string | undefined): boolean {
   if (last === undefined || id === undefined) return false;
-  if (!/^\d+$/.test(last) || !/^\d+$/.test(id)) return false;
-  return BigInt(id) <= BigInt(last);
+  const a = /^(.*?)(\d+)$/.exec(last);
+  const b = /^(.*?)(\d+)$/.exec(id);
+  if (!a || !b || a[1] !== b[1]) return false;
+  return BigInt(b[2]!) <= BigInt(a[2]!);
 }
 
 /**

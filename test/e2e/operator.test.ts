@@ -165,15 +165,19 @@ const createInput = (name: string): Hex =>
   ]);
 
 async function signIn(url: string, jobs: DevnetJobs): Promise<string> {
-  const ch = (await (await fetch(`${url}/api/auth/challenge`, { method: 'POST' })).json()) as {
-    nonce: string;
-    message: string;
-  };
+  const address = jobs.caller.address;
+  const ch = (await (
+    await fetch(`${url}/api/auth/challenge`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ address }),
+    })
+  ).json()) as { nonce: string; message: string };
   const signature = await jobs.caller.signMessage({ message: ch.message });
   const res = await fetch(`${url}/api/auth/session`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ nonce: ch.nonce, signature }),
+    body: JSON.stringify({ nonce: ch.nonce, address, signature }),
   });
   expect(res.status).toBe(200);
   return ((await res.json()) as { token: string }).token;

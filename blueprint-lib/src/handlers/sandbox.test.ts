@@ -179,7 +179,7 @@ describe('SANDBOX_CREATE and SANDBOX_DELETE', () => {
     // metadata_json "ports" reach the runtime: published on loopback for the port proxy.
     expect(rec.exposedPorts).toEqual([3000]);
     expect(rec.metadata).toMatchObject({ team: 'a' });
-    expect(main.manager.exposedPort(out.sandboxId, 3000).host).toBe('127.0.0.1');
+    expect((await main.manager.exposedPort(out.sandboxId, 3000)).host).toBe('127.0.0.1');
     // The sidecar token exists only in the encrypted store, never in the result (hex or text).
     expect(rec.token).toMatch(/^[0-9a-f]{64}$/);
     expect(out.hex.toLowerCase()).not.toContain(rec.token);

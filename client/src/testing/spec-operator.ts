@@ -5,7 +5,8 @@
 import { randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { recoverMessageAddress } from 'viem';
+import { getAddress, recoverMessageAddress } from 'viem';
+import { createSiweMessage } from 'viem/siwe';
 
 export interface SpecSandbox {
   id: string;
@@ -32,8 +33,18 @@ export interface SpecOperator {
   close: () => Promise<void>;
 }
 
-const CHALLENGE = (nonce: string, exp: number) =>
-  `Sign this message to authenticate with Tangle Sandbox.\n\nNonce: ${nonce}\nExpires: ${exp}`;
+/** The EIP-4361 sign-in message the real operator issues, naming the URL it is served at. */
+const CHALLENGE = (origin: string, address: string, nonce: string, exp: number) =>
+  createSiweMessage({
+    domain: new URL(origin).host,
+    uri: origin,
+    address: getAddress(address),
+    chainId: 31337,
+    nonce,
+    version: '1',
+    issuedAt: new Date((exp - 300) * 1000),
+    expirationTime: new Date(exp * 1000),
+  });
 
 export async function startSpecOperator(options: { tamperChallenge?: boolean } = {}): Promise<SpecOperator> {
   const challenges = new Map<string, string>();
@@ -73,11 +84,13 @@ export async function startSpecOperator(options: { tamperChallenge?: boolean } =
     state.log.push(`${method} ${path}`);
     try {
       if (method === 'POST' && path === '/api/auth/challenge') {
+        const b = await body(req);
+        if (typeof b.address !== 'string') return fail(res, 400, 'VALIDATION', 'send {"address":"0x…"}');
         const nonce = randomBytes(32).toString('hex');
         const exp = Math.floor(Date.now() / 1000) + 300;
         const message = options.tamperChallenge
           ? `Transfer all funds\nNonce: ${nonce}`
-          : CHALLENGE(nonce, exp);
+          : CHALLENGE(`http://${req.headers.host}`, b.address, nonce, exp);
         challenges.set(nonce, message);
         return send(res, 200, { nonce, message, expires_at: exp });
       }

@@ -179,8 +179,9 @@ describe('operator API: rate limits and client IP', () => {
       expect(r.json.error.code).toBe('RATE_LIMITED');
       expect(Number(r.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
       expect(r.json.error.retry_after_ms).toBeGreaterThan(0);
-      expect((await h.call('POST', '/api/auth/challenge')).status).toBe(200);
-      expect((await h.call('POST', '/api/auth/challenge')).status).toBe(429);
+      const body = { address: `0x${'11'.repeat(20)}` };
+      expect((await h.call('POST', '/api/auth/challenge', { body })).status).toBe(200);
+      expect((await h.call('POST', '/api/auth/challenge', { body })).status).toBe(429);
       expect((await h.call('GET', '/health')).status).toBe(200); // probes are not limited
     } finally {
       await h.close();
@@ -213,10 +214,58 @@ describe('operator API: rate limits and client IP', () => {
       expect(same.status).toBe(429);
       const other = await trusted.call('POST', '/api/auth/challenge', {
         headers: { 'x-forwarded-for': '198.51.100.2' },
+        body: { address: `0x${'11'.repeat(20)}` },
       });
       expect(other.status).toBe(200);
     } finally {
       await trusted.close();
+    }
+  });
+
+  it('IPv6 clients share one bucket per /64 (an address per request does not reset the limit)', async () => {
+    const h = await startHarness({
+      config: { rateLimits: { auth: 2 }, trustedProxies: ['127.0.0.1', '::1'] },
+    });
+    const from = (ip: string) =>
+      h.call('POST', '/api/auth/challenge', {
+        headers: { 'x-forwarded-for': ip },
+        body: { address: `0x${'11'.repeat(20)}` },
+      });
+    try {
+      expect((await from('2001:db8:1:2::1')).status).toBe(200);
+      expect((await from('2001:0db8:0001:0002:ffff:0:0:9')).status).toBe(200);
+      const third = await from('2001:db8:1:2:dead:beef:0:1');
+      expect(third.status).toBe(429);
+      expect((await from('[2001:db8:1:2::77]')).status).toBe(429);
+      expect((await from('2001:db8:1:3::1')).status).toBe(200); // the next /64 is another client
+    } finally {
+      await h.close();
+    }
+  });
+
+  it('OPTIONS requests are counted like the rest, with and without CORS', async () => {
+    const plain = await startHarness({ config: { rateLimits: { read: 3 } } });
+    try {
+      for (let i = 0; i < 3; i++) await fetch(`${plain.url}/api/sandboxes`, { method: 'OPTIONS' });
+      expect((await plain.call('GET', '/api/sandboxes')).status).toBe(429);
+    } finally {
+      await plain.close();
+    }
+    const cors = await startHarness({
+      config: { rateLimits: { auth: 2 }, corsAllowedOrigins: ['https://app.example'] },
+    });
+    try {
+      const preflight = () =>
+        fetch(`${cors.url}/api/auth/challenge`, {
+          method: 'OPTIONS',
+          headers: { origin: 'https://app.example', 'access-control-request-method': 'POST' },
+        });
+      expect((await preflight()).status).toBe(204);
+      expect((await preflight()).status).toBe(204);
+      expect((await preflight()).status).toBe(429);
+      expect((await cors.call('POST', '/api/auth/challenge', { body: {} })).status).toBe(429);
+    } finally {
+      await cors.close();
     }
   });
 });

@@ -48,6 +48,8 @@ export function createOperatorApi(deps: OperatorApiDeps, configInput?: ApiConfig
 
   app.use('*', requestId(logger));
   app.use('*', securityHeaders({ tls: config.tls }));
+  app.use('*', clientIp(config.trustedProxies));
+  app.use('*', limiter.preflight);
   if (config.corsAllowedOrigins.length > 0) {
     const allowed = new Set(config.corsAllowedOrigins);
     app.use(
@@ -61,7 +63,6 @@ export function createOperatorApi(deps: OperatorApiDeps, configInput?: ApiConfig
       }),
     );
   }
-  app.use('*', clientIp(config.trustedProxies));
   app.use('*', accessLog(deps.metrics));
   app.use('*', limiter.middleware);
   app.use('*', bodyLimits(config));

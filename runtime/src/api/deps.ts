@@ -12,9 +12,17 @@ type Awaitable<T> = T | Promise<T>;
 
 /** Wallet sign-in and PASETO sessions (runtime/src/auth). */
 export interface ApiSessions {
-  createChallenge(): Awaitable<{ nonce: string; message: string; expires_at: number | string }>;
-  createSession(input: {
+  /** With `address`: an EIP-4361 message naming it; without: the legacy message, if allowed. */
+  createChallenge(input: { address?: string }): Awaitable<{
     nonce: string;
+    message: string;
+    issued_at: number | string;
+    expires_at: number | string;
+  }>;
+  createSession(input: {
+    nonce?: string;
+    /** The signed message, unchanged (instead of, or with, nonce). */
+    message?: string;
     signature: string;
     scope?: string;
     /** When given, the recovered signer must be this address. */

@@ -45,7 +45,11 @@ describe('operator API on real sandboxes', () => {
 
   beforeAll(async () => {
     rig = await makeRig(image);
-    const sessions = await SessionAuth.create({ secret: rig.secret, store: rig.store });
+    const sessions = await SessionAuth.create({
+      secret: rig.secret,
+      store: rig.store,
+      siwe: { publicUrl: () => server.url, chainId: 31337 },
+    });
     const sandboxes: ApiSandboxes = rig.manager; // the real manager satisfies the API's interface
     const api = createOperatorApi({
       sessions,
@@ -64,7 +68,13 @@ describe('operator API on real sandboxes', () => {
       env: { SANDBOX_AGENT_COMMAND: AGENT },
     });
     id = rec.id;
-    const ch = (await (await fetch(`${server.url}/api/auth/challenge`, { method: 'POST' })).json()) as {
+    const ch = (await (
+      await fetch(`${server.url}/api/auth/challenge`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ address: account.address }),
+      })
+    ).json()) as {
       nonce: string;
       message: string;
     };
@@ -73,6 +83,7 @@ describe('operator API on real sandboxes', () => {
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify({
         nonce: ch.nonce,
+        address: account.address,
         signature: await account.signMessage({ message: ch.message }),
       }),
     });
@@ -100,7 +111,7 @@ describe('operator API on real sandboxes', () => {
     const first = await readSse(url, { token, stopAfter: 3, timeoutMs: 30_000 });
     const rest = await readSse(url, { token, lastEventId: first.events.at(-1)!.id!, timeoutMs: 30_000 });
     const all = [...first.events, ...rest.events];
-    expect(all.map((e) => Number(e.id))).toEqual(all.map((_, i) => i + 1));
+    expect(all.map((e) => e.id)).toEqual(all.map((_, i) => `${p.json.run_id}:${i + 1}`));
     expect(all.at(-1)!.event).toBe('run.completed');
     const run = await call('GET', `/api/sandboxes/${id}/runs/${p.json.run_id}`);
     expect(run.json.status).toBe('completed');

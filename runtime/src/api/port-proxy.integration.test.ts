@@ -1,6 +1,9 @@
 // The port proxy on the real SandboxManager and Docker engine: a sandbox created with
-// exposedPorts [3000] serves a python http.server through GET …/port/3000/; an unexposed port is
-// 404, another owner 403, and the mapping follows the container across stop → resume.
+// exposedPorts [3000, 3001] serves a python http.server through GET …/port/3000/ and a Node app
+// (gzip body, WebSocket echo) on 3001; an unexposed port is 404, another owner 403, path tricks
+// stay on the sandbox port, and the mapping is read from the live container across stop → resume.
+import { request } from 'node:http';
+import { gunzipSync } from 'node:zlib';
 import pino from 'pino';
 import { Registry } from 'prom-client';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
@@ -11,9 +14,11 @@ import { makeRig, sidecarExec, type TestRig } from '../sandbox/test-support.ts';
 import { createOperatorApi } from './app.ts';
 import type { ApiSandboxes } from './deps.ts';
 import { type OperatorApiServer, serveOperatorApi } from './serve.ts';
+import { PROXY_APP_JS, wsRoundTrip } from './testing/proxy-apps.ts';
 
 const image = inject('sandboxImage');
 const SERVE = 'cd /home/agent && nohup python3 -m http.server 3000 >/dev/null 2>&1 &';
+const SERVE_APP = `echo ${Buffer.from(PROXY_APP_JS).toString('base64')} | base64 -d > /tmp/proxy-app.cjs && (nohup node /tmp/proxy-app.cjs 3001 >/dev/null 2>&1 &)`;
 
 describe('port proxy on real sandboxes', () => {
   let rig: TestRig;
@@ -24,7 +29,13 @@ describe('port proxy on real sandboxes', () => {
   const tokens = new Map<string, string>();
 
   const signIn = async (account: typeof owner) => {
-    const ch = (await (await fetch(`${server.url}/api/auth/challenge`, { method: 'POST' })).json()) as {
+    const ch = (await (
+      await fetch(`${server.url}/api/auth/challenge`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ address: account.address }),
+      })
+    ).json()) as {
       nonce: string;
       message: string;
     };
@@ -33,6 +44,7 @@ describe('port proxy on real sandboxes', () => {
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify({
         nonce: ch.nonce,
+        address: account.address,
         signature: await account.signMessage({ message: ch.message }),
       }),
     });
@@ -57,7 +69,11 @@ describe('port proxy on real sandboxes', () => {
 
   beforeAll(async () => {
     rig = await makeRig(image);
-    const sessions = await SessionAuth.create({ secret: rig.secret, store: rig.store });
+    const sessions = await SessionAuth.create({
+      secret: rig.secret,
+      store: rig.store,
+      siwe: { publicUrl: () => server.url, chainId: 31337 },
+    });
     const sandboxes: ApiSandboxes = rig.manager; // the real manager satisfies the API's interface
     const api = createOperatorApi({
       sessions,
@@ -73,7 +89,7 @@ describe('port proxy on real sandboxes', () => {
       owner: owner.address,
       serviceId: 1,
       callId: 'port-proxy-int-1',
-      exposedPorts: [3000],
+      exposedPorts: [3000, 3001],
     });
     id = rec.id;
     await sidecarExec(rig.manager.sidecarEndpoint(id), 'echo proxied > /home/agent/hello.txt');
@@ -92,11 +108,14 @@ describe('port proxy on real sandboxes', () => {
     const bindings = info.NetworkSettings.Ports['3000/tcp'] ?? [];
     expect(bindings.length).toBeGreaterThan(0);
     expect(bindings.every((b) => b.HostIp === '127.0.0.1')).toBe(true);
-    expect(rig.manager.exposedPort(id, 3000)).toEqual({
+    expect(await rig.manager.exposedPort(id, 3000)).toEqual({
       host: '127.0.0.1',
       port: Number(bindings[0]!.HostPort),
     });
-    expect(rec.exposedHostPorts).toEqual({ '3000': Number(bindings[0]!.HostPort) });
+    expect(rec.exposedHostPorts?.['3000']).toBe(Number(bindings[0]!.HostPort));
+    // The sandbox view lists the exposed ports.
+    const view = (await (await get(`/api/sandboxes/${id}`)).json()) as { ports: unknown };
+    expect(view.ports).toEqual({ '3000': { proxy: 'port/3000/' }, '3001': { proxy: 'port/3001/' } });
   });
 
   it("reaches the container's port 3000: the directory listing, as text/html", async () => {
@@ -109,12 +128,12 @@ describe('port proxy on real sandboxes', () => {
   }, 60_000);
 
   it('answers 404 for a port the sandbox does not expose (the sidecar port included)', async () => {
-    for (const port of [3001, 8080]) {
+    for (const port of [3002, 8080]) {
       const res = await get(`/api/sandboxes/${id}/port/${port}/`);
       expect(res.status).toBe(404);
       await res.text();
     }
-    expect(() => rig.manager.exposedPort(id, 3001)).toThrow(/does not expose port 3001/);
+    await expect(rig.manager.exposedPort(id, 3002)).rejects.toThrow(/does not expose port 3002/);
   });
 
   it('refuses another owner with 403', async () => {
@@ -123,11 +142,62 @@ describe('port proxy on real sandboxes', () => {
     await res.text();
   });
 
+  /** A raw request through the operator: no decompression, no path normalisation. */
+  const raw = (path: string, headers: Record<string, string> = {}) =>
+    new Promise<{ status: number; headers: Record<string, unknown>; body: Buffer }>((res, rej) => {
+      const req = request(`${server.url}${path}`, {
+        headers: { authorization: `Bearer ${tokens.get(owner.address)}`, ...headers },
+      });
+      req.on('error', rej);
+      req.on('response', async (r) => {
+        const chunks: Buffer[] = [];
+        for await (const c of r) chunks.push(c as Buffer);
+        res({ status: r.statusCode ?? 0, headers: r.headers, body: Buffer.concat(chunks) });
+      });
+      req.end();
+    });
+
+  it('a gzip-serving app and a WebSocket echo work through the proxy; path tricks stay put', async () => {
+    expect((await sidecarExec(rig.manager.sidecarEndpoint(id), SERVE_APP)).exitCode).toBe(0);
+    const deadline = Date.now() + 20_000;
+    let gz = await raw(`/api/sandboxes/${id}/port/3001/gz`, { 'accept-encoding': 'gzip' });
+    while (gz.status !== 200 && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 200));
+      gz = await raw(`/api/sandboxes/${id}/port/3001/gz`, { 'accept-encoding': 'gzip' });
+    }
+    expect(gz.status).toBe(200);
+    expect(gz.headers['content-encoding']).toBe('gzip');
+    expect(gunzipSync(gz.body).toString()).toBe('compressible '.repeat(200));
+
+    const ws = await wsRoundTrip(
+      `${server.url}/api/sandboxes/${id}/port/3001/ws`,
+      { authorization: `Bearer ${tokens.get(owner.address)}` },
+      'hot reload ping',
+    );
+    expect(ws.status).toBe(101);
+    expect(ws.echo).toBe('hot reload ping');
+    const strangerWs = await wsRoundTrip(
+      `${server.url}/api/sandboxes/${id}/port/3001/ws`,
+      { authorization: `Bearer ${tokens.get(other.address)}` },
+      'x',
+    );
+    expect(strangerWs.status).toBe(403);
+
+    for (const bad of ['%333001', '03001', '3001@127.0.0.1:8080', '0x0bb9']) {
+      const r = await raw(`/api/sandboxes/${id}/port/${bad}/gz`);
+      expect([400, 404], bad).toContain(r.status);
+    }
+    const twice = await raw(`/api/sandboxes/${id}/port/3001/port/8080/health`);
+    expect(twice.body.toString()).toBe('app /port/8080/health'); // the app's path, not the sidecar
+    const up = await raw(`/api/sandboxes/${id}/port/3001/../../port/8080/health`);
+    expect(up.status).toBe(404); // resolved to …/port/8080, which the sandbox does not expose
+  }, 60_000);
+
   it('drops the mapping on stop and refreshes it on resume', async () => {
     await rig.manager.stop(id);
     let err: unknown;
     try {
-      rig.manager.exposedPort(id, 3000);
+      await rig.manager.exposedPort(id, 3000);
     } catch (e) {
       err = e;
     }
@@ -135,7 +205,7 @@ describe('port proxy on real sandboxes', () => {
     const rec = await rig.manager.resume(id);
     const info = await rig.manager.driver.docker.getContainer(rec.containerId!).inspect();
     const host = Number(info.NetworkSettings.Ports['3000/tcp']?.[0]?.HostPort);
-    expect(rig.manager.exposedPort(id, 3000).port).toBe(host);
+    expect((await rig.manager.exposedPort(id, 3000)).port).toBe(host);
     const res = await serveAndWait();
     expect(await res.text()).toContain('hello.txt');
   }, 90_000);

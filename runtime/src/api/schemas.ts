@@ -52,12 +52,36 @@ export const jsonBody = <T extends z.ZodType>(schema: T) => ({
 
 // --- auth ---
 export const ChallengeSchema = z
-  .object({ nonce: z.string(), message: z.string(), expires_at: z.union([z.number(), z.string()]) })
+  .object({
+    nonce: z.string(),
+    /** The EIP-4361 message to sign (the legacy plain text only under AUTH_ALLOW_LEGACY_MESSAGE). */
+    message: z.string(),
+    /** The same text, for front ends that read `challenge`. */
+    challenge: z.string(),
+    issued_at: z.union([z.number(), z.string()]),
+    expires_at: z.union([z.number(), z.string()]),
+  })
   .openapi('Challenge');
+
+const ADDRESS = z.string().regex(/^0x[0-9a-fA-F]{40}$/, 'address must be a 0x-prefixed 20-byte hex address');
+
+export const ChallengeRequestSchema = z
+  .object({
+    /** The wallet that will sign: the EIP-4361 message names it. */
+    address: ADDRESS.optional(),
+  })
+  .openapi('ChallengeRequest');
+
+const SIGNED_MESSAGE = z.string().min(1).max(4096);
 
 export const SessionRequestSchema = z
   .object({
-    nonce: z.string().regex(/^(0x)?[0-9a-fA-F]{64}$/, 'nonce must be the 32-byte hex nonce of a challenge'),
+    nonce: z
+      .string()
+      .regex(/^[0-9a-f]{80}$/, 'nonce must be the nonce of a challenge (80 hex chars)')
+      .optional(),
+    /** The signed message, unchanged (an alternative to nonce + address). */
+    message: SIGNED_MESSAGE.optional(),
     signature: z.string().regex(/^(0x)?[0-9a-fA-F]{130}$/, 'signature must be 65 bytes as hex'),
     /** Optional: the wallet the caller means to sign in as; a signature by any other fails. */
     address: z
@@ -66,7 +90,20 @@ export const SessionRequestSchema = z
       .optional(),
     scope: z.string().regex(SCOPE_RE, 'scope must be sandbox:{id} or instance:{id}').optional(),
   })
+  .refine((b) => b.nonce !== undefined || b.message !== undefined, {
+    message: 'send the challenge nonce or the signed message',
+  })
   .openapi('SessionRequest');
+
+/** POST /api/auth/verify, the seeds' front ends' shape: `challenge` is the text that was signed. */
+export const VerifyRequestSchema = z
+  .object({
+    challenge: SIGNED_MESSAGE,
+    signature: z.string().regex(/^(0x)?[0-9a-fA-F]{130}$/, 'signature must be 65 bytes as hex'),
+    address: ADDRESS.optional(),
+    scope: z.string().regex(SCOPE_RE, 'scope must be sandbox:{id} or instance:{id}').optional(),
+  })
+  .openapi('VerifyRequest');
 
 export const SessionSchema = z
   .object({ token: z.string(), address: z.string(), expires_at: z.union([z.number(), z.string()]) })

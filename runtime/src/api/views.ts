@@ -9,7 +9,8 @@ export interface SandboxView {
   state: string;
   resources: Record<string, unknown>;
   timers: Record<string, unknown>;
-  ports: Record<string, unknown>;
+  /** Container port → `{ proxy }`, the path (relative to the sandbox's route) that reaches it. */
+  ports: Record<string, { proxy: string }>;
   tier?: string | null;
   created_at: number;
   last_activity_at: number;
@@ -20,7 +21,9 @@ export interface SandboxView {
 }
 
 export function sandboxView(r: SandboxRecord): SandboxView {
-  const ports = (r.metadata?.ports ?? {}) as Record<string, unknown>;
+  // The ports the sandbox exposes, each with its proxy path under the sandbox's API route.
+  const ports: Record<string, { proxy: string }> = {};
+  for (const p of r.exposedPorts ?? []) ports[String(p)] = { proxy: `port/${p}/` };
   return {
     id: r.id,
     name: r.name,
@@ -28,7 +31,7 @@ export function sandboxView(r: SandboxRecord): SandboxView {
     state: r.state,
     resources: { ...r.resources },
     timers: { ...r.timers },
-    ports: typeof ports === 'object' && ports !== null ? { ...ports } : {},
+    ports,
     tier: r.tier ?? null,
     created_at: r.createdAt,
     last_activity_at: r.lastActivityAt,

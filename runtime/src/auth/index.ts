@@ -1,5 +1,7 @@
 // Public surface of session auth: wallet sign-in, PASETO v4.local sessions, scope and owner checks.
 
+export type { DecodedNonce, SiweBinding } from './challenge.ts';
+export { legacyMessage, SIWE_STATEMENT, siweMessage, siweOrigin } from './challenge.ts';
 export type { V4Local, V4LocalKey } from './paseto-v4-local.ts';
 export { createV4Local, openV4Local, sealV4Local, v4LocalKey } from './paseto-v4-local.ts';
 export type { ScopedClaims } from './scope.ts';

@@ -236,18 +236,32 @@ export class SandboxManager {
   }
 
   /**
-   * Where the host reaches a container port the sandbox exposed (loopback only). NOT_FOUND when
-   * the sandbox does not expose it or is not running.
+   * Where the host reaches a container port the sandbox exposed (loopback only), read from the
+   * live container — checked to be this sandbox's container by id and running — never from a
+   * stored port, which the engine may since have handed to another container. NOT_FOUND when the
+   * sandbox does not expose the port or is not running.
    */
-  exposedPort(id: string, containerPort: number): { host: '127.0.0.1'; port: number } {
+  async exposedPort(id: string, containerPort: number): Promise<{ host: '127.0.0.1'; port: number }> {
     const r = mustGet(this.#ctx, id);
-    const port = r.state === 'running' ? r.exposedHostPorts?.[String(containerPort)] : undefined;
-    if (!port) {
-      throw new RuntimeError(
-        'NOT_FOUND',
-        `sandbox ${id} does not expose port ${containerPort}${r.state === 'running' ? '' : ` (it is ${r.state})`}`,
-      );
+    const notFound = (why = '') =>
+      new RuntimeError('NOT_FOUND', `sandbox ${id} does not expose port ${containerPort}${why}`);
+    if (!(r.exposedPorts ?? []).includes(containerPort)) throw notFound();
+    if (r.state !== 'running' || !r.containerId) throw notFound(` (it is ${r.state})`);
+    let info: Awaited<ReturnType<ReturnType<DockerDriver['docker']['getContainer']>['inspect']>>;
+    try {
+      info = await this.#ctx.driver.docker.getContainer(r.containerId).inspect();
+    } catch (cause) {
+      throw new RuntimeError('SANDBOX_NOT_RUNNING', `sandbox ${id} has no running container`, { cause });
     }
+    const sameContainer = r.containerId.length >= 12 && info.Id.startsWith(r.containerId);
+    if (!sameContainer || info.State?.Running !== true) {
+      throw new RuntimeError('SANDBOX_NOT_RUNNING', `sandbox ${id} has no running container`);
+    }
+    const binding = info.NetworkSettings?.Ports?.[`${containerPort}/tcp`]?.find(
+      (b) => b.HostIp === '127.0.0.1',
+    );
+    const port = Number(binding?.HostPort);
+    if (!Number.isInteger(port) || port < 1 || port > 65_535) throw notFound(' (no loopback binding)');
     return { host: '127.0.0.1', port };
   }
 

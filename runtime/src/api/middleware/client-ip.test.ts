@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { proxyMatcher, resolveClientIp } from './client-ip.ts';
-import { classify } from './rate-limit.ts';
+import { classify, rateKey } from './rate-limit.ts';
 
 describe('resolveClientIp', () => {
   const trusted = proxyMatcher(['10.0.0.0/8', '127.0.0.1', '::1']);
@@ -46,5 +46,27 @@ describe('classify', () => {
     ['GET', '/api/provisions/12', 'read'],
   ])('%s %s → %s', (m, p, cls) => {
     expect(classify(m, p)).toBe(cls);
+  });
+});
+
+describe('rateKey', () => {
+  it('keys IPv4 by address and IPv6 by its /64, whatever the spelling', () => {
+    expect(rateKey('203.0.113.9')).toBe('203.0.113.9');
+    const k = rateKey('2001:db8:1:2::1');
+    expect(k).toBe('2001:db8:1:2::/64');
+    for (const same of [
+      '2001:0DB8:0001:0002:ffff:0:0:9',
+      '2001:db8:1:2:a:b:c:d',
+      '[2001:db8:1:2::5]',
+      'fe80::1%eth0'.replace('fe80::1', '2001:db8:1:2::1'),
+    ]) {
+      expect(rateKey(same)).toBe(k);
+    }
+    expect(rateKey('2001:db8:1:3::1')).not.toBe(k);
+    expect(rateKey('::1')).toBe('0:0:0:0::/64');
+    expect(rateKey('::')).toBe('0:0:0:0::/64');
+    expect(rateKey('2001:db8::1.2.3.4')).toBe('2001:db8:0:0::/64');
+    expect(rateKey('unknown')).toBe('unknown');
+    expect(rateKey('1:2:3:4:5:6:7:8:9')).toBe('1:2:3:4:5:6:7:8:9'); // not an address: kept whole
   });
 });

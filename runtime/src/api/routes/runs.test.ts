@@ -40,7 +40,7 @@ describe('runs', () => {
     expect(names).toContain('execution.started');
     expect(names).toContain('message.part.updated');
     expect(names.slice(-2)).toEqual(['result', 'run.completed']);
-    expect(sse.events.map((e) => Number(e.id))).toEqual(sse.events.map((_, i) => i + 1));
+    expect(sse.events.map((e) => e.id)).toEqual(sse.events.map((_, i) => `${r.json.run_id}:${i + 1}`));
     const run = await waitDone(id, r.json.run_id);
     expect(run).toMatchObject({
       status: 'completed',
@@ -61,13 +61,13 @@ describe('runs', () => {
       const lastId = first.events.at(-1)!.id!;
       const second = await readSse(url, { token: o.token, lastEventId: lastId, stopAfter: 5 });
       const rest = await readSse(url, { token: o.token, lastEventId: second.events.at(-1)!.id! });
-      const ids = [...first.events, ...second.events, ...rest.events].map((e) => Number(e.id));
+      const ids = [...first.events, ...second.events, ...rest.events].map((e) => e.id);
       const full = await readSse(url, { token: o.token });
-      expect(ids).toEqual(full.events.map((e) => Number(e.id)));
+      expect(ids).toEqual(full.events.map((e) => e.id));
       expect(new Set(ids).size).toBe(ids.length);
       expect(full.events.at(-1)!.event).toBe('run.completed');
       // ?last_event_id= works too (EventSource cannot always set the header).
-      const q = await readSse(`${url}?last_event_id=${full.events.length - 1}`, { token: o.token });
+      const q = await readSse(`${url}?last_event_id=${full.events.at(-2)!.id}`, { token: o.token });
       expect(q.events.map((e) => e.event)).toEqual(['run.completed']);
     } finally {
       h.sidecar.behaviour.parts = 3;
@@ -159,6 +159,31 @@ describe('runs', () => {
     );
     const sse = await readSse(`${h.url}${base(other)}/runs/${p.json.run_id}/events`, { token: o.token });
     expect(sse.status).toBe(404);
+    const unknown = await readSse(`${h.url}${base(id)}/runs/run-${'0'.repeat(24)}/events`, {
+      token: o.token,
+    });
+    expect(unknown.status).toBe(404);
+  });
+
+  it("a Last-Event-ID from another run → 400, never a silent skip of this run's events", async () => {
+    const id = h.addSandbox(o.address).id;
+    const a = await h.call('POST', `${base(id)}/prompt`, { token: o.token, body: { message: 'a' } });
+    await waitDone(id, a.json.run_id);
+    const b = await h.call('POST', `${base(id)}/prompt`, { token: o.token, body: { message: 'b' } });
+    await waitDone(id, b.json.run_id);
+    const aEvents = await readSse(`${h.url}${base(id)}/runs/${a.json.run_id}/events`, { token: o.token });
+    const foreign = aEvents.events.at(-1)!.id!;
+    const url = `${h.url}${base(id)}/runs/${b.json.run_id}/events`;
+    const viaHeader = await readSse(url, { token: o.token, lastEventId: foreign });
+    expect(viaHeader.status).toBe(400);
+    const viaQuery = await readSse(`${url}?last_event_id=${encodeURIComponent(foreign)}`, { token: o.token });
+    expect(viaQuery.status).toBe(400);
+    // A bare number (the old id form, which could belong to any run) is refused the same way.
+    expect((await readSse(url, { token: o.token, lastEventId: '3' })).status).toBe(400);
+    // B's own ids resume as before.
+    const bEvents = await readSse(url, { token: o.token });
+    const resumed = await readSse(url, { token: o.token, lastEventId: bEvents.events.at(-2)!.id! });
+    expect(resumed.events.map((e) => e.event)).toEqual(['run.completed']);
   });
 
   it('events are in the encrypted store: after an operator restart they replay in full', async () => {

@@ -56,22 +56,13 @@ const eventsRoute = createRoute({
   method: 'get',
   path: '/runs/{run_id}/events',
   tags: ['runs'],
-  summary: "A run's events as SSE (`id:` on each; send Last-Event-ID to resume after it)",
+  summary:
+    "A run's events as SSE (`id: <run_id>:<n>` on each; send Last-Event-ID to resume after it; an id of another run → 400)",
   security: [{ bearer: [] }],
   request: {
     params: RunParamsSchema,
-    headers: z.object({
-      'last-event-id': z
-        .string()
-        .regex(/^\d{1,10}$/)
-        .optional(),
-    }),
-    query: z.object({
-      last_event_id: z
-        .string()
-        .regex(/^\d{1,10}$/)
-        .optional(),
-    }),
+    headers: z.object({ 'last-event-id': z.string().max(256).optional() }),
+    query: z.object({ last_event_id: z.string().max(256).optional() }),
   },
   responses: {
     200: {
@@ -91,6 +82,22 @@ const cancelRoute = createRoute({
   request: { params: RunParamsSchema },
   responses: { 200: json(RunSchema, 'The run after cancel'), ...errors(400, ...SANDBOX_ERRORS) },
 });
+
+/** The SSE id of a run's event: unique to the run, so it cannot be replayed against another. */
+export const eventId = (runId: string, seq: number) => `${runId}:${seq}`;
+
+/** The sequence number in a Last-Event-ID of this run; VALIDATION (400) for any other id. */
+function eventSeq(runId: string, lastEventId: string): number {
+  const prefix = `${runId}:`;
+  const n = lastEventId.startsWith(prefix) ? lastEventId.slice(prefix.length) : '';
+  if (!/^\d{1,10}$/.test(n)) {
+    throw new RuntimeError(
+      'VALIDATION',
+      `Last-Event-ID must be an event id of run ${runId} ("${runId}:<n>"); reconnect without it to replay from the start`,
+    );
+  }
+  return Number(n);
+}
 
 export function registerRuns(app: OpenAPIHono<ApiEnv>, d: SandboxRouteDeps): void {
   // A run of another sandbox is "not found" here, whoever owns it.
@@ -157,14 +164,19 @@ export function registerRuns(app: OpenAPIHono<ApiEnv>, d: SandboxRouteDeps): voi
   app.openapi(eventsRoute, async (c) => {
     const { run_id } = c.req.valid('param');
     await ownRun(c.get('sandbox').id, run_id);
-    const after = Number(c.req.valid('header')['last-event-id'] ?? c.req.valid('query').last_event_id ?? 0);
+    const given = c.req.valid('header')['last-event-id'] ?? c.req.valid('query').last_event_id;
+    const after = given === undefined ? 0 : eventSeq(run_id, given);
     return streamSSE(c, async (stream) => {
       const abort = new AbortController();
       stream.onAbort(() => abort.abort());
       const keepalive = setInterval(() => void stream.write(': keep-alive\n\n'), KEEPALIVE_MS);
       try {
         for await (const ev of d.runLog.follow(run_id, after, abort.signal)) {
-          await stream.writeSSE({ id: String(ev.id), event: ev.event, data: JSON.stringify(ev.data) });
+          await stream.writeSSE({
+            id: eventId(run_id, ev.id),
+            event: ev.event,
+            data: JSON.stringify(ev.data),
+          });
         }
       } finally {
         clearInterval(keepalive);

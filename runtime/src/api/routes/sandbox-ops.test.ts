@@ -19,18 +19,23 @@ describe('sandbox view, lifecycle, snapshot, secrets', () => {
   const base = (id: string) => `/api/sandboxes/${id}`;
 
   it('GET one sandbox: state, resources, timers, ports, timestamps; never the token or env values', async () => {
-    const rec = h.addSandbox(o.address, { metadata: { ports: { '3000': 'http' } } });
+    // What the runtime really records: the declared ports and their loopback host ports.
+    const rec = h.addSandbox(o.address, {
+      exposedPorts: [3000, 5173],
+      exposedHostPorts: { '3000': 49_153, '5173': 49_154 },
+    });
     const r = await h.call('GET', base(rec.id), { token: o.token });
     expect(r.json).toMatchObject({
       id: rec.id,
       state: 'running',
       resources: { cpuCores: 1, memoryMb: 512 },
       timers: { idleTimeoutSeconds: 600 },
-      ports: { '3000': 'http' },
+      ports: { '3000': { proxy: 'port/3000/' }, '5173': { proxy: 'port/5173/' } },
       created_at: rec.createdAt,
       secret_names: [],
     });
     expect(r.text).not.toContain(rec.token);
+    expect(r.text).not.toContain('49153'); // host ports are the operator's business
   });
 
   it('stop → exec refused → resume → exec works; both idempotent', async () => {

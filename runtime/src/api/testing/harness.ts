@@ -18,6 +18,7 @@ import { type FakeSidecar, startFakeSidecar } from './fake-sidecar.ts';
 import { MemorySandboxes, makeRecord } from './memory-sandboxes.ts';
 
 export const TEST_SECRET = 'a1'.repeat(32);
+export const TEST_CHAIN_ID = 31337;
 
 export interface Reply {
   status: number;
@@ -61,6 +62,10 @@ export interface HarnessOptions {
   breakerThreshold?: number;
   /** Clock of the session service (expiry tests). */
   clock?: () => number;
+  /** OPERATOR_PUBLIC_URL that sign-in messages name; default: the URL the server listens on. */
+  publicUrl?: string;
+  /** AUTH_ALLOW_LEGACY_MESSAGE. */
+  allowLegacyMessage?: boolean;
 }
 
 export async function startHarness(opts: HarnessOptions = {}): Promise<Harness> {
@@ -71,11 +76,16 @@ export async function startHarness(opts: HarnessOptions = {}): Promise<Harness> 
   const sidecar = await startFakeSidecar();
   const transcripts: string[] = [];
   let store = await EncryptedStore.open({ dir: storeDir, secret: TEST_SECRET });
-  let sessions = await SessionAuth.create({
-    secret: TEST_SECRET,
-    store,
-    ...(opts.clock ? { clock: opts.clock } : {}),
-  });
+  let listenUrl = 'http://127.0.0.1';
+  const openSessions = () =>
+    SessionAuth.create({
+      secret: TEST_SECRET,
+      store,
+      siwe: { publicUrl: opts.publicUrl ?? (() => listenUrl), chainId: TEST_CHAIN_ID },
+      ...(opts.allowLegacyMessage ? { allowLegacyMessage: true } : {}),
+      ...(opts.clock ? { clock: opts.clock } : {}),
+    });
+  let sessions = await openSessions();
 
   const build = () =>
     createOperatorApi(
@@ -98,6 +108,7 @@ export async function startHarness(opts: HarnessOptions = {}): Promise<Harness> 
     );
   let api = build();
   let server = await serveOperatorApi(api, { port: 0 });
+  listenUrl = server.url;
 
   const h: Harness = {
     api,
@@ -130,10 +141,10 @@ export async function startHarness(opts: HarnessOptions = {}): Promise<Harness> 
       return { status: res.status, headers: res.headers, text, json };
     },
     async signIn(account, scope) {
-      const ch = await h.call('POST', '/api/auth/challenge');
+      const ch = await h.call('POST', '/api/auth/challenge', { body: { address: account.address } });
       const signature = await account.signMessage({ message: ch.json.message });
       const s = await h.call('POST', '/api/auth/session', {
-        body: { nonce: ch.json.nonce, signature, ...(scope ? { scope } : {}) },
+        body: { nonce: ch.json.nonce, address: account.address, signature, ...(scope ? { scope } : {}) },
       });
       if (s.status !== 200) throw new Error(`sign-in failed: ${s.text}`);
       return s.json.token as string;
@@ -152,13 +163,10 @@ export async function startHarness(opts: HarnessOptions = {}): Promise<Harness> 
       await server.close();
       await store.close();
       store = await EncryptedStore.open({ dir: storeDir, secret: TEST_SECRET });
-      sessions = await SessionAuth.create({
-        secret: TEST_SECRET,
-        store,
-        ...(opts.clock ? { clock: opts.clock } : {}),
-      });
+      sessions = await openSessions();
       api = build();
       server = await serveOperatorApi(api, { port: 0 });
+      listenUrl = server.url;
       Object.assign(h, { api, server, url: server.url, store, sessions });
       await api.recovered;
     },
