@@ -90,7 +90,11 @@ beforeAll(async () => {
     makeRig(image, { egress: 'open' }),
   ]);
   const operatorApi = createOperatorApi({
-    sessions: await SessionAuth.create({ secret: pub.secret, store: pub.store }),
+    sessions: await SessionAuth.create({
+      secret: pub.secret,
+      store: pub.store,
+      siwe: { publicUrl: 'http://127.0.0.1:9', chainId: 31337 },
+    }),
     sandboxes: pub.manager,
     store: pub.store,
     metrics: new Registry(),
