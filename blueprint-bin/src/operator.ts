@@ -7,9 +7,11 @@ import {
   type BlueprintDeps,
   blueprintRouter,
   HandledCalls,
+  openTeeInstance,
   provisionInstance,
   resolveBlueprintContract,
   type SandboxRuntime,
+  type TeeInstance,
 } from '@agent-sandbox/blueprint-lib';
 import {
   CircuitBreaker,
@@ -94,7 +96,6 @@ export async function startOperator(cfg: OperatorConfig, log: Logger): Promise<R
       }
     });
     const image = await step(log, 'resolving the sandbox image', () => resolveImage(cfg, log));
-
     const registry = new Registry();
     const operatorId = v.OPERATOR_ID ?? key.address.toLowerCase();
     const manager = await SandboxManager.open({
@@ -130,6 +131,30 @@ export async function startOperator(cfg: OperatorConfig, log: Logger): Promise<R
         defaultExposedPorts: v.SANDBOX_EXPOSED_PORTS ?? [],
       },
     });
+    let tee: TeeInstance | undefined;
+    if (cfg.mode === 'tee-instance') {
+      // Before anything takes work: no evidence source here means this operator must not start.
+      tee = await step(log, 'opening the TEE backend', async () =>
+        openTeeInstance({
+          settings: {
+            backend: v.TEE_BACKEND,
+            directType: v.TEE_DIRECT_TYPE,
+            tsmRoot: v.TEE_TSM_REPORT_ROOT!,
+            pccsUrl: v.TEE_PCCS_URL!,
+            testAnchorsDir: v.TEE_TEST_ANCHORS_DIR,
+            testMode: env.testMode,
+          },
+          chainId: BigInt(await createPublicClient({ transport: http(env.httpRpcUrl) }).getChainId()),
+          serviceId: env.serviceId!,
+          operator: key.address,
+          injectSecrets: (id, secrets) => manager.injectSecrets(id, secrets),
+          expectedMeasurements: v.SANDBOX_TEE_EXPECTED_MEASUREMENTS ?? [],
+          requirePinned: v.SANDBOX_TEE_REQUIRE_PINNED_MEASUREMENT ?? true,
+          acceptedTcbStatuses: v.TEE_ACCEPTED_TCB_STATUSES ?? ['UpToDate'],
+        }),
+      );
+    }
+
     const report = await step(log, 'reconciling the store with the engine', () => manager.reconcile());
     log.info({ report }, 'reconciled');
 
@@ -165,7 +190,7 @@ export async function startOperator(cfg: OperatorConfig, log: Logger): Promise<R
           blueprintId: `${env.blueprintId}`,
           serviceId: `${env.serviceId}`,
           backends: ['docker'],
-          tee: false,
+          tee: tee?.capabilities ?? false,
           images: [image, ...(v.SANDBOX_IMAGE_ALLOWLIST ?? [])],
           limits: {
             maxCpuCores: v.SANDBOX_MAX_CPU_CORES,
@@ -183,6 +208,7 @@ export async function startOperator(cfg: OperatorConfig, log: Logger): Promise<R
         },
         ready: () => ready,
         ...(cfg.mode === 'cloud' ? {} : { instanceSandboxId: () => instanceSandboxId }),
+        ...(tee ? { tee: tee.service } : {}),
       },
       {
         corsAllowedOrigins: v.CORS_ALLOWED_ORIGINS ?? [],
@@ -209,7 +235,7 @@ export async function startOperator(cfg: OperatorConfig, log: Logger): Promise<R
         maxCpuCores: v.SANDBOX_MAX_CPU_CORES!,
         maxMemoryMb: v.SANDBOX_MAX_MEMORY_MB!,
         maxDiskGb: v.SANDBOX_MAX_DISK_GB!,
-        teeAvailable: false,
+        teeAvailable: tee !== undefined,
       },
       operatorApiUrl: publicUrl,
       exec: async (id, c) => {
@@ -236,6 +262,7 @@ export async function startOperator(cfg: OperatorConfig, log: Logger): Promise<R
           policy: deps.policy,
           operatorApiUrl: publicUrl,
           log,
+          ...(tee ? { tee: tee.instance } : {}),
         }),
       );
       instanceSandboxId = inst.sandbox.id;
