@@ -48,7 +48,9 @@ export async function openTeeBackend(s: TeeSettings): Promise<TeeBackend> {
 }
 
 /** Production anchors, or (TEST_MODE only) a test SEV PKI's ARK/ASK in place of AMD's. */
-export async function teeTrustAnchors(s: Pick<TeeSettings, 'testAnchorsDir' | 'testMode'>): Promise<TrustAnchors> {
+export async function teeTrustAnchors(
+  s: Pick<TeeSettings, 'testAnchorsDir' | 'testMode'>,
+): Promise<TrustAnchors> {
   if (!s.testAnchorsDir) return productionAnchors();
   if (!s.testMode) {
     throw new RuntimeError(

@@ -1,6 +1,12 @@
 // TEE-instance mode, runtime side: backends, the sealing-key service, backend selection.
 export type { TeeBackend, TeeEvidence } from './backend.ts';
 export { openTeeBackend, type TeeSettings, teeTrustAnchors } from './config.ts';
-export { checkTsmTree, DEFAULT_TSM_ROOT, type TsmOptions, type TsmReport, tsmReport } from './configfs-tsm.ts';
+export {
+  checkTsmTree,
+  DEFAULT_TSM_ROOT,
+  type TsmOptions,
+  type TsmReport,
+  tsmReport,
+} from './configfs-tsm.ts';
 export { DirectTeeBackend } from './direct.ts';
 export { type TeeAttestationView, TeeService, type TeeServiceOptions } from './service.ts';
