@@ -35,7 +35,8 @@ export async function openTeeBackend(s: TeeSettings): Promise<TeeBackend> {
     case 'phala':
       throw new RuntimeError(
         'CONFIG_INVALID',
-        'TEE_BACKEND=phala is not available in this build (see the README, TEE-instance mode); use direct on a TDX or SEV-SNP VM',
+        'TEE_BACKEND=phala is not usable in this build: its Phala Cloud and dstack clients exist, but the sandbox ' +
+          'side that must hold the sealing key inside the CVM does not (README, TEE-instance mode); use direct',
       );
     case undefined:
     case '':

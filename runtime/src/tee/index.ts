@@ -9,4 +9,6 @@ export {
   tsmReport,
 } from './configfs-tsm.ts';
 export { DirectTeeBackend } from './direct.ts';
+export { DEFAULT_PHALA_ENDPOINT, PhalaCloudApi, type PhalaCvmSpec } from './phala/cloud-api.ts';
+export { DstackClient } from './phala/dstack-client.ts';
 export { type TeeAttestationView, TeeService, type TeeServiceOptions } from './service.ts';
