@@ -88,10 +88,11 @@ export function loadConfig(command: Command, source: EnvSource = process.env): O
       problem: 'is required when REGISTRATION_CAPTURE_ONLY is on',
     });
   }
-  if (n.OPERATOR_MODE === 'tee-instance' && !n.TEE_BACKEND) {
+  const flagged = (name: string) => problems.some((p) => p.variable === name);
+  if (n.OPERATOR_MODE === 'tee-instance' && !n.TEE_BACKEND && !flagged('TEE_BACKEND')) {
     problems.push({ variable: 'TEE_BACKEND', problem: 'is required in tee-instance mode (direct)' });
   }
-  if (n.TEE_BACKEND === 'direct' && !n.TEE_DIRECT_TYPE) {
+  if (n.TEE_BACKEND === 'direct' && !n.TEE_DIRECT_TYPE && !flagged('TEE_DIRECT_TYPE')) {
     problems.push({
       variable: 'TEE_DIRECT_TYPE',
       problem: 'is required with TEE_BACKEND=direct (tdx or sev)',
