@@ -33,4 +33,12 @@ describe('test SEV-SNP PKI', async () => {
     );
     expect(run(signSnpReport({ reportData: rd, vmpl: 1 }, pki.vcekKey))).toThrow(/VMPL 1/);
   });
+  it('enforces a minimum reported TCB when one is given (the report says bootloader 3, snp 8, microcode 115)', () => {
+    const r = signSnpReport({ reportData: rd }, pki.vcekKey);
+    const at = (minTcb: { bootloader: number; tee: number; snp: number; microcode: number }) => () =>
+      verifySnpReport(r, pki.vcekDer, { nowMs: Date.now(), anchors, minTcb });
+    expect(at({ bootloader: 3, tee: 0, snp: 8, microcode: 115 })).not.toThrow();
+    expect(at({ bootloader: 3, tee: 0, snp: 9, microcode: 115 })).toThrow(/snp 8 is below the minimum 9/);
+    expect(at({ bootloader: 3, tee: 0, snp: 8, microcode: 200 })).toThrow(/microcode/);
+  });
 });

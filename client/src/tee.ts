@@ -13,6 +13,7 @@ import {
   parseAttestationDoc,
   productionAnchors,
   type SealedBody,
+  type SevMinTcb,
   sealSecrets,
   type TrustAnchors,
   toHex,
@@ -38,11 +39,14 @@ export interface TeeTarget {
   blueprint: Address;
   serviceId: bigint;
   operator: Address;
+  /** Where to start looking for the TeeAttestationStored event (RPCs limit log ranges). Default 0. */
+  fromBlock?: bigint;
 }
 
 export interface TeeVerifyOptions {
   allowList: readonly MeasurementEntry[];
   anchors?: TrustAnchors;
+  sevMinTcb?: SevMinTcb;
   /** Unix ms; default Date.now(). */
   nowMs?: number;
 }
@@ -88,7 +92,7 @@ export async function readOnChainAttestation(t: TeeTarget): Promise<OnChainAttes
     abi: agentSandboxBlueprintAbi,
     eventName: 'TeeAttestationStored',
     args: { serviceId: t.serviceId, operator: t.operator },
-    fromBlock: 0n,
+    fromBlock: t.fromBlock ?? 0n,
   });
   for (const log of logs.reverse()) {
     const tx = await pub.getTransaction({ hash: log.transactionHash });
@@ -162,18 +166,17 @@ export async function verifyTeeInstance(
   // A fresh nonce of ours: the operator cannot replay evidence made for anyone else.
   const nonce = new Uint8Array(randomBytes(32));
   const view = await api.json('GET', `/api/sandbox/tee/public-key?nonce=${toHex(nonce)}`, AttestationView);
-  const live = verifyBoundAttestation(view as BoundAttestation, {
+  const policy = {
     nowMs,
     anchors,
     allowList: o.allowList,
-    expect: { ctx, nonce },
-  });
+    ...(o.sevMinTcb ? { sevMinTcb: o.sevMinTcb } : {}),
+  };
+  const live = verifyBoundAttestation(view as BoundAttestation, { ...policy, expect: { ctx, nonce } });
   if (live.verification.verdict !== 'verified') throw notVerified('live attestation over our nonce', live);
   // The chain's document: evidence is on chain, collateral (VCEK / PCS) comes with the live view.
   const onChain = verifyBoundAttestation(docAsAttestation(doc, view.collateral), {
-    nowMs,
-    anchors,
-    allowList: o.allowList,
+    ...policy,
     expect: { ctx, nonce: onChainNonce(chainDoc.chainId, t.serviceId, t.operator) },
   });
   if (onChain.verification.verdict !== 'verified') throw notVerified('on-chain attestation', onChain);

@@ -266,6 +266,21 @@ describe('tee-instance end to end (direct backend, test SEV PKI)', () => {
     expect(wrong.err).toMatch(/measurement_mismatch/);
     const realRoots = await cli(['tee', 'verify', ...target(), '--measurement', MEASUREMENT]);
     expect(realRoots.code).toBe(8);
+    const tcbTooLow = await cli(
+      [
+        'tee',
+        'verify',
+        ...target(),
+        '--measurement',
+        MEASUREMENT,
+        '--sev-min-tcb',
+        '3:0:9:115',
+        ...TEST_ANCHORS(),
+      ],
+      TEST_ENV,
+    );
+    expect(tcbTooLow.code).toBe(8);
+    expect(tcbTooLow.err).toMatch(/snp 8 is below the minimum 9/);
     const noList = await cli(['tee', 'verify', ...target(), ...TEST_ANCHORS()], TEST_ENV);
     expect(noList.code).toBe(1);
     const anchorsOutsideTest = await cli([

@@ -38,6 +38,16 @@ export const TEE_VERIFY_OPTIONS = {
     arg: 'FILE',
     help: 'allow-list file: JSON [{"mrtd":…,"rtmr3":…}] or hex lines',
   },
+  'sev-min-tcb': {
+    type: 'string',
+    arg: 'BL:TEE:SNP:UCODE',
+    help: 'SEV-SNP: the lowest reported TCB you accept, e.g. 3:0:8:115',
+  },
+  'from-block': {
+    type: 'string',
+    arg: 'N',
+    help: 'search reportProvisioned events from this block (default 0)',
+  },
   'test-anchors': {
     type: 'string',
     arg: 'DIR',
@@ -67,6 +77,15 @@ function allowList(ctx: CliContext): MeasurementEntry[] {
     );
   }
   return entries;
+}
+
+function minTcb(ctx: CliContext) {
+  const v = str(ctx, 'sev-min-tcb');
+  if (!v) return {};
+  const m = /^(\d{1,3}):(\d{1,3}):(\d{1,3}):(\d{1,3})$/.exec(v);
+  if (!m) throw new ClientError('USAGE', '--sev-min-tcb is BOOTLOADER:TEE:SNP:MICROCODE, four numbers 0-255');
+  const [bootloader, tee, snp, microcode] = m.slice(1).map(Number) as [number, number, number, number];
+  return { sevMinTcb: { bootloader, tee, snp, microcode } };
 }
 
 function anchors(ctx: CliContext): TrustAnchors | undefined {
@@ -114,7 +133,16 @@ async function target(ctx: CliContext) {
       'which operator address? pass --operator-address (its /api/capabilities has none)',
     );
   }
-  const t: TeeTarget = { rpcUrl, blueprint: blueprint as Address, serviceId, operator: operator as Address };
+  const fromBlock = str(ctx, 'from-block');
+  if (fromBlock !== undefined && !/^\d+$/.test(fromBlock))
+    throw new ClientError('USAGE', '--from-block must be a block number');
+  const t: TeeTarget = {
+    rpcUrl,
+    blueprint: blueprint as Address,
+    serviceId,
+    operator: operator as Address,
+    ...(fromBlock ? { fromBlock: BigInt(fromBlock) } : {}),
+  };
   return { t, api: client.http };
 }
 
@@ -123,9 +151,11 @@ export const teeVerify: Command = async (ctx) => {
   if (action !== 'verify') throw new ClientError('USAGE', `tee: unknown action "${action}"; use verify`);
   const { t, api } = await target(ctx);
   const list = allowList(ctx);
+  const a = anchors(ctx);
   const v = await verifyTeeInstance(t, api, {
     allowList: list,
-    ...(anchors(ctx) ? { anchors: anchors(ctx)! } : {}),
+    ...minTcb(ctx),
+    ...(a ? { anchors: a } : {}),
   });
   const summary = {
     verdict: 'verified',
@@ -155,7 +185,11 @@ export async function sealedSecretsSet(
   const { t, api } = await target(ctx);
   const list = allowList(ctx);
   const a = anchors(ctx);
-  const r = await sendSealedSecrets(t, api, env, { allowList: list, ...(a ? { anchors: a } : {}) });
+  const r = await sendSealedSecrets(t, api, env, {
+    allowList: list,
+    ...minTcb(ctx),
+    ...(a ? { anchors: a } : {}),
+  });
   if (r.verified.sandboxId !== id) {
     ctx.note(`note: the attested instance sandbox is ${r.verified.sandboxId} (you named ${id})`);
   }
