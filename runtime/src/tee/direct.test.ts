@@ -2,6 +2,7 @@
 // with a test PKI: reports bound to our inblob, a generation race retried, a wrong provider and a
 // missing tree refused; then the TeeService end to end (binding, verify, seal, open, replay).
 import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -67,6 +68,23 @@ describe('configfs-tsm client', () => {
     await expect(tsmReport({ root, provider: 'sev_guest', attempts: 2 }, new Uint8Array(64))).rejects.toThrow(
       /kept changing under us/,
     );
+  });
+  it('TDX: no privlevel or auxblob; the quote must carry our report_data at offset 568', async () => {
+    const template = new Uint8Array(
+      readFileSync(new URL('../../../attestation/testdata/tdx/tdx_quote.bin', import.meta.url)),
+    );
+    const root = await tree('tdx-quote', { provider: 'tdx_guest', tdxQuoteTemplate: template });
+    const inblob = new Uint8Array(randomBytes(64));
+    const r = await tsmReport({ root, provider: 'tdx_guest' }, inblob);
+    expect(r.auxblob).toBeUndefined();
+    expect(toHex(r.outblob.subarray(568, 632))).toBe(toHex(inblob));
+    expect(r.outblob.length).toBe(template.length);
+    // the direct backend hands it on; collateral is absent when no PCCS answers
+    const ev = await new DirectTeeBackend({ type: 'tdx', root, pccsUrl: 'http://127.0.0.1:1' }).attest(
+      inblob,
+    );
+    expect(ev).toMatchObject({ tee: 'tdx' });
+    expect(ev.collateral).toBeUndefined();
   });
   it('refuses a provider mismatch (a TDX guest configured as sev)', async () => {
     const root = await tree('tdx', { provider: 'tdx_guest' });

@@ -17,6 +17,11 @@ export interface FakeTsmOptions {
   measurement?: Uint8Array;
   /** Race simulation: for the first N rounds another writer bumps generation mid-read. */
   racedRounds?: number;
+  /**
+   * provider tdx_guest: a real quote to serve with the inblob patched into its report_data (its
+   * signature then no longer verifies: this exercises the client's TDX path, not verification).
+   */
+  tdxQuoteTemplate?: Uint8Array;
 }
 
 export class FakeTsmFirmware {
@@ -35,11 +40,17 @@ export class FakeTsmFirmware {
     await mkdir(this.dir, { recursive: true });
     await writeFile(join(this.dir, 'provider'), `${this.o.provider ?? 'sev_guest'}\n`);
     await writeFile(join(this.dir, 'privlevel'), '0\n');
-    for (const f of ['inblob', 'generation', 'outblob', 'auxblob']) {
+    for (const f of this.#tdx
+      ? ['inblob', 'generation', 'outblob']
+      : ['inblob', 'generation', 'outblob', 'auxblob']) {
       execFileSync('mkfifo', ['-m', '600', join(this.dir, f)]);
     }
     this.#loop = this.#serve();
     return this;
+  }
+
+  get #tdx(): boolean {
+    return this.o.provider === 'tdx_guest' && this.o.tdxQuoteTemplate !== undefined;
   }
 
   async #read(name: string): Promise<Buffer> {
@@ -59,18 +70,24 @@ export class FakeTsmFirmware {
       this.generation += 1;
       this.rounds += 1;
       const privlevel = (await readFile(join(this.dir, 'privlevel'), 'utf8')).trim();
-      const report = signSnpReport(
-        {
-          reportData: new Uint8Array(inblob.subarray(0, 64)),
-          vmpl: Number(privlevel),
-          ...(this.o.measurement ? { measurement: this.o.measurement } : {}),
-        },
-        this.o.pki.vcekKey,
-      );
+      const report = this.#tdx
+        ? Buffer.concat([
+            this.o.tdxQuoteTemplate!.subarray(0, 568),
+            inblob.subarray(0, 64),
+            this.o.tdxQuoteTemplate!.subarray(632),
+          ])
+        : signSnpReport(
+            {
+              reportData: new Uint8Array(inblob.subarray(0, 64)),
+              vmpl: Number(privlevel),
+              ...(this.o.measurement ? { measurement: this.o.measurement } : {}),
+            },
+            this.o.pki.vcekKey,
+          );
       const g1 = this.generation;
       await this.#write('generation', `${g1}\n`);
       await this.#write('outblob', report);
-      await this.#write('auxblob', certTableWithVcek(this.o.pki.vcekDer));
+      if (!this.#tdx) await this.#write('auxblob', certTableWithVcek(this.o.pki.vcekDer));
       if (this.rounds <= (this.o.racedRounds ?? 0)) this.generation += 1; // another writer came in
       await this.#write('generation', `${this.generation}\n`);
     }
