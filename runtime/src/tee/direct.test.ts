@@ -86,6 +86,13 @@ describe('configfs-tsm client', () => {
     expect(ev).toMatchObject({ tee: 'tdx' });
     expect(ev.collateral).toBeUndefined();
   });
+  it('concurrent attestations from one backend each get a report over their own report_data', async () => {
+    const root = await tree('concurrent');
+    const backend = new DirectTeeBackend({ type: 'sev', root, pccsUrl: 'http://127.0.0.1:1' });
+    const blobs = Array.from({ length: 4 }, () => new Uint8Array(randomBytes(64)));
+    const got = await Promise.all(blobs.map((b) => backend.attest(b)));
+    expect(got.map((g) => toHex(parseSnpReport(g.evidence).reportData))).toEqual(blobs.map(toHex));
+  });
   it('refuses a provider mismatch (a TDX guest configured as sev)', async () => {
     const root = await tree('tdx', { provider: 'tdx_guest' });
     await expect(checkTsmTree({ root, provider: 'sev_guest' })).rejects.toThrow(

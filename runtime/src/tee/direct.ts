@@ -18,6 +18,8 @@ export interface DirectBackendOptions {
 export class DirectTeeBackend implements TeeBackend {
   readonly name = 'direct';
   readonly #tsm: TsmOptions;
+  /** One report at a time from this process: the entry is shared, and the kernel serialises anyway. */
+  #queue: Promise<unknown> = Promise.resolve();
   constructor(private readonly o: DirectBackendOptions) {
     this.#tsm = { root: o.root, provider: o.type === 'tdx' ? 'tdx_guest' : 'sev_guest' };
   }
@@ -30,7 +32,13 @@ export class DirectTeeBackend implements TeeBackend {
   async check(): Promise<void> {
     await checkTsmTree(this.#tsm);
   }
-  async attest(reportData: Uint8Array): Promise<TeeEvidence> {
+  attest(reportData: Uint8Array): Promise<TeeEvidence> {
+    const run = this.#queue.then(() => this.#attest(reportData));
+    this.#queue = run.catch(() => {});
+    return run;
+  }
+
+  async #attest(reportData: Uint8Array): Promise<TeeEvidence> {
     const r = await tsmReport(this.#tsm, reportData);
     if (this.o.type === 'sev') {
       if (!r.auxblob?.length) {
