@@ -42,5 +42,7 @@ describe('demo --tee step', () => {
     });
     expect(r.secretSeen).toBe(true);
     expect(r.sandboxId).toMatch(/\S/);
-  });
+    // One call is the whole demo step: a service, an operator that provisions a container, and
+    // three CLI processes; the default 60 s is for single operations.
+  }, 180_000);
 });

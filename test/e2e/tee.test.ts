@@ -17,6 +17,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { createSevTestPki, saveSevTestPki } from '../../attestation/testing/index.ts';
 import { SANDBOX_CREATE_INPUT } from '../../blueprint-lib/index.ts';
 import { DevnetJobs } from '../../blueprint-lib/src/testing/devnet-service.ts';
+import { runCliInProcess } from '../../client/src/testing/cli-harness.ts';
 import { FakeTsmFirmware } from '../../runtime/testing.ts';
 
 const devnet = inject('devnet');
@@ -42,8 +43,9 @@ const freePort = (): Promise<number> =>
 let dir = '';
 let serviceId = 0n;
 let fw: FakeTsmFirmware | undefined;
-let operator: ChildProcess | undefined;
+const operators: ChildProcess[] = [];
 let operatorUrl = '';
+let sandboxId = '';
 const logFile = () => join(dir, 'operator.log');
 const operatorLog = () => {
   try {
@@ -143,7 +145,7 @@ function startOperator(env: Record<string, string>): Promise<string> {
     stdio: ['ignore', 'pipe', openSync(logFile(), 'a')],
     env,
   });
-  operator = child;
+  operators.push(child);
   return new Promise((res, rej) => {
     let buf = '';
     child.stdout?.on('data', (d: Buffer) => {
@@ -204,13 +206,23 @@ beforeAll(async () => {
     measurement: Buffer.from(MEASUREMENT, 'hex'),
   }).start();
   serviceId = await newTeeService(new DevnetJobs(devnet));
+  // The operator provisions (container start + health) and reports on chain before it is ready.
+  operatorUrl = await startOperator(
+    operatorEnv({
+      DATA_DIR: join(dir, 'op'),
+      TEE_TSM_REPORT_ROOT: join(dir, 'tsm'),
+      OPERATOR_API_PORT: `${await freePort()}`,
+    }),
+  );
 });
 
 afterAll(async () => {
-  if (operator?.pid && operator.exitCode === null) {
-    const gone = new Promise((r) => operator!.once('exit', r));
-    process.kill(-operator.pid, 'SIGTERM');
-    await gone;
+  for (const op of operators) {
+    if (op.pid && op.exitCode === null && op.signalCode === null) {
+      const gone = new Promise((r) => op.once('exit', r));
+      process.kill(-op.pid, 'SIGTERM');
+      await gone;
+    }
   }
   await fw?.stop();
   for (const c of await docker.listContainers({ all: true, filters: { label: [SUITE_LABEL] } })) {
@@ -235,16 +247,19 @@ describe('tee-instance end to end (direct backend, test SEV PKI)', () => {
     ).rejects.toThrow(/not a confidential VM exposing configfs-tsm/);
   });
 
-  it('provisions, reports on chain, verifies in the CLI, seals a secret that exec sees', async () => {
-    operatorUrl = await startOperator(
-      operatorEnv({
-        DATA_DIR: join(dir, 'op'),
-        TEE_TSM_REPORT_ROOT: join(dir, 'tsm'),
-        OPERATOR_API_PORT: `${await freePort()}`,
-      }),
-    );
+  it('the CLI verifies the enclave (chain + fresh nonce), seals a secret, and exec sees it', async () => {
     const ok = await cli(
-      ['tee', 'verify', '--json', ...target(), '--measurement', MEASUREMENT, ...TEST_ANCHORS()],
+      [
+        'tee',
+        'verify',
+        '--json',
+        ...target(),
+        '--measurement',
+        MEASUREMENT,
+        '--sev-min-tcb',
+        '3:0:8:115',
+        ...TEST_ANCHORS(),
+      ],
       TEST_ENV,
     );
     expect(ok.code, `${ok.err}\n${operatorLog()}`).toBe(0);
@@ -256,64 +271,14 @@ describe('tee-instance end to end (direct backend, test SEV PKI)', () => {
     };
     expect(v).toMatchObject({ verdict: 'verified', tee: 'sev' });
     expect(v.measurements['measurement']).toBe(MEASUREMENT);
-
-    // The user's allow-list, not the operator's, decides; AMD's real roots do not trust the test PKI.
-    const wrong = await cli(
-      ['tee', 'verify', ...target(), '--measurement', 'b6'.repeat(48), ...TEST_ANCHORS()],
-      TEST_ENV,
-    );
-    expect(wrong.code).toBe(8);
-    expect(wrong.err).toMatch(/measurement_mismatch/);
-    const realRoots = await cli(['tee', 'verify', ...target(), '--measurement', MEASUREMENT]);
-    expect(realRoots.code).toBe(8);
-    const tcbTooLow = await cli(
-      [
-        'tee',
-        'verify',
-        ...target(),
-        '--measurement',
-        MEASUREMENT,
-        '--sev-min-tcb',
-        '3:0:9:115',
-        ...TEST_ANCHORS(),
-      ],
-      TEST_ENV,
-    );
-    expect(tcbTooLow.code).toBe(8);
-    expect(tcbTooLow.err).toMatch(/snp 8 is below the minimum 9/);
-    const noList = await cli(['tee', 'verify', ...target(), ...TEST_ANCHORS()], TEST_ENV);
-    expect(noList.code).toBe(1);
-    const anchorsOutsideTest = await cli([
-      'tee',
-      'verify',
-      ...target(),
-      '--measurement',
-      MEASUREMENT,
-      ...TEST_ANCHORS(),
-    ]);
-    expect(anchorsOutsideTest.code).toBe(1);
+    sandboxId = v.sandbox_id;
 
     const secret = `sealed-${randomBytes(6).toString('hex')}`;
-    const blocked = await cli(
-      [
-        'secrets',
-        'set',
-        v.sandbox_id,
-        'TEE_SECRET',
-        '--sealed',
-        ...target(),
-        '--measurement',
-        'b6'.repeat(48),
-        ...TEST_ANCHORS(),
-      ],
-      { ...TEST_ENV, TEE_SECRET: secret },
-    );
-    expect(blocked.code).toBe(8);
     const sealed = await cli(
       [
         'secrets',
         'set',
-        v.sandbox_id,
+        sandboxId,
         'TEE_SECRET',
         '--sealed',
         ...target(),
@@ -325,9 +290,60 @@ describe('tee-instance end to end (direct backend, test SEV PKI)', () => {
     );
     expect(sealed.code, sealed.err).toBe(0);
     expect(sealed.out).not.toContain(secret);
-    const exec = await cli(['exec', v.sandbox_id, '--operator', operatorUrl, 'printenv TEE_SECRET']);
+    const exec = await cli(['exec', sandboxId, '--operator', operatorUrl, 'printenv TEE_SECRET']);
     expect(exec.code, exec.err).toBe(0);
     expect(exec.out.trim()).toBe(secret);
     expect(operatorLog()).not.toContain(secret);
+  });
+
+  it('the user decides what to trust: wrong measurement, real AMD roots, low TCB → exit 8; no allow-list or test anchors outside test mode → exit 1', async () => {
+    // In-process CLI (the spawned path is proven above): each case is its own run, concurrently.
+    const run = (args: string[], env: Record<string, string> = {}) =>
+      runCliInProcess(args, {
+        configDir: join(dir, `cli-${randomBytes(4).toString('hex')}`),
+        env: { AGENT_SANDBOX_PRIVATE_KEY: devnet.accounts.serviceOwner.privateKey, ...env },
+      });
+    const [wrong, realRoots, tcbTooLow, noList, anchorsOutsideTest, blocked] = await Promise.all([
+      run(['tee', 'verify', ...target(), '--measurement', 'b6'.repeat(48), ...TEST_ANCHORS()], TEST_ENV),
+      run(['tee', 'verify', ...target(), '--measurement', MEASUREMENT]),
+      run(
+        [
+          'tee',
+          'verify',
+          ...target(),
+          '--measurement',
+          MEASUREMENT,
+          '--sev-min-tcb',
+          '3:0:9:115',
+          ...TEST_ANCHORS(),
+        ],
+        TEST_ENV,
+      ),
+      run(['tee', 'verify', ...target(), ...TEST_ANCHORS()], TEST_ENV),
+      run(['tee', 'verify', ...target(), '--measurement', MEASUREMENT, ...TEST_ANCHORS()]),
+      run(
+        [
+          'secrets',
+          'set',
+          sandboxId || 'x',
+          'TEE_SECRET',
+          '--sealed',
+          ...target(),
+          '--measurement',
+          'b6'.repeat(48),
+          ...TEST_ANCHORS(),
+        ],
+        { ...TEST_ENV, TEE_SECRET: 'never-sent' },
+      ),
+    ]);
+    expect(wrong.code).toBe(8);
+    expect(wrong.err).toMatch(/measurement_mismatch/);
+    expect(realRoots.code).toBe(8);
+    expect(tcbTooLow.code).toBe(8);
+    expect(tcbTooLow.err).toMatch(/snp 8 is below the minimum 9/);
+    expect(noList.code).toBe(1);
+    expect(anchorsOutsideTest.code).toBe(1);
+    expect(blocked.code).toBe(8);
+    expect(operatorLog()).not.toContain('never-sent');
   });
 });
