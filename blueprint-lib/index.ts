@@ -28,12 +28,14 @@ export { createResultJson, describeFailure } from './src/handlers/sandbox.ts';
 export { type StoredWorkflow, type WorkflowRun, workflowCommand } from './src/handlers/workflow.ts';
 export {
   type InstanceOptions,
+  type InstanceTee,
   instanceCallId,
   type ProvisionedInstance,
   provisionInstance,
 } from './src/instance.ts';
 export * from './src/jobs.ts';
 export { type BlueprintRouter, blueprintRouter } from './src/router.ts';
+export { openTeeInstance, type TeeInstance, type TeeInstanceOptions } from './src/tee.ts';
 export {
   type CreatePolicy,
   LIMITS,

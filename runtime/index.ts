@@ -112,3 +112,4 @@ export {
 } from './src/sidecar-client/index.ts';
 export type { EncryptedStoreOptions, StoreCollection } from './src/store/index.ts';
 export { EncryptedStore } from './src/store/index.ts';
+export * from './src/tee/index.ts';

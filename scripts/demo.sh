@@ -10,8 +10,8 @@ step() { printf '\n%s━━ %s%s\n' "$bold" "$*" "$off"; }
 for arg in "$@"; do
   case "$arg" in
     --help|-h) exec node --import tsx scripts/demo/run.ts --help ;;
-    --exit|--no-walkthrough) ;;
-    *) echo "npm run demo: unknown option '$arg' (options: --exit, --no-walkthrough, --help)" >&2; exit 2 ;;
+    --exit|--no-walkthrough|--tee) ;;
+    *) echo "npm run demo: unknown option '$arg' (options: --exit, --no-walkthrough, --tee, --help)" >&2; exit 2 ;;
   esac
 done
 started=$SECONDS

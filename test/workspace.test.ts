@@ -2,7 +2,16 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 
-const packages = ['contracts', 'sdk', 'runtime', 'sidecar', 'blueprint-lib', 'blueprint-bin', 'client'];
+const packages = [
+  'contracts',
+  'sdk',
+  'attestation',
+  'runtime',
+  'sidecar',
+  'blueprint-lib',
+  'blueprint-bin',
+  'client',
+];
 
 describe('workspace', () => {
   it.each(packages)('%s has a package.json whose only export is index.ts', (dir) => {

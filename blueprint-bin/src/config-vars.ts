@@ -3,6 +3,7 @@
 
 import { envAddress, envUint64 } from '@agent-sandbox/sdk';
 import { z } from 'zod';
+import { TEE_VARIABLES } from './config-vars-tee.ts';
 
 export type Command = 'run' | 'register' | 'keys' | 'status' | 'devnet';
 
@@ -79,7 +80,7 @@ const secretHex = z
     'must be 32 bytes as 64 hex characters (generate one: openssl rand -hex 32)',
   );
 
-export type Group = 'Chain and keys' | 'Jobs' | 'Operator' | 'Operator API' | 'Sandboxes';
+export type Group = 'Chain and keys' | 'Jobs' | 'Operator' | 'Operator API' | 'Sandboxes' | 'TEE';
 
 export interface Var<S extends z.ZodType = z.ZodType> {
   group: Group;
@@ -486,6 +487,7 @@ export const VARIABLES = {
     def: '8080',
     doc: 'Sidecar port inside the container',
   }),
+  ...TEE_VARIABLES,
 } as const;
 
 export type VariableName = keyof typeof VARIABLES;

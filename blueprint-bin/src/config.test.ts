@@ -100,6 +100,20 @@ describe('loadConfig', () => {
     ]);
   });
 
+  it('tee-instance needs TEE_BACKEND, and direct needs TEE_DIRECT_TYPE; unknown values are named', () => {
+    const tee = { ...valid, OPERATOR_MODE: 'tee-instance' };
+    expect(problemsOf(() => loadConfig('run', tee)).map((p) => p.variable)).toContain('TEE_BACKEND');
+    expect(
+      problemsOf(() => loadConfig('run', { ...tee, TEE_BACKEND: 'direct' })).map((p) => p.variable),
+    ).toEqual(['TEE_DIRECT_TYPE']);
+    const bad = problemsOf(() => loadConfig('run', { ...tee, TEE_BACKEND: 'sgx', TEE_DIRECT_TYPE: 'nitro' }));
+    expect(bad.map((p) => p.variable).sort()).toEqual(['TEE_BACKEND', 'TEE_DIRECT_TYPE']);
+    const ok = loadConfig('run', { ...tee, TEE_BACKEND: 'direct', TEE_DIRECT_TYPE: 'sev' }).values;
+    expect(ok.TEE_TSM_REPORT_ROOT).toBe('/sys/kernel/config/tsm/report');
+    expect(ok.TEE_ACCEPTED_TCB_STATUSES).toEqual(['UpToDate']);
+    expect(ok.SANDBOX_TEE_REQUIRE_PINNED_MEASUREMENT).toBe(true);
+  });
+
   it('parses SANDBOX_EXPOSED_PORTS and refuses bad ports or the sidecar port', () => {
     expect(loadConfig('run', valid).values.SANDBOX_EXPOSED_PORTS).toEqual([]);
     const c = loadConfig('run', { ...valid, SANDBOX_EXPOSED_PORTS: '3000, 5173,3000' });

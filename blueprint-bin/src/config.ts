@@ -88,6 +88,16 @@ export function loadConfig(command: Command, source: EnvSource = process.env): O
       problem: 'is required when REGISTRATION_CAPTURE_ONLY is on',
     });
   }
+  const flagged = (name: string) => problems.some((p) => p.variable === name);
+  if (n.OPERATOR_MODE === 'tee-instance' && !n.TEE_BACKEND && !flagged('TEE_BACKEND')) {
+    problems.push({ variable: 'TEE_BACKEND', problem: 'is required in tee-instance mode (direct)' });
+  }
+  if (n.TEE_BACKEND === 'direct' && !n.TEE_DIRECT_TYPE && !flagged('TEE_DIRECT_TYPE')) {
+    problems.push({
+      variable: 'TEE_DIRECT_TYPE',
+      problem: 'is required with TEE_BACKEND=direct (tdx or sev)',
+    });
+  }
   // The sdk reads its own variables by its own rules; its problems join the same list.
   let env: BlueprintEnvironment | undefined;
   if (command === 'run' || command === 'register') {

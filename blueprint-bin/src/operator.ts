@@ -10,9 +10,11 @@ import {
   blueprintRouter,
   GoneReporter,
   HandledCalls,
+  openTeeInstance,
   provisionInstance,
   resolveBlueprintContract,
   type SandboxRuntime,
+  type TeeInstance,
 } from '@agent-sandbox/blueprint-lib';
 import {
   CircuitBreaker,
@@ -97,7 +99,6 @@ export async function startOperator(cfg: OperatorConfig, log: Logger): Promise<R
       }
     });
     const image = await step(log, 'resolving the sandbox image', () => resolveImage(cfg, log));
-
     const registry = new Registry();
     const operatorId = v.OPERATOR_ID ?? key.address.toLowerCase();
     const manager = await SandboxManager.open({
@@ -136,6 +137,30 @@ export async function startOperator(cfg: OperatorConfig, log: Logger): Promise<R
     });
     // Last to run at shutdown: the egress rules stay while anything else is still stopping.
     cleanup.push(() => manager.close());
+    let tee: TeeInstance | undefined;
+    if (cfg.mode === 'tee-instance') {
+      // Before anything takes work: no evidence source here means this operator must not start.
+      tee = await step(log, 'opening the TEE backend', async () =>
+        openTeeInstance({
+          settings: {
+            backend: v.TEE_BACKEND,
+            directType: v.TEE_DIRECT_TYPE,
+            tsmRoot: v.TEE_TSM_REPORT_ROOT!,
+            pccsUrl: v.TEE_PCCS_URL!,
+            testAnchorsDir: v.TEE_TEST_ANCHORS_DIR,
+            testMode: env.testMode,
+          },
+          chainId: BigInt(await createPublicClient({ transport: http(env.httpRpcUrl) }).getChainId()),
+          serviceId: env.serviceId!,
+          operator: key.address,
+          injectSecrets: (id, secrets) => manager.injectSecrets(id, secrets),
+          expectedMeasurements: v.SANDBOX_TEE_EXPECTED_MEASUREMENTS ?? [],
+          requirePinned: v.SANDBOX_TEE_REQUIRE_PINNED_MEASUREMENT ?? true,
+          acceptedTcbStatuses: v.TEE_ACCEPTED_TCB_STATUSES ?? ['UpToDate'],
+        }),
+      );
+    }
+
     const report = await step(log, 'reconciling the store with the engine', () => manager.reconcile());
     log.info({ report }, 'reconciled');
 
@@ -181,7 +206,7 @@ export async function startOperator(cfg: OperatorConfig, log: Logger): Promise<R
           blueprintId: `${env.blueprintId}`,
           serviceId: `${env.serviceId}`,
           backends: ['docker'],
-          tee: false,
+          tee: tee?.capabilities ?? false,
           images: [image, ...(v.SANDBOX_IMAGE_ALLOWLIST ?? [])],
           limits: {
             maxCpuCores: v.SANDBOX_MAX_CPU_CORES,
@@ -199,6 +224,7 @@ export async function startOperator(cfg: OperatorConfig, log: Logger): Promise<R
         },
         ready: () => ready,
         ...(cfg.mode === 'cloud' ? {} : { instanceSandboxId: () => instanceSandboxId }),
+        ...(tee ? { tee: tee.service } : {}),
       },
       {
         corsAllowedOrigins: v.CORS_ALLOWED_ORIGINS ?? [],
@@ -226,7 +252,7 @@ export async function startOperator(cfg: OperatorConfig, log: Logger): Promise<R
         maxCpuCores: v.SANDBOX_MAX_CPU_CORES!,
         maxMemoryMb: v.SANDBOX_MAX_MEMORY_MB!,
         maxDiskGb: v.SANDBOX_MAX_DISK_GB!,
-        teeAvailable: false,
+        teeAvailable: tee !== undefined,
       },
       operatorApiUrl: publicUrl,
       exec: async (id, c) => {
@@ -253,6 +279,7 @@ export async function startOperator(cfg: OperatorConfig, log: Logger): Promise<R
           policy: deps.policy,
           operatorApiUrl: publicUrl,
           log,
+          ...(tee ? { tee: tee.instance } : {}),
         }),
       );
       instanceSandboxId = inst.sandbox.id;

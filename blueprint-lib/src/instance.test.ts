@@ -1,17 +1,30 @@
 // Instance mode on the devnet and Docker: a fresh instance service whose config is a create
-// request; the operator provisions it once, reports it on chain once, and tee-instance is refused.
+// request; the operator provisions it once, reports it on chain once. tee-instance is refused
+// without a TEE backend, and with one (direct, over a test configfs-tsm tree) the report carries
+// a v1 attestation document whose hash the contract keeps and which verifies bound to this
+// chain, service and operator.
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import {
+  docAsAttestation,
+  onChainNonce,
+  parseAttestationDoc,
+  toHex,
+  verifyBoundAttestation,
+} from '@agent-sandbox/attestation';
 import { agentSandboxBlueprintAbi } from '@agent-sandbox/contracts';
 import { EncryptedStore, SandboxManager } from '@agent-sandbox/runtime';
 import pino from 'pino';
-import { encodeAbiParameters } from 'viem';
+import { encodeAbiParameters, keccak256, toHex as viemHex } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { createSevTestPki, saveSevTestPki } from '../../attestation/testing/index.ts';
+import { FakeTsmFirmware } from '../../runtime/testing.ts';
 import type { SandboxRuntime } from './deps.ts';
-import { instanceCallId, provisionInstance } from './instance.ts';
+import { instanceCallId, provisionInstance, teeContextFor } from './instance.ts';
 import { SANDBOX_CREATE_INPUT } from './jobs.ts';
+import { openTeeInstance } from './tee.ts';
 import { DevnetJobs } from './testing/devnet-service.ts';
 
 const devnet = inject('devnet');
@@ -49,35 +62,38 @@ afterAll(async () => {
   if (dir) await rm(dir, { recursive: true, force: true });
 });
 
+// Tuple-encoded (abi.encode(struct)), as the Rust SDK would send it.
+const instanceConfig = (tee = 0) =>
+  encodeAbiParameters(
+    [{ type: 'tuple', components: SANDBOX_CREATE_INPUT }],
+    [
+      {
+        name: 'inst',
+        image: '',
+        stack: '',
+        agent_identifier: '',
+        env_json: '{"MODE":"instance"}',
+        metadata_json: '{}',
+        ssh_enabled: false,
+        ssh_public_key: '',
+        web_terminal_enabled: false,
+        max_lifetime_seconds: 600n,
+        idle_timeout_seconds: 300n,
+        cpu_cores: 1n,
+        memory_mb: 256n,
+        disk_gb: 1n,
+        tee_required: tee !== 0,
+        tee_type: tee,
+        attestation_nonce: '',
+        capabilities_json: '',
+      },
+    ],
+  );
+
 describe('instance mode', () => {
   it('provisions the service config once and reports it on chain once', async () => {
     const jobs = new DevnetJobs(devnet);
-    // Tuple-encoded (abi.encode(struct)), as the Rust SDK would send it.
-    const config = encodeAbiParameters(
-      [{ type: 'tuple', components: SANDBOX_CREATE_INPUT }],
-      [
-        {
-          name: 'inst',
-          image: '',
-          stack: '',
-          agent_identifier: '',
-          env_json: '{"MODE":"instance"}',
-          metadata_json: '{}',
-          ssh_enabled: false,
-          ssh_public_key: '',
-          web_terminal_enabled: false,
-          max_lifetime_seconds: 600n,
-          idle_timeout_seconds: 300n,
-          cpu_cores: 1n,
-          memory_mb: 256n,
-          disk_gb: 1n,
-          tee_required: false,
-          tee_type: 0,
-          attestation_nonce: '',
-          capabilities_json: '',
-        },
-      ],
-    );
+    const config = instanceConfig();
     const serviceId = await jobs.newService('instance', config);
     const account = privateKeyToAccount(devnet.accounts.operator1.privateKey);
     const opts = {
@@ -127,5 +143,77 @@ describe('instance mode', () => {
       }),
     ).rejects.toMatchObject({ code: 'TEE_UNAVAILABLE' });
     expect(manager.list()).toHaveLength(before);
+  });
+
+  it('tee-instance on the direct backend: reports a v1 document the client verifies against the chain', async () => {
+    const jobs = new DevnetJobs(devnet);
+    const serviceId = await jobs.newService('teeInstance', instanceConfig(3));
+    const account = privateKeyToAccount(devnet.accounts.operator2.privateKey);
+    const pki = await createSevTestPki();
+    await saveSevTestPki(join(dir, 'pki'), pki);
+    const fw = await new FakeTsmFirmware({ root: join(dir, 'tsm'), pki }).start();
+    try {
+      const tee = await openTeeInstance({
+        settings: {
+          backend: 'direct',
+          directType: 'sev',
+          tsmRoot: join(dir, 'tsm'),
+          pccsUrl: 'http://127.0.0.1:1',
+          testAnchorsDir: join(dir, 'pki'),
+          testMode: true,
+        },
+        chainId: BigInt(devnet.chainId),
+        serviceId,
+        operator: account.address,
+        injectSecrets: (id, env) => manager.injectSecrets(id, env),
+        expectedMeasurements: [],
+        requirePinned: false,
+        acceptedTcbStatuses: ['UpToDate'],
+      });
+      const r = await provisionInstance({
+        mode: 'tee-instance',
+        httpRpcUrl: devnet.rpcUrl,
+        blueprint: devnet.contracts.teeInstance,
+        serviceId,
+        account,
+        sandboxes: manager as unknown as SandboxRuntime,
+        policy: { ...policy, teeAvailable: true },
+        operatorApiUrl: 'http://127.0.0.1:9192',
+        log: pino({ level: 'silent' }),
+        tee: tee.instance,
+      });
+      const tx = await jobs.pub.getTransaction({ hash: r.reportTx! });
+      const { decodeFunctionData } = await import('viem');
+      const call = decodeFunctionData({ abi: agentSandboxBlueprintAbi, data: tx.input });
+      const json = (call.args as readonly unknown[])[4] as string;
+      const stored = await jobs.pub.readContract({
+        address: devnet.contracts.teeInstance,
+        abi: agentSandboxBlueprintAbi,
+        functionName: 'getAttestationHash',
+        args: [serviceId, account.address],
+      });
+      expect(stored).toBe(keccak256(viemHex(json)));
+      const doc = parseAttestationDoc(json);
+      const ctx = teeContextFor(BigInt(devnet.chainId), serviceId, account.address)(r.sandbox.id);
+      expect(doc.binding.ctx).toBe(ctx);
+      // collateral (the VCEK) is off chain: the client takes it from the API's evidence
+      const live = await tee.service.attestation(r.sandbox.id, toHex(new Uint8Array(32).fill(7)));
+      const anchors = { sev: { ark: pki.arkPem, ask: pki.askPem }, nitroRoot: pki.arkPem };
+      const check = (nonce: Uint8Array, c = ctx) =>
+        verifyBoundAttestation(docAsAttestation(doc, live.collateral), {
+          nowMs: Date.now(),
+          anchors,
+          expect: { ctx: c, nonce },
+          allowList: [{ measurement: doc.measurements['measurement']! }],
+        }).verification.verdict;
+      expect(check(onChainNonce(devnet.chainId, serviceId, account.address))).toBe('verified');
+      // the same document claimed for another operator or service does not verify
+      expect(check(onChainNonce(devnet.chainId, serviceId, devnet.accounts.operator1.address))).toBe(
+        'unverified',
+      );
+      expect(check(onChainNonce(devnet.chainId, serviceId + 1n, account.address))).toBe('unverified');
+    } finally {
+      await fw.stop();
+    }
   });
 });

@@ -1,7 +1,9 @@
 // Instance modes: the service's one sandbox, provisioned at startup from the service's config
 // (an ABI-encoded SandboxCreateRequest kept by the blueprint) and reported on chain with
 // reportProvisioned. Idempotent: the runtime create is keyed by a fixed call id, and an operator
-// already provisioned on chain does not report again.
+// already provisioned on chain does not report again. In tee-instance mode the report carries
+// the v1 attestation document over the on-chain nonce (spec tee.md §3, §4).
+import { contextString, onChainNonce, TEE_TYPE_CODE, type TeeKind } from '@agent-sandbox/attestation';
 import { agentSandboxBlueprintAbi } from '@agent-sandbox/contracts';
 import { jobArg } from '@agent-sandbox/sdk';
 import type { Logger } from 'pino';
@@ -28,7 +30,21 @@ export interface InstanceOptions {
   policy: CreatePolicy;
   operatorApiUrl: string;
   log: Logger;
+  /** tee-instance mode: the TEE side (runtime TeeService) and the chain id of the binding. */
+  tee?: InstanceTee;
 }
+
+export interface InstanceTee {
+  chainId: bigint;
+  teeType: TeeKind;
+  onChainDocument(sandboxId: string, nonce: Uint8Array): Promise<{ json: string }>;
+}
+
+/** The binding context of a sandbox of this service and operator (`chainId:serviceId:sandboxId:operator`). */
+export const teeContextFor =
+  (chainId: bigint, serviceId: bigint, operator: Address) =>
+  (sandboxId: string): string =>
+    contextString({ chainId, serviceId, sandboxId, operator });
 
 export interface ProvisionedInstance {
   sandbox: SandboxFacts;
@@ -59,11 +75,16 @@ export async function provisionInstance(o: InstanceOptions): Promise<Provisioned
     );
   }
   const request = jobArg(SANDBOX_CREATE_INPUT, { job: 'instance config' })(config);
-  if (o.mode === 'tee-instance' && !o.policy.teeAvailable) {
-    // Real TEE hardware cannot exist here; the code path to it is the TEE backend interface.
+  if (o.mode === 'tee-instance' && (!o.policy.teeAvailable || !o.tee)) {
     throw new BlueprintError(
       'TEE_UNAVAILABLE',
       'tee-instance mode needs a TEE backend and this host has none; run this service on a TEE operator',
+    );
+  }
+  if (o.tee && request.tee_type !== 0 && request.tee_type !== TEE_TYPE_CODE[o.tee.teeType]) {
+    throw new BlueprintError(
+      'TEE_UNAVAILABLE',
+      `the service asks for tee_type ${request.tee_type} and this operator's TEE is ${o.tee.teeType} (${TEE_TYPE_CODE[o.tee.teeType]})`,
     );
   }
   const v = validateCreateRequest(
@@ -91,6 +112,15 @@ export async function provisionInstance(o: InstanceOptions): Promise<Provisioned
     o.log.info({ sandboxId: sandbox.id }, 'instance already reported on chain');
     return { sandbox, reportTx: undefined };
   }
+  let attestation = '';
+  if (o.mode === 'tee-instance' && o.tee) {
+    const nonce = onChainNonce(o.tee.chainId, o.serviceId, o.account.address);
+    attestation = (await o.tee.onChainDocument(sandbox.id, nonce)).json;
+    o.log.info(
+      { sandboxId: sandbox.id, bytes: attestation.length },
+      'attestation document made for the chain',
+    );
+  }
   const wallet = createWalletClient({ account: o.account, transport: http(o.httpRpcUrl) });
   const { request: tx } = await pub.simulateContract({
     account: o.account,
@@ -98,7 +128,7 @@ export async function provisionInstance(o: InstanceOptions): Promise<Provisioned
     abi: agentSandboxBlueprintAbi,
     functionName: 'reportProvisioned',
     // The endpoint posted is the operator API (the sidecar is loopback-only); no secret goes on chain.
-    args: [o.serviceId, sandbox.id, o.operatorApiUrl, 0, ''],
+    args: [o.serviceId, sandbox.id, o.operatorApiUrl, 0, attestation],
   });
   const hash = await wallet.writeContract({ ...tx, chain: null });
   const receipt = await pub.waitForTransactionReceipt({ hash, pollingInterval: 200 });

@@ -12,6 +12,8 @@ export const ExitCode = {
   CHAIN: 6,
   /** `exec` only: the command ran and exited non-zero. */
   COMMAND_FAILED: 7,
+  /** `tee verify` / `secrets set --sealed`: the attestation did not verify (nothing was sent). */
+  ATTESTATION: 8,
   INTERRUPTED: 130,
 } as const;
 export type ExitCode = (typeof ExitCode)[keyof typeof ExitCode];
@@ -35,6 +37,7 @@ export type ClientErrorCode =
   | 'PROVISION_FAILED'
   | 'CHAIN'
   | 'INTERRUPTED'
+  | 'ATTESTATION'
   | (string & {});
 
 export interface ClientErrorOptions {

@@ -1,9 +1,11 @@
 // `npm run demo` after the builds: starts the devnet and both operators, walks a sandbox through
 // its life with the CLI, then keeps everything running until Ctrl-C (or stops at once with --exit).
+import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import type { StartedDevnet } from '../devnet/index.ts';
 import {
   DEMO_DIR,
+  DEMO_LABEL,
   LOCK_FILE,
   OPERATOR_PORTS,
   type OperatorName,
@@ -20,9 +22,10 @@ import {
   stopOperator,
   takeLock,
 } from './stack.ts';
+import { teeWalkthrough } from './tee.ts';
 import { header, say, walkthrough } from './walkthrough.ts';
 
-const HELP = `Usage: npm run demo [-- --exit] [-- --no-walkthrough]
+const HELP = `Usage: npm run demo [-- --exit] [-- --no-walkthrough] [-- --tee]
 
 Starts the local devnet (anvil on 127.0.0.1:8545 + contracts) and two operators (operator1 on
 :9090, operator2 on :9091), walks one sandbox through create → login → exec → prompt → secrets →
@@ -31,6 +34,10 @@ the CLI yourself. Ctrl-C stops everything the demo started (operators, their san
 
   --exit            stop everything after the walk-through instead of staying up
   --no-walkthrough  only start the devnet and the operators
+  --tee             then the TEE-instance step: an operator on the direct backend over a test
+                    configfs-tsm tree (test SEV PKI, no TEE hardware), on 127.0.0.1:9092; the CLI
+                    verifies the enclave, seals a secret to it, exec sees it; the step stops its
+                    operator when done
 
 A second \`npm run demo\` while one is running reuses it: it runs the walk-through against the
 running operators and leaves them to the first demo.`;
@@ -67,6 +74,7 @@ async function main(): Promise<number> {
     options: {
       exit: { type: 'boolean' },
       'no-walkthrough': { type: 'boolean' },
+      tee: { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -159,6 +167,17 @@ async function main(): Promise<number> {
     if (!values['no-walkthrough']) {
       await walkthrough();
       header(`walk-through done, ${secs()} after the builds`);
+    }
+    if (values.tee && devnet) {
+      const r = await teeWalkthrough({
+        devnet: devnet.info,
+        dir: join(DEMO_DIR, 'tee'),
+        port: 9092,
+        image: process.env.SANDBOX_IMAGE,
+        label: DEMO_LABEL,
+      });
+      if (!r.secretSeen) throw new Error('the sealed secret did not reach the TEE sandbox');
+      header(`TEE-instance step done: sealed secret visible in ${r.sandboxId}, ${secs()} after the builds`);
     }
   } catch (e) {
     if (interrupted) return 130;

@@ -33,7 +33,7 @@ interface CliRun {
  * Runs `agent-sandbox ARGS`, echoing its output live. `shown` is how the command is printed when
  * an argument is better written another way (e.g. "$(cat scripts/demo/agent.sh)").
  */
-function cli(
+export function cli(
   args: string[],
   opts: { shown?: string; env?: Record<string, string>; quietStdout?: boolean } = {},
 ): Promise<CliRun> {
@@ -67,7 +67,7 @@ function cli(
   });
 }
 
-async function must(run: Promise<CliRun>, what: string, okCodes = [0]): Promise<CliRun> {
+export async function must(run: Promise<CliRun>, what: string, okCodes = [0]): Promise<CliRun> {
   const r = await run;
   if (!okCodes.includes(r.code)) throw new Error(`${what} failed (exit ${r.code}); see its output above`);
   return r;

@@ -2,6 +2,7 @@
 // generated from the same table, so `--help` always matches what the parser accepts.
 import { parseArgs } from 'node:util';
 import { ClientError } from '../errors.ts';
+import { TEE_VERIFY_OPTIONS } from './tee.ts';
 
 type OptSpec = { type: 'string' | 'boolean'; multiple?: boolean; short?: string; help: string; arg?: string };
 
@@ -152,10 +153,31 @@ export const COMMANDS: Record<string, CommandSpec> = {
     summary: 'manage the sandbox secrets: set K=V… | wipe | list',
     usage: 'secrets set <id> K=V|K… | secrets wipe <id> | secrets list <id>',
     positionals: [{ name: 'action', required: true }, id, { name: 'pairs', required: false, rest: true }],
-    options: {},
+    options: {
+      sealed: {
+        type: 'boolean',
+        help: 'TEE-instance: verify the enclave first, then seal the values to its key (the operator never sees them)',
+      },
+      ...TEE_VERIFY_OPTIONS,
+    },
     details:
-      'set replaces all user secrets (the container is recreated with the same id). A bare K takes its value from your environment, so the value never appears in shell history or `ps`. list prints names only.',
-    examples: ['OPENAI_API_KEY=sk-… agent-sandbox secrets set sb-123 OPENAI_API_KEY'],
+      'set replaces all user secrets (the container is recreated with the same id). A bare K takes its value from your environment, so the value never appears in shell history or `ps`. list prints names only. With --sealed (TEE-instance services) nothing is sent unless `tee verify` passes; exit 8 when it does not.',
+    examples: [
+      'OPENAI_API_KEY=sk-… agent-sandbox secrets set sb-123 OPENAI_API_KEY',
+      'agent-sandbox secrets set sb-123 OPENAI_API_KEY --sealed --measurement 7f51e1…',
+    ],
+  },
+  tee: {
+    summary: 'TEE-instance: verify the enclave (on-chain attestation and a fresh one over your nonce)',
+    usage:
+      'tee verify [--measurement HEX]… [--measurements-file FILE] [--blueprint ADDR] [--operator-address ADDR]',
+    positionals: [{ name: 'action', required: true }],
+    options: { ...TEE_VERIFY_OPTIONS },
+    details:
+      "Reads the v1 attestation document from the operator's reportProvisioned calldata, checks its keccak256 against the contract, then verifies it and a fresh attestation over a random nonce of yours against the vendor roots (Intel, AMD, AWS), the binding to (chain, service, sandbox, operator, sealing key) and YOUR measurement allow-list. Exit 0 verified, 8 not verified, 1 usage (e.g. no allow-list).",
+    examples: [
+      'agent-sandbox tee verify --operator http://op:9090 --rpc … --blueprint 0x… --service 2 --measurement 7f51e1…',
+    ],
   },
   stop: { summary: 'stop a sandbox (keeps its disk)', usage: 'stop <id>', positionals: [id], options: {} },
   resume: { summary: 'resume a stopped sandbox', usage: 'resume <id>', positionals: [id], options: {} },
@@ -275,6 +297,7 @@ export const EXIT_CODES_HELP = `Exit codes:
   5    remote: operator unreachable or failing, provisioning failed
   6    chain: RPC error, reverted transaction, no result on chain
   7    exec only: the command ran and exited non-zero
+  8    tee verify / secrets set --sealed: the attestation did not verify (nothing was sent)
   130  interrupted (Ctrl-C)`;
 
 export function globalHelp(): string {

@@ -7,6 +7,7 @@ import * as ops from './commands.ts';
 import { CliContext, type CliIO } from './context.ts';
 import { create, deleteSandbox } from './jobs.ts';
 import { prompt } from './prompt.ts';
+import { teeVerify } from './tee.ts';
 import { terminal } from './terminal.ts';
 
 const handlers: Record<string, Command> = {
@@ -23,6 +24,7 @@ const handlers: Record<string, Command> = {
   resume: ops.resume,
   snapshot: ops.snapshot,
   delete: deleteSandbox,
+  tee: teeVerify,
 };
 
 function report(e: unknown, io: CliIO, json: boolean): number {

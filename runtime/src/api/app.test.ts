@@ -312,7 +312,7 @@ describe('operator API: tee-instance mode', () => {
         instanceSandboxId: () => id,
         tee: {
           attestation: (sbx, nonce) => ({ sandbox_id: sbx, nonce, quote: 'q' }),
-          publicKey: () => ({ public_key: 'pk' }),
+          publicKey: (_sbx, nonce) => ({ public_key: 'pk', nonce }),
           sealedSecrets: (_sbx, body) => {
             seen.push(body);
             return { status: 'sealed_secrets_configured' };
@@ -324,31 +324,35 @@ describe('operator API: tee-instance mode', () => {
       const o = await h.newOwner();
       const other = await h.newOwner();
       id = h.addSandbox(o.address).id;
-      const att = await h.call('GET', '/api/sandbox/tee/attestation?nonce=00112233445566778899', {
-        token: o.token,
-      });
-      expect(att.json).toEqual({ sandbox_id: id, nonce: '00112233445566778899', quote: 'q' });
-      expect((await h.call('GET', '/api/sandbox/tee/public-key', { token: o.token })).json).toEqual({
+      const nonce = '0011223344556677'.repeat(4);
+      const att = await h.call('GET', `/api/sandbox/tee/attestation?nonce=${nonce}`, { token: o.token });
+      expect(att.json).toEqual({ sandbox_id: id, nonce, quote: 'q' });
+      expect(
+        (await h.call('GET', `/api/sandbox/tee/public-key?nonce=${nonce}`, { token: o.token })).json,
+      ).toEqual({
         public_key: 'pk',
+        nonce,
       });
-      const sealed = await h.call('POST', '/api/sandbox/tee/sealed-secrets', {
-        token: o.token,
-        body: { sealed: 'abc' },
-      });
+      const body = { v: 1, algorithm: 'a', key_id: 'k', enc: 'e', ciphertext: 'abcd' };
+      const sealed = await h.call('POST', '/api/sandbox/tee/sealed-secrets', { token: o.token, body });
       expect(sealed.json.status).toBe('sealed_secrets_configured');
-      expect((await h.call('GET', '/api/sandbox/tee/attestation?nonce=zz', { token: o.token })).status).toBe(
-        400,
-      );
-      expect((await h.call('GET', '/api/sandbox/tee/public-key', { token: other.token })).status).toBe(403);
+      for (const q of ['?nonce=zz', '?nonce=00112233445566778899', '']) {
+        expect((await h.call('GET', `/api/sandbox/tee/attestation${q}`, { token: o.token })).status).toBe(
+          400,
+        );
+      }
+      expect(
+        (await h.call('GET', `/api/sandbox/tee/public-key?nonce=${nonce}`, { token: other.token })).status,
+      ).toBe(403);
       expect(
         (
           await h.call('POST', '/api/sandbox/tee/sealed-secrets', {
             token: other.token,
-            body: { sealed: 'x' },
+            body,
           })
         ).status,
       ).toBe(403);
-      expect(seen).toEqual([{ sealed: 'abc' }]);
+      expect(seen).toEqual([body]);
     } finally {
       await h.close();
     }

@@ -94,8 +94,9 @@ export interface ApiSidecars {
 
 /** TEE routes (tee-instance mode only); absent elsewhere. */
 export interface ApiTee {
-  attestation(sandboxId: string, nonce: string | undefined): Awaitable<unknown>;
-  publicKey(sandboxId: string): Awaitable<unknown>;
+  /** Evidence over report_data binding (context, sealing key, nonce); nonce is 32 bytes hex. */
+  attestation(sandboxId: string, nonce: string): Awaitable<unknown>;
+  publicKey(sandboxId: string, nonce: string): Awaitable<unknown>;
   sealedSecrets(sandboxId: string, body: unknown): Awaitable<unknown>;
 }
 

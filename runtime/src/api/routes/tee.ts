@@ -1,11 +1,18 @@
-// TEE routes (tee-instance mode): attestation (with a caller nonce), the enclave's public key, and
-// secrets sealed to it. The TEE backend itself lives elsewhere (no TEE hardware here).
+// TEE routes (tee-instance mode): evidence over the caller's fresh nonce, the bound sealing key,
+// and secrets sealed to it (spec tee.md §5). The TEE side is runtime/src/tee (TeeService).
 import { createRoute, type OpenAPIHono, z } from '@hono/zod-openapi';
 import type { ApiEnv } from '../context.ts';
 import type { ApiTee } from '../deps.ts';
 import { errors, json, jsonBody, PassThroughSchema, SANDBOX_ERRORS } from '../schemas.ts';
 
-const E = errors(400, ...SANDBOX_ERRORS, 502, 503);
+const E = errors(400, ...SANDBOX_ERRORS, 409, 502, 503);
+
+const NonceQuery = z.object({
+  nonce: z
+    .string()
+    .regex(/^(0x)?[0-9a-fA-F]{64}$/, 'nonce: 32 random bytes as 64 hex digits')
+    .openapi({ description: '32 random bytes (hex) of your own; the evidence is bound to it' }),
+});
 
 const attestationRoute = createRoute({
   method: 'get',
@@ -14,12 +21,7 @@ const attestationRoute = createRoute({
   summary: 'Attestation document, bound to an optional caller nonce',
   security: [{ bearer: [] }],
   request: {
-    query: z.object({
-      nonce: z
-        .string()
-        .regex(/^[0-9a-fA-F]{16,128}$/)
-        .optional(),
-    }),
+    query: NonceQuery,
   },
   responses: { 200: json(PassThroughSchema, 'Attestation'), ...E },
 });
@@ -28,13 +30,21 @@ const publicKeyRoute = createRoute({
   method: 'get',
   path: '/tee/public-key',
   tags: ['tee'],
-  summary: "The enclave's public key for sealing secrets",
+  summary: "The enclave's sealing key, with evidence binding it to the caller's nonce",
   security: [{ bearer: [] }],
+  request: { query: NonceQuery },
   responses: { 200: json(PassThroughSchema, 'Public key'), ...E },
 });
 
+// Shape only; the TEE side checks everything else and answers success:false without detail.
 const SealedSchema = z
-  .object({ sealed: z.string().min(1).max(2_000_000), algorithm: z.string().max(64).optional() })
+  .object({
+    v: z.literal(1),
+    algorithm: z.string().max(64),
+    key_id: z.string().max(64),
+    enc: z.string().max(128),
+    ciphertext: z.string().min(2).max(600_000),
+  })
   .openapi('SealedSecrets');
 
 const sealedRoute = createRoute({
@@ -54,7 +64,9 @@ export function registerTee(app: OpenAPIHono<ApiEnv>, tee: ApiTee): void {
   app.openapi(attestationRoute, async (c) =>
     c.json(asObject(await tee.attestation(c.get('sandbox').id, c.req.valid('query').nonce)), 200),
   );
-  app.openapi(publicKeyRoute, async (c) => c.json(asObject(await tee.publicKey(c.get('sandbox').id)), 200));
+  app.openapi(publicKeyRoute, async (c) =>
+    c.json(asObject(await tee.publicKey(c.get('sandbox').id, c.req.valid('query').nonce)), 200),
+  );
   app.openapi(sealedRoute, async (c) =>
     c.json(asObject(await tee.sealedSecrets(c.get('sandbox').id, c.req.valid('json'))), 200),
   );

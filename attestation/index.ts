@@ -1,0 +1,53 @@
+// @agent-sandbox/attestation: TEE evidence verification, the sealing-key binding, the v1
+// on-chain document and HPKE sealed secrets. Pure TS; time and trust anchors are parameters.
+export { productionAnchors, type TrustAnchors } from './src/anchors.ts';
+export {
+  BINDING_DOMAIN,
+  type BindingContext,
+  bindingReportData,
+  checkBinding,
+  contextString,
+  keyId,
+  onChainNonce,
+  parseNonce,
+} from './src/binding.ts';
+export { bytesEqual, fromHex, toHex } from './src/bytes.ts';
+export {
+  type AttestationDocV1,
+  AttestationDocV1Schema,
+  docAsAttestation,
+  parseAttestationDoc,
+  serializeAttestationDoc,
+} from './src/document.ts';
+export { AttestationError, type AttestationErrorCode } from './src/errors.ts';
+export { deriveKeyPair, generateKeyPair, setupBaseR, setupBaseS } from './src/hpke.ts';
+export { verifyNitroDocument } from './src/nitro.ts';
+export {
+  SEALED_ALGORITHM,
+  type SealedBody,
+  SealedBodySchema,
+  SealedSecretOpener,
+  sealSecrets,
+} from './src/sealed.ts';
+export {
+  certTableWithVcek,
+  parseSnpReport,
+  type SevAnchors,
+  type SevMinTcb,
+  SNP_REPORT_SIZE,
+  vcekFromCertTable,
+  verifySnpReport,
+} from './src/sev.ts';
+export { type TdxCollateral, verifyTdxQuote } from './src/tdx.ts';
+export { type EvidenceFacts, TEE_TYPE_CODE, type TeeKind, type Verification } from './src/types.ts';
+export {
+  type AttestationOptions,
+  type AttestationResult,
+  type BoundAttestation,
+  type EvidenceOptions,
+  type MeasurementEntry,
+  measurementAllowed,
+  parseAllowList,
+  verifyBoundAttestation,
+  verifyEvidence,
+} from './src/verify.ts';

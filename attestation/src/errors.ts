@@ -1,0 +1,22 @@
+// The attestation package's one error type: a code the caller can match, a message that says
+// what failed and, where it helps, what to do.
+
+export type AttestationErrorCode =
+  | 'BAD_INPUT' // malformed evidence, collateral, document or parameter
+  | 'SIGNATURE' // a signature or certificate chain does not verify
+  | 'EXPIRED' // outside a validity window at the given `now`
+  | 'POLICY' // verified, but refused by policy (TCB status, debug, report type, VMPL)
+  | 'BINDING' // report_data does not commit to (ctx, pubkey, nonce)
+  | 'MEASUREMENT' // measurements not in the caller's allow-list
+  | 'SEALED'; // a sealed body could not be opened (deliberately vague)
+
+export class AttestationError extends Error {
+  override readonly name = 'AttestationError';
+  constructor(
+    readonly code: AttestationErrorCode,
+    message: string,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+  }
+}

@@ -1,0 +1,173 @@
+// One verifier for operator and client: evidence (TDX quote, SNP report, Nitro COSE) checked
+// against trust anchors at a given time, then the sealing-key binding and the caller's
+// measurement allow-list. Freshness comes only from the caller's nonce inside the binding.
+
+import { productionAnchors, type TrustAnchors } from './anchors.ts';
+import { checkBinding } from './binding.ts';
+import { bytesEqual, fromHex, toHex } from './bytes.ts';
+import { AttestationError } from './errors.ts';
+import { verifyNitroDocument } from './nitro.ts';
+import { type SevMinTcb, verifySnpReport } from './sev.ts';
+import { verifyTdxQuote } from './tdx.ts';
+import type { EvidenceFacts, TeeKind, Verification } from './types.ts';
+
+export interface EvidenceOptions {
+  /** Verification time, unix milliseconds. Never defaulted: pass Date.now() explicitly. */
+  nowMs: number;
+  anchors?: TrustAnchors;
+  /** Default ['UpToDate']. */
+  acceptedTcbStatuses?: readonly string[];
+  sevMinTcb?: SevMinTcb;
+}
+
+/** Checks signatures, chains, validity windows and TEE policy; returns the signed facts or throws. */
+export function verifyEvidence(
+  tee: TeeKind,
+  evidence: Uint8Array,
+  collateral: unknown,
+  o: EvidenceOptions,
+): EvidenceFacts {
+  const anchors = o.anchors ?? productionAnchors();
+  switch (tee) {
+    case 'tdx':
+      return verifyTdxQuote(evidence, collateral, {
+        nowSecs: Math.floor(o.nowMs / 1000),
+        acceptedTcbStatuses: o.acceptedTcbStatuses ?? ['UpToDate'],
+        ...(anchors.intelRootDer ? { intelRootDer: anchors.intelRootDer } : {}),
+      });
+    case 'sev': {
+      const vcek = (collateral as { vcek?: unknown } | undefined)?.vcek;
+      if (typeof vcek !== 'string') {
+        throw new AttestationError('BAD_INPUT', 'an SNP report needs its VCEK as collateral {vcek: derHex}');
+      }
+      return verifySnpReport(evidence, fromHex(vcek, 'VCEK'), {
+        nowMs: o.nowMs,
+        anchors: anchors.sev,
+        ...(o.sevMinTcb ? { minTcb: o.sevMinTcb } : {}),
+      });
+    }
+    case 'nitro':
+      return verifyNitroDocument(evidence, { nowMs: o.nowMs, root: anchors.nitroRoot });
+    default:
+      throw new AttestationError('BAD_INPUT', `unknown TEE type ${String(tee)} (tdx, sev or nitro)`);
+  }
+}
+
+/** An allow-list entry: measurement name → hex; `*` names the primary one (mrtd, measurement, pcr0). */
+export type MeasurementEntry = Record<string, string>;
+const PRIMARY: Record<TeeKind, string> = { tdx: 'mrtd', sev: 'measurement', nitro: 'pcr0' };
+
+/** A JSON array of entries, or hex values separated by commas/whitespace (each pins the primary one). */
+export function parseAllowList(text: string): MeasurementEntry[] {
+  const t = text.trim();
+  if (!t) return [];
+  if (t.startsWith('[')) {
+    const parsed: unknown = JSON.parse(t);
+    if (!Array.isArray(parsed) || !parsed.every((e) => e && typeof e === 'object' && !Array.isArray(e))) {
+      throw new AttestationError(
+        'BAD_INPUT',
+        'a measurement allow-list file is a JSON array of {name: hex} objects',
+      );
+    }
+    return parsed.map((e) =>
+      Object.fromEntries(Object.entries(e as object).map(([k, v]) => [k, toHex(fromHex(String(v), k))])),
+    );
+  }
+  return t.split(/[\s,]+/).map((h) => ({ '*': toHex(fromHex(h, 'measurement')) }));
+}
+
+export function measurementAllowed(facts: EvidenceFacts, allow: readonly MeasurementEntry[]): boolean {
+  return allow.some((entry) => {
+    const keys = Object.keys(entry);
+    return (
+      keys.length > 0 &&
+      keys.every((k) => {
+        const have = facts.measurements[k === '*' ? PRIMARY[facts.tee] : k];
+        return have !== undefined && have === entry[k]!.toLowerCase();
+      })
+    );
+  });
+}
+
+/** Attestation as the API and the v1 on-chain document carry it (hex strings). */
+export interface BoundAttestation {
+  tee: TeeKind;
+  evidence: string;
+  collateral?: unknown;
+  report_data: string;
+  binding: { ctx: string; nonce: string; pubkey: string };
+}
+
+export interface BindingExpectation {
+  /** The context the verifier computed itself (contextString). */
+  ctx: string;
+  /** The verifier's own nonce (fresh over the API; onChainNonce for the chain's document). */
+  nonce: Uint8Array;
+}
+
+export interface AttestationOptions extends EvidenceOptions {
+  expect: BindingExpectation;
+  allowList: readonly MeasurementEntry[];
+  /** Default true: an empty allow-list never matches. False: measurements are reported, not required. */
+  requirePinned?: boolean;
+}
+
+export interface AttestationResult {
+  verification: Verification;
+  facts?: EvidenceFacts;
+  /** The sealing key, only when verdict is `verified`. */
+  pubkey?: Uint8Array;
+}
+
+export function verifyBoundAttestation(a: BoundAttestation, o: AttestationOptions): AttestationResult {
+  const v: Verification = {
+    verdict: 'unverified',
+    structural_ok: false,
+    signature_verified: false,
+    report_data_matched: false,
+    measurement_matched: false,
+  };
+  const fail = (e: unknown): AttestationResult => ({
+    verification: { ...v, reason: e instanceof Error ? e.message : String(e) },
+  });
+  let evidence: Uint8Array;
+  let pubkey: Uint8Array;
+  try {
+    evidence = fromHex(a.evidence, 'evidence');
+    pubkey = fromHex(a.binding?.pubkey ?? '', 'binding.pubkey');
+    v.structural_ok = true;
+  } catch (e) {
+    return fail(e);
+  }
+  let facts: EvidenceFacts;
+  try {
+    facts = verifyEvidence(a.tee, evidence, a.collateral, o);
+    v.signature_verified = true;
+  } catch (e) {
+    return fail(e);
+  }
+  try {
+    if (!bytesEqual(fromHex(a.report_data ?? '', 'report_data'), facts.reportData)) {
+      throw new AttestationError(
+        'BINDING',
+        'the report_data claimed beside the evidence is not the signed one',
+      );
+    }
+    checkBinding(facts.reportData, o.expect.ctx, pubkey, o.expect.nonce);
+    v.report_data_matched = true;
+  } catch (e) {
+    return { ...fail(e), facts };
+  }
+  v.measurement_matched = measurementAllowed(facts, o.allowList);
+  if (!v.measurement_matched && (o.requirePinned ?? true)) {
+    return {
+      verification: {
+        ...v,
+        verdict: 'measurement_mismatch',
+        reason: `measurements ${JSON.stringify(facts.measurements)} are not in your allow-list`,
+      },
+      facts,
+    };
+  }
+  return { verification: { ...v, verdict: 'verified' }, facts, pubkey };
+}

@@ -1,0 +1,203 @@
+// `agent-sandbox tee verify` and `secrets set --sealed`: resolve the TEE-instance target (chain,
+// blueprint, service, operator), the user's own measurement allow-list and anchors, then verify
+// (and seal) with client/src/tee.ts. Nothing is sent unless both attestations verify.
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import {
+  type MeasurementEntry,
+  parseAllowList,
+  productionAnchors,
+  type TrustAnchors,
+} from '@agent-sandbox/attestation';
+import { type Address, isAddress } from 'viem';
+import { ClientError } from '../errors.ts';
+import { sendSealedSecrets, type TeeTarget, verifyTeeInstance } from '../tee.ts';
+import type { Command } from './commands.ts';
+import type { CliContext } from './context.ts';
+
+/** Options shared by `tee verify` and `secrets set --sealed` (args.ts registers them). */
+export const TEE_VERIFY_OPTIONS = {
+  blueprint: {
+    type: 'string',
+    arg: 'ADDR',
+    help: 'TEE-instance blueprint contract (env AGENT_SANDBOX_TEE_BLUEPRINT)',
+  },
+  'operator-address': {
+    type: 'string',
+    arg: 'ADDR',
+    help: "the operator's chain address (default: its /api/capabilities)",
+  },
+  measurement: {
+    type: 'string',
+    multiple: true,
+    arg: 'HEX',
+    help: 'an allowed measurement (TDX MRTD, SNP MEASUREMENT, Nitro PCR0); repeatable (env AGENT_SANDBOX_TEE_MEASUREMENTS)',
+  },
+  'measurements-file': {
+    type: 'string',
+    arg: 'FILE',
+    help: 'allow-list file: JSON [{"mrtd":…,"rtmr3":…}] or hex lines',
+  },
+  'sev-min-tcb': {
+    type: 'string',
+    arg: 'BL:TEE:SNP:UCODE',
+    help: 'SEV-SNP: the lowest reported TCB you accept, e.g. 3:0:8:115',
+  },
+  'from-block': {
+    type: 'string',
+    arg: 'N',
+    help: 'search reportProvisioned events from this block (default 0)',
+  },
+  'test-anchors': {
+    type: 'string',
+    arg: 'DIR',
+    help: 'trust a test SEV PKI (ark.pem, ask.pem); needs AGENT_SANDBOX_TEST_MODE=true',
+  },
+} as const;
+
+const str = (ctx: CliContext, name: string): string | undefined => {
+  const v = ctx.args.options[name] ?? ctx.args.globals[name];
+  return typeof v === 'string' && v !== '' ? v : undefined;
+};
+
+function allowList(ctx: CliContext): MeasurementEntry[] {
+  const parts: string[] = [];
+  const flags = ctx.args.options['measurement'];
+  if (Array.isArray(flags)) parts.push(...flags);
+  const envList = ctx.io.env.AGENT_SANDBOX_TEE_MEASUREMENTS;
+  if (envList) parts.push(envList);
+  const entries = parts.length ? parseAllowList(parts.join(',')) : [];
+  const file = str(ctx, 'measurements-file');
+  if (file) entries.push(...parseAllowList(readFileSync(file, 'utf8')));
+  if (entries.length === 0) {
+    throw new ClientError(
+      'USAGE',
+      'give the measurements you trust (--measurement HEX, --measurements-file or AGENT_SANDBOX_TEE_MEASUREMENTS): ' +
+        'a verifier that accepts any measurement accepts any code',
+    );
+  }
+  return entries;
+}
+
+function minTcb(ctx: CliContext) {
+  const v = str(ctx, 'sev-min-tcb');
+  if (!v) return {};
+  const m = /^(\d{1,3}):(\d{1,3}):(\d{1,3}):(\d{1,3})$/.exec(v);
+  if (!m) throw new ClientError('USAGE', '--sev-min-tcb is BOOTLOADER:TEE:SNP:MICROCODE, four numbers 0-255');
+  const [bootloader, tee, snp, microcode] = m.slice(1).map(Number) as [number, number, number, number];
+  return { sevMinTcb: { bootloader, tee, snp, microcode } };
+}
+
+function anchors(ctx: CliContext): TrustAnchors | undefined {
+  const dir = str(ctx, 'test-anchors');
+  if (!dir) return undefined;
+  if (!/^(1|true|yes|on)$/i.test(ctx.io.env.AGENT_SANDBOX_TEST_MODE ?? '')) {
+    throw new ClientError(
+      'USAGE',
+      '--test-anchors trusts evidence no TEE signed; it needs AGENT_SANDBOX_TEST_MODE=true',
+    );
+  }
+  return {
+    ...productionAnchors(),
+    sev: { ark: readFileSync(join(dir, 'ark.pem'), 'utf8'), ask: readFileSync(join(dir, 'ask.pem'), 'utf8') },
+  };
+}
+
+async function target(ctx: CliContext) {
+  const devnet = await ctx.devnet();
+  const raw = devnet?.raw as
+    | { contracts?: Record<string, unknown>; services?: Record<string, bigint> }
+    | undefined;
+  const rpcUrl = str(ctx, 'rpc') ?? ctx.io.env.AGENT_SANDBOX_RPC ?? devnet?.rpcUrl;
+  const blueprint =
+    str(ctx, 'blueprint') ??
+    ctx.io.env.AGENT_SANDBOX_TEE_BLUEPRINT ??
+    (raw?.contracts?.teeInstance as string);
+  const serviceText = str(ctx, 'service') ?? ctx.io.env.AGENT_SANDBOX_SERVICE;
+  const serviceId = serviceText !== undefined ? BigInt(serviceText) : raw?.services?.teeInstance;
+  if (!rpcUrl || !blueprint || !isAddress(blueprint, { strict: false }) || serviceId === undefined) {
+    throw new ClientError(
+      'USAGE',
+      'tee commands need --rpc, --blueprint (the TEE-instance contract) and --service (or --devnet)',
+    );
+  }
+  const client = await ctx.operator();
+  let operator = str(ctx, 'operator-address');
+  if (!operator) {
+    const caps = await client.capabilities();
+    operator = typeof caps.operator === 'string' ? caps.operator : undefined;
+  }
+  if (!operator || !isAddress(operator, { strict: false })) {
+    throw new ClientError(
+      'USAGE',
+      'which operator address? pass --operator-address (its /api/capabilities has none)',
+    );
+  }
+  const fromBlock = str(ctx, 'from-block');
+  if (fromBlock !== undefined && !/^\d+$/.test(fromBlock))
+    throw new ClientError('USAGE', '--from-block must be a block number');
+  const t: TeeTarget = {
+    rpcUrl,
+    blueprint: blueprint as Address,
+    serviceId,
+    operator: operator as Address,
+    ...(fromBlock ? { fromBlock: BigInt(fromBlock) } : {}),
+  };
+  return { t, api: client.http };
+}
+
+export const teeVerify: Command = async (ctx) => {
+  const action = ctx.args.positionals[0];
+  if (action !== 'verify') throw new ClientError('USAGE', `tee: unknown action "${action}"; use verify`);
+  const { t, api } = await target(ctx);
+  const list = allowList(ctx);
+  const a = anchors(ctx);
+  const v = await verifyTeeInstance(t, api, {
+    allowList: list,
+    ...minTcb(ctx),
+    ...(a ? { anchors: a } : {}),
+  });
+  const summary = {
+    verdict: 'verified',
+    sandbox_id: v.sandboxId,
+    tee: v.live.facts?.tee,
+    measurements: v.live.facts?.measurements,
+    context: v.ctx,
+    on_chain_tx: v.tx,
+    key_id: Buffer.from(v.pubkey).toString('hex').slice(0, 16),
+  };
+  if (ctx.json) ctx.printJson(summary);
+  else {
+    ctx.out(
+      `verified: ${summary.tee} enclave for sandbox ${v.sandboxId} (on chain in ${v.tx}, and live over a fresh nonce)`,
+    );
+    ctx.out(`measurements: ${JSON.stringify(summary.measurements)}`);
+  }
+  return 0;
+};
+
+/** `secrets set <id> K… --sealed`: verify, seal to the bound key, send. */
+export async function sealedSecretsSet(
+  ctx: CliContext,
+  id: string,
+  env: Record<string, string>,
+): Promise<number> {
+  const { t, api } = await target(ctx);
+  const list = allowList(ctx);
+  const a = anchors(ctx);
+  const r = await sendSealedSecrets(t, api, env, {
+    allowList: list,
+    ...minTcb(ctx),
+    ...(a ? { anchors: a } : {}),
+  });
+  if (r.verified.sandboxId !== id) {
+    ctx.note(`note: the attested instance sandbox is ${r.verified.sandboxId} (you named ${id})`);
+  }
+  if (ctx.json)
+    ctx.printJson({ success: true, secrets_count: r.secrets_count, names: Object.keys(env), sealed: true });
+  else
+    ctx.out(
+      `sealed secrets set on ${r.verified.sandboxId}: ${Object.keys(env).join(', ')} (opened only inside the enclave)`,
+    );
+  return 0;
+}

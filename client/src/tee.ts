@@ -1,0 +1,211 @@
+// TEE-instance verification on the user's machine, before any secret leaves it: the v1 attestation
+// document from the reportProvisioned calldata (its hash checked against the contract), then fresh
+// evidence over our own nonce from the operator API; both verified against vendor roots (or test
+// anchors), bound to (chain, service, sandbox, operator) and the user's measurement allow-list.
+import { randomBytes } from 'node:crypto';
+import {
+  type AttestationResult,
+  type BoundAttestation,
+  contextString,
+  docAsAttestation,
+  type MeasurementEntry,
+  onChainNonce,
+  parseAttestationDoc,
+  productionAnchors,
+  type SealedBody,
+  type SevMinTcb,
+  sealSecrets,
+  type TrustAnchors,
+  toHex,
+  verifyBoundAttestation,
+} from '@agent-sandbox/attestation';
+import { agentSandboxBlueprintAbi } from '@agent-sandbox/contracts';
+import {
+  type Address,
+  createPublicClient,
+  decodeFunctionData,
+  type Hex,
+  toHex as hexOf,
+  http,
+  keccak256,
+} from 'viem';
+import { z } from 'zod';
+import { ClientError, ExitCode } from './errors.ts';
+import type { OperatorHttp } from './operator-http.ts';
+
+export interface TeeTarget {
+  rpcUrl: string;
+  /** The TEE-instance blueprint (service manager) contract. */
+  blueprint: Address;
+  serviceId: bigint;
+  operator: Address;
+  /** Where to start looking for the TeeAttestationStored event (RPCs limit log ranges). Default 0. */
+  fromBlock?: bigint;
+}
+
+export interface TeeVerifyOptions {
+  allowList: readonly MeasurementEntry[];
+  anchors?: TrustAnchors;
+  sevMinTcb?: SevMinTcb;
+  /** Unix ms; default Date.now(). */
+  nowMs?: number;
+}
+
+export interface OnChainAttestation {
+  json: string;
+  tx: Hex;
+  sandboxId: string;
+  chainId: bigint;
+}
+
+const notVerified = (what: string, r: AttestationResult) =>
+  new ClientError(
+    'ATTESTATION',
+    `${what}: ${r.verification.verdict} (${r.verification.reason ?? 'no reason'})`,
+    {
+      exitCode: ExitCode.ATTESTATION,
+      details: { verification: r.verification },
+    },
+  );
+
+/** The document the operator posted, found by its TeeAttestationStored event and checked against the stored hash. */
+export async function readOnChainAttestation(t: TeeTarget): Promise<OnChainAttestation> {
+  const pub = createPublicClient({ transport: http(t.rpcUrl) });
+  const chainId = BigInt(await pub.getChainId());
+  const stored = await pub.readContract({
+    address: t.blueprint,
+    abi: agentSandboxBlueprintAbi,
+    functionName: 'getAttestationHash',
+    args: [t.serviceId, t.operator],
+  });
+  if (/^0x0+$/.test(stored)) {
+    throw new ClientError(
+      'NOT_FOUND',
+      `operator ${t.operator} has no attestation on chain for service ${t.serviceId}`,
+      {
+        exitCode: ExitCode.NOT_FOUND,
+      },
+    );
+  }
+  const logs = await pub.getContractEvents({
+    address: t.blueprint,
+    abi: agentSandboxBlueprintAbi,
+    eventName: 'TeeAttestationStored',
+    args: { serviceId: t.serviceId, operator: t.operator },
+    fromBlock: t.fromBlock ?? 0n,
+  });
+  for (const log of logs.reverse()) {
+    const tx = await pub.getTransaction({ hash: log.transactionHash });
+    let call: ReturnType<typeof decodeFunctionData<typeof agentSandboxBlueprintAbi>>;
+    try {
+      call = decodeFunctionData({ abi: agentSandboxBlueprintAbi, data: tx.input });
+    } catch {
+      continue; // sent through a contract wallet: the calldata is not a direct reportProvisioned
+    }
+    if (call.functionName !== 'reportProvisioned') continue;
+    const [, sandboxId, , , json] = call.args as readonly [bigint, string, string, number, string];
+    if (keccak256(hexOf(json)) !== stored) continue;
+    return { json, tx: log.transactionHash, sandboxId, chainId };
+  }
+  throw new ClientError(
+    'CHAIN',
+    'no reportProvisioned transaction carries the attestation whose hash the contract stores',
+    {
+      exitCode: ExitCode.CHAIN,
+    },
+  );
+}
+
+const AttestationView = z.looseObject({
+  tee: z.enum(['tdx', 'sev', 'nitro']),
+  evidence: z.string(),
+  collateral: z.unknown().optional(),
+  report_data: z.string(),
+  binding: z.object({ ctx: z.string(), nonce: z.string(), pubkey: z.string() }),
+  key_id: z.string().optional(),
+});
+
+export interface TeeVerified {
+  sandboxId: string;
+  ctx: string;
+  onChain: AttestationResult;
+  live: AttestationResult;
+  /** The bound sealing key, verified over our own fresh nonce. */
+  pubkey: Uint8Array;
+  tx: Hex;
+}
+
+/** Both checks; throws ClientError ATTESTATION (exit 8) unless both are `verified`. */
+export async function verifyTeeInstance(
+  t: TeeTarget,
+  api: Pick<OperatorHttp, 'json'>,
+  o: TeeVerifyOptions,
+): Promise<TeeVerified> {
+  const anchors = o.anchors ?? productionAnchors();
+  const nowMs = o.nowMs ?? Date.now();
+  const chainDoc = await readOnChainAttestation(t);
+  const doc = (() => {
+    try {
+      return parseAttestationDoc(chainDoc.json);
+    } catch (e) {
+      throw new ClientError(
+        'ATTESTATION',
+        `the on-chain attestation is not a v1 document: ${(e as Error).message}`,
+        {
+          exitCode: ExitCode.ATTESTATION,
+        },
+      );
+    }
+  })();
+  const ctx = contextString({
+    chainId: chainDoc.chainId,
+    serviceId: t.serviceId,
+    sandboxId: chainDoc.sandboxId,
+    operator: t.operator,
+  });
+  // A fresh nonce of ours: the operator cannot replay evidence made for anyone else.
+  const nonce = new Uint8Array(randomBytes(32));
+  const view = await api.json('GET', `/api/sandbox/tee/public-key?nonce=${toHex(nonce)}`, AttestationView);
+  const policy = {
+    nowMs,
+    anchors,
+    allowList: o.allowList,
+    ...(o.sevMinTcb ? { sevMinTcb: o.sevMinTcb } : {}),
+  };
+  const live = verifyBoundAttestation(view as BoundAttestation, { ...policy, expect: { ctx, nonce } });
+  if (live.verification.verdict !== 'verified') throw notVerified('live attestation over our nonce', live);
+  // The chain's document: evidence is on chain, collateral (VCEK / PCS) comes with the live view.
+  const onChain = verifyBoundAttestation(docAsAttestation(doc, view.collateral), {
+    ...policy,
+    expect: { ctx, nonce: onChainNonce(chainDoc.chainId, t.serviceId, t.operator) },
+  });
+  if (onChain.verification.verdict !== 'verified') throw notVerified('on-chain attestation', onChain);
+  return { sandboxId: chainDoc.sandboxId, ctx, onChain, live, pubkey: live.pubkey!, tx: chainDoc.tx };
+}
+
+/** Verify, then seal `env` to the verified key and send it; the operator only forwards the body. */
+export async function sendSealedSecrets(
+  t: TeeTarget,
+  api: Pick<OperatorHttp, 'json'>,
+  env: Record<string, string>,
+  o: TeeVerifyOptions,
+): Promise<{ verified: TeeVerified; secrets_count: number }> {
+  const verified = await verifyTeeInstance(t, api, o);
+  const body: SealedBody = sealSecrets(verified.pubkey, verified.ctx, verified.sandboxId, env);
+  const r = await api.json(
+    'POST',
+    '/api/sandbox/tee/sealed-secrets',
+    z.looseObject({ success: z.boolean(), secrets_count: z.number().optional() }),
+    { body },
+  );
+  if (!r.success) {
+    throw new ClientError(
+      'REMOTE',
+      'the enclave refused the sealed secrets (it says no more, by design); retry',
+      {
+        exitCode: ExitCode.REMOTE,
+      },
+    );
+  }
+  return { verified, secrets_count: r.secrets_count ?? Object.keys(env).length };
+}

@@ -1,0 +1,167 @@
+// The TEE side of the operator API: one X25519 sealing key per sandbox, made in this process's
+// memory (inside the confidential VM) and never persisted; evidence over report_data binding
+// (context, key, nonce) per spec tee.md §4; sealed secrets opened here and handed to the sandbox
+// like normal secrets. The context string comes from the caller (runtime knows no chain).
+import {
+  type AttestationDocV1,
+  bindingReportData,
+  generateKeyPair,
+  keyId,
+  type MeasurementEntry,
+  parseNonce,
+  SEALED_ALGORITHM,
+  SealedSecretOpener,
+  serializeAttestationDoc,
+  type TeeKind,
+  type TrustAnchors,
+  toHex,
+  type Verification,
+  verifyBoundAttestation,
+} from '@agent-sandbox/attestation';
+import { RuntimeError } from '../errors.ts';
+import type { TeeBackend } from './backend.ts';
+
+export interface TeeServiceOptions {
+  backend: TeeBackend;
+  /** `chainId:serviceId:sandboxId:operator` for a sandbox (blueprint-lib's contextString). */
+  contextFor(sandboxId: string): string;
+  /** Where opened secrets go: the sandbox's normal secret path. */
+  injectSecrets(sandboxId: string, env: Record<string, string>): Promise<unknown>;
+  /** The operator's own check of its evidence (a hint to callers; clients verify themselves). */
+  verify: {
+    anchors?: TrustAnchors;
+    acceptedTcbStatuses: readonly string[];
+    allowList: readonly MeasurementEntry[];
+    requirePinned: boolean;
+  };
+  now?: () => number;
+}
+
+export interface TeeAttestationView {
+  tee: TeeKind;
+  evidence: string;
+  collateral?: unknown;
+  report_data: string;
+  binding: { ctx: string; nonce: string; pubkey: string };
+  pubkey: string;
+  measurements: Record<string, string>;
+  verification: Verification;
+}
+
+interface SealingKey {
+  publicKey: Uint8Array;
+  opener: SealedSecretOpener;
+}
+
+export class TeeService {
+  readonly #keys = new Map<string, SealingKey>();
+  constructor(private readonly o: TeeServiceOptions) {}
+
+  get teeType() {
+    return this.o.backend.teeType();
+  }
+
+  #key(sandboxId: string): SealingKey {
+    let k = this.#keys.get(sandboxId);
+    if (!k) {
+      const kp = generateKeyPair();
+      const ctx = this.o.contextFor(sandboxId);
+      k = {
+        publicKey: kp.publicKey,
+        opener: new SealedSecretOpener(kp.secretKey, kp.publicKey, ctx, sandboxId),
+      };
+      this.#keys.set(sandboxId, k);
+    }
+    return k;
+  }
+
+  /** Forget a sandbox's key (on delete): a later sandbox with its id gets a new one. */
+  forget(sandboxId: string): void {
+    this.#keys.delete(sandboxId);
+  }
+
+  async evidence(sandboxId: string, nonce: Uint8Array): Promise<TeeAttestationView> {
+    if (!this.o.backend.supportsAttestationReportData()) {
+      throw new RuntimeError('CONFLICT', 'this TEE backend cannot bind a nonce; no attestation is offered');
+    }
+    const ctx = this.o.contextFor(sandboxId);
+    const { publicKey } = this.#key(sandboxId);
+    const reportData = bindingReportData(ctx, publicKey, nonce);
+    const ev = await this.o.backend.attest(reportData, sandboxId);
+    const att = {
+      tee: ev.tee,
+      evidence: toHex(ev.evidence),
+      ...(ev.collateral === undefined ? {} : { collateral: ev.collateral }),
+      report_data: toHex(reportData),
+      binding: { ctx, nonce: toHex(nonce), pubkey: toHex(publicKey) },
+    };
+    const r = verifyBoundAttestation(att, {
+      nowMs: (this.o.now ?? Date.now)(),
+      expect: { ctx, nonce },
+      allowList: this.o.verify.allowList,
+      requirePinned: this.o.verify.requirePinned,
+      acceptedTcbStatuses: this.o.verify.acceptedTcbStatuses,
+      ...(this.o.verify.anchors ? { anchors: this.o.verify.anchors } : {}),
+    });
+    return {
+      ...att,
+      pubkey: toHex(publicKey),
+      measurements: r.facts?.measurements ?? {},
+      verification: r.verification,
+    };
+  }
+
+  async attestation(sandboxId: string, nonceHex: string | undefined): Promise<TeeAttestationView> {
+    return this.evidence(sandboxId, this.#nonce(nonceHex));
+  }
+
+  async publicKey(sandboxId: string, nonceHex: string | undefined) {
+    const view = await this.evidence(sandboxId, this.#nonce(nonceHex));
+    return { ...view, algorithm: SEALED_ALGORITHM, key_id: keyId(this.#key(sandboxId).publicKey) };
+  }
+
+  /** Opens here; the plaintext goes only to the sandbox's secret path. Any failure: success false. */
+  async sealedSecrets(
+    sandboxId: string,
+    body: unknown,
+  ): Promise<{ success: boolean; secrets_count: number }> {
+    let env: Record<string, string>;
+    try {
+      env = this.#key(sandboxId).opener.open(body);
+    } catch {
+      return { success: false, secrets_count: 0 };
+    }
+    await this.o.injectSecrets(sandboxId, env);
+    return { success: true, secrets_count: Object.keys(env).length };
+  }
+
+  /** The v1 document for reportProvisioned, over the on-chain nonce. */
+  async onChainDocument(
+    sandboxId: string,
+    nonce: Uint8Array,
+  ): Promise<{ json: string; doc: AttestationDocV1 }> {
+    const v = await this.evidence(sandboxId, nonce);
+    const json = serializeAttestationDoc({
+      tee: v.tee,
+      evidence: v.evidence,
+      reportData: v.report_data,
+      binding: v.binding,
+      measurements: v.measurements,
+      ts: Math.floor((this.o.now ?? Date.now)() / 1000),
+    });
+    return { json, doc: JSON.parse(json) as AttestationDocV1 };
+  }
+
+  #nonce(hex: string | undefined): Uint8Array {
+    if (!hex)
+      throw new RuntimeError(
+        'VALIDATION',
+        'send ?nonce=<32 random bytes as 64 hex digits>: evidence is bound to it',
+      );
+    try {
+      return parseNonce(hex);
+    } catch {
+      throw new RuntimeError('VALIDATION', 'nonce must be 32 bytes as 64 hex digits (0x optional)');
+    }
+  }
+}

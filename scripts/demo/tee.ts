@@ -1,0 +1,199 @@
+// The demo's TEE-instance step (`npm run demo -- --tee`): a TEE-instance service (SEV) served by an
+// operator on the `direct` backend over a configfs-tsm tree in a temp dir, whose test firmware signs
+// SNP reports with a test PKI (no TEE hardware here; test anchors are trusted only in TEST_MODE).
+// The CLI verifies the enclave (chain + fresh nonce), seals a secret to it, and exec sees it.
+import { type ChildProcess, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, openSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { localTangleAbi } from '@agent-sandbox/contracts';
+import { encodeAbiParameters, parseEventLogs } from 'viem';
+import { createSevTestPki, saveSevTestPki } from '../../attestation/testing/index.ts';
+import { SANDBOX_CREATE_INPUT } from '../../blueprint-lib/index.ts';
+import { DevnetJobs } from '../../blueprint-lib/src/testing/devnet-service.ts';
+import { FakeTsmFirmware } from '../../runtime/testing.ts';
+import type { DevnetInfo } from '../devnet/index.ts';
+import { OPERATOR_BIN, ROOT } from './stack.ts';
+import { cli, header, must, say } from './walkthrough.ts';
+
+export interface TeeDemoOptions {
+  devnet: DevnetInfo;
+  /** Where the PKI, the configfs-tsm tree, the operator's data and log go. */
+  dir: string;
+  port: number;
+  image: string | undefined;
+  label: string;
+}
+
+const MEASUREMENT = 'a5'.repeat(48);
+
+async function newTeeService(devnet: DevnetInfo): Promise<bigint> {
+  const jobs = new DevnetJobs(devnet);
+  const config = encodeAbiParameters(
+    [{ type: 'tuple', components: SANDBOX_CREATE_INPUT }],
+    [
+      {
+        name: 'demo-tee',
+        image: '',
+        stack: '',
+        agent_identifier: '',
+        env_json: '{}',
+        metadata_json: '{}',
+        ssh_enabled: false,
+        ssh_public_key: '',
+        web_terminal_enabled: false,
+        max_lifetime_seconds: 3600n,
+        idle_timeout_seconds: 3600n,
+        cpu_cores: 1n,
+        memory_mb: 512n,
+        disk_gb: 1n,
+        tee_required: true,
+        tee_type: 3,
+        attestation_nonce: '',
+        capabilities_json: '',
+      },
+    ],
+  );
+  const req = await jobs.send(jobs.account('serviceOwner'), 'requestService', [
+    BigInt(devnet.blueprints.teeInstance),
+    [devnet.accounts.operator1.address],
+    config,
+    [devnet.accounts.serviceOwner.address],
+    0n,
+    '0x0000000000000000000000000000000000000000',
+    0n,
+    0,
+  ]);
+  const [ev] = parseEventLogs({
+    abi: localTangleAbi,
+    eventName: 'ServiceRequested',
+    logs: req.logs as never,
+  });
+  const done = await jobs.send(jobs.account('operator1'), 'approveService', [
+    {
+      requestId: ev!.args.requestId,
+      securityCommitments: [],
+      blsPubkey: [0n, 0n, 0n, 0n],
+      blsPopSignature: [0n, 0n],
+      teeCommitments: [],
+    },
+  ]);
+  const [act] = parseEventLogs({
+    abi: localTangleAbi,
+    eventName: 'ServiceActivated',
+    logs: done.logs as never,
+  });
+  return act!.args.serviceId;
+}
+
+function startTeeOperator(
+  o: TeeDemoOptions,
+  serviceId: bigint,
+  logFile: string,
+): Promise<{ url: string; child: ChildProcess }> {
+  writeFileSync(join(o.dir, 'operator-ecdsa.key'), `${o.devnet.accounts.operator1.privateKey}\n`, {
+    mode: 0o600,
+  });
+  const child = spawn(process.execPath, [OPERATOR_BIN, 'run'], {
+    cwd: ROOT,
+    detached: true,
+    stdio: ['ignore', 'pipe', openSync(logFile, 'a')],
+    env: {
+      PATH: process.env.PATH ?? '',
+      HOME: process.env.HOME ?? '/tmp',
+      HTTP_RPC_URL: o.devnet.rpcUrl,
+      TANGLE_CONTRACT: o.devnet.contracts.tangle,
+      BLUEPRINT_ID: `${o.devnet.blueprints.teeInstance}`,
+      SERVICE_ID: `${serviceId}`,
+      DATA_DIR: join(o.dir, 'operator'),
+      KEYSTORE_URI: join(o.dir, 'operator-ecdsa.key'),
+      TEST_MODE: 'true',
+      OPERATOR_MODE: 'tee-instance',
+      OPERATOR_API_PORT: `${o.port}`,
+      SESSION_AUTH_SECRET: randomBytes(32).toString('hex'),
+      SANDBOX_EXTRA_LABELS: o.label,
+      JOB_POLL_INTERVAL_MS: '300',
+      TEE_BACKEND: 'direct',
+      TEE_DIRECT_TYPE: 'sev',
+      TEE_TSM_REPORT_ROOT: join(o.dir, 'tsm'),
+      TEE_TEST_ANCHORS_DIR: join(o.dir, 'pki'),
+      ...(o.image ? { SANDBOX_IMAGE: o.image } : {}),
+    },
+  });
+  return new Promise((res, rej) => {
+    let buf = '';
+    child.stdout?.on('data', (d: Buffer) => {
+      buf += d.toString();
+      const line = buf.split('\n').find((l) => l.includes('"event":"ready"'));
+      if (line) res({ url: (JSON.parse(line) as { api: string }).api, child });
+    });
+    child.once('exit', (code) =>
+      rej(
+        new Error(
+          `the TEE operator exited (${code}) before ready; last lines:\n${readFileSync(logFile, 'utf8').slice(-2000)}`,
+        ),
+      ),
+    );
+  });
+}
+
+/** Runs the step; always stops the TEE operator and the test firmware it started. */
+export async function teeWalkthrough(o: TeeDemoOptions): Promise<{ sandboxId: string; secretSeen: boolean }> {
+  mkdirSync(o.dir, { recursive: true });
+  header('TEE-instance: test PKI + configfs-tsm tree in a temp dir (no TEE hardware on this machine)');
+  const pki = await createSevTestPki();
+  await saveSevTestPki(join(o.dir, 'pki'), pki);
+  const fw = await new FakeTsmFirmware({
+    root: join(o.dir, 'tsm'),
+    pki,
+    measurement: Buffer.from(MEASUREMENT, 'hex'),
+  }).start();
+  const logFile = join(o.dir, 'tee-operator.log');
+  let child: ChildProcess | undefined;
+  try {
+    const serviceId = await newTeeService(o.devnet);
+    say(`TEE-instance service ${serviceId} (tee_type 3, SEV) served by operator1; log: ${logFile}`);
+    say(
+      '$ OPERATOR_MODE=tee-instance TEE_BACKEND=direct TEE_DIRECT_TYPE=sev TEE_TSM_REPORT_ROOT=… agent-sandbox-operator run',
+    );
+    const op = await startTeeOperator(o, serviceId, logFile);
+    child = op.child;
+    say(`provisioned and reported on chain; operator API ${op.url}`);
+    const target = [
+      '--operator',
+      op.url,
+      '--rpc',
+      o.devnet.rpcUrl,
+      '--blueprint',
+      o.devnet.contracts.teeInstance,
+      '--service',
+      `${serviceId}`,
+    ];
+    const pin = ['--measurement', MEASUREMENT, '--test-anchors', join(o.dir, 'pki')];
+    const env = {
+      AGENT_SANDBOX_TEST_MODE: 'true',
+      AGENT_SANDBOX_PRIVATE_KEY: o.devnet.accounts.serviceOwner.privateKey,
+    };
+    const v = await must(cli(['tee', 'verify', '--json', ...target, ...pin], { env }), 'tee verify');
+    const sandboxId = (JSON.parse(v.stdout) as { sandbox_id: string }).sandbox_id;
+    const secret = `demo-${randomBytes(4).toString('hex')}`;
+    await must(
+      cli(['secrets', 'set', sandboxId, 'DEMO_TEE_SECRET', '--sealed', ...target, ...pin], {
+        env: { ...env, DEMO_TEE_SECRET: secret },
+      }),
+      'secrets set --sealed',
+    );
+    const e = await must(
+      cli(['exec', sandboxId, '--operator', op.url, 'printenv DEMO_TEE_SECRET'], { env }),
+      'exec',
+    );
+    return { sandboxId, secretSeen: e.stdout.trim() === secret };
+  } finally {
+    if (child?.pid && child.exitCode === null) {
+      const gone = new Promise((r) => child!.once('exit', r));
+      process.kill(-child.pid, 'SIGTERM');
+      await gone;
+    }
+    await fw.stop();
+  }
+}

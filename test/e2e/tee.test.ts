@@ -1,0 +1,349 @@
+// TEE-instance mode end to end, through the real programs: a fresh TEE-instance service served by
+// an `agent-sandbox-operator run` process on the `direct` backend over a configfs-tsm tree in a
+// temp dir (test firmware signing SNP reports with a test PKI, trusted only in TEST_MODE). The
+// operator provisions and reports the v1 attestation on chain; the `agent-sandbox` CLI verifies it
+// (chain + fresh nonce), seals a secret to the bound key, and `exec` sees it in the sandbox.
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { openSync, readFileSync } from 'node:fs';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { localTangleAbi } from '@agent-sandbox/contracts';
+import Docker from 'dockerode';
+import { encodeAbiParameters, parseEventLogs } from 'viem';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { createSevTestPki, saveSevTestPki } from '../../attestation/testing/index.ts';
+import { SANDBOX_CREATE_INPUT } from '../../blueprint-lib/index.ts';
+import { DevnetJobs } from '../../blueprint-lib/src/testing/devnet-service.ts';
+import { runCliInProcess } from '../../client/src/testing/cli-harness.ts';
+import { FakeTsmFirmware } from '../../runtime/testing.ts';
+
+const devnet = inject('devnet');
+const image = inject('sandboxImage');
+const ROOT = resolve(import.meta.dirname, '..', '..');
+const OPERATOR_BIN = join(ROOT, 'blueprint-bin', 'bin', 'agent-sandbox-operator.mjs');
+const CLI = join(ROOT, 'client', 'bin', 'agent-sandbox.mjs');
+const RUN = `e2e-tee-${Date.now().toString(36)}`;
+const SUITE_LABEL = 'agent-sandbox.test.suite=e2e-tee';
+const MEASUREMENT = 'a5'.repeat(48);
+const docker = new Docker();
+
+const freePort = (): Promise<number> =>
+  new Promise((res, rej) => {
+    const s = createServer();
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address() as { port: number };
+      s.close(() => res(port));
+    });
+    s.on('error', rej);
+  });
+
+let dir = '';
+let serviceId = 0n;
+let fw: FakeTsmFirmware | undefined;
+const operators: ChildProcess[] = [];
+let operatorUrl = '';
+let sandboxId = '';
+const logFile = () => join(dir, 'operator.log');
+const operatorLog = () => {
+  try {
+    return readFileSync(logFile(), 'utf8').slice(-4000);
+  } catch {
+    return '';
+  }
+};
+
+/** A TEE-instance service (tee_type 3, SEV) served by operator1 alone; serviceOwner owns it. */
+async function newTeeService(jobs: DevnetJobs): Promise<bigint> {
+  const config = encodeAbiParameters(
+    [{ type: 'tuple', components: SANDBOX_CREATE_INPUT }],
+    [
+      {
+        name: 'tee-e2e',
+        image: '',
+        stack: '',
+        agent_identifier: '',
+        env_json: '{}',
+        metadata_json: '{}',
+        ssh_enabled: false,
+        ssh_public_key: '',
+        web_terminal_enabled: false,
+        max_lifetime_seconds: 3600n,
+        idle_timeout_seconds: 900n,
+        cpu_cores: 1n,
+        memory_mb: 256n,
+        disk_gb: 1n,
+        tee_required: true,
+        tee_type: 3,
+        attestation_nonce: '',
+        capabilities_json: '',
+      },
+    ],
+  );
+  const req = await jobs.send(jobs.account('serviceOwner'), 'requestService', [
+    BigInt(devnet.blueprints.teeInstance),
+    [devnet.accounts.operator1.address],
+    config,
+    [devnet.accounts.serviceOwner.address],
+    0n,
+    '0x0000000000000000000000000000000000000000',
+    0n,
+    0,
+  ]);
+  const [ev] = parseEventLogs({
+    abi: localTangleAbi,
+    eventName: 'ServiceRequested',
+    logs: req.logs as never,
+  });
+  const done = await jobs.send(jobs.account('operator1'), 'approveService', [
+    {
+      requestId: ev!.args.requestId,
+      securityCommitments: [],
+      blsPubkey: [0n, 0n, 0n, 0n],
+      blsPopSignature: [0n, 0n],
+      teeCommitments: [],
+    },
+  ]);
+  const [act] = parseEventLogs({
+    abi: localTangleAbi,
+    eventName: 'ServiceActivated',
+    logs: done.logs as never,
+  });
+  return act!.args.serviceId;
+}
+
+function operatorEnv(extra: Record<string, string>): Record<string, string> {
+  return {
+    PATH: process.env['PATH'] ?? '',
+    HOME: process.env['HOME'] ?? '/tmp',
+    HTTP_RPC_URL: devnet.rpcUrl,
+    TANGLE_CONTRACT: devnet.contracts.tangle,
+    BLUEPRINT_ID: `${devnet.blueprints.teeInstance}`,
+    SERVICE_ID: `${serviceId}`,
+    KEYSTORE_URI: join(dir, 'operator-ecdsa.key'),
+    TEST_MODE: 'true',
+    OPERATOR_MODE: 'tee-instance',
+    SESSION_AUTH_SECRET: randomBytes(32).toString('hex'),
+    OPERATOR_ID: `${RUN}-operator1`,
+    SANDBOX_IMAGE: image,
+    SANDBOX_EXTRA_LABELS: `agent-sandbox.test=1,${SUITE_LABEL}`,
+    JOB_POLL_INTERVAL_MS: '200',
+    TEE_BACKEND: 'direct',
+    TEE_DIRECT_TYPE: 'sev',
+    TEE_TEST_ANCHORS_DIR: join(dir, 'pki'),
+    SANDBOX_TEE_EXPECTED_MEASUREMENTS: MEASUREMENT,
+    ...extra,
+  };
+}
+
+/** Resolves with the API URL on the "ready" line, or rejects with the log when it exits. */
+function startOperator(env: Record<string, string>): Promise<string> {
+  const child = spawn(process.execPath, [OPERATOR_BIN, 'run'], {
+    detached: true,
+    stdio: ['ignore', 'pipe', openSync(logFile(), 'a')],
+    env,
+  });
+  operators.push(child);
+  return new Promise((res, rej) => {
+    let buf = '';
+    child.stdout?.on('data', (d: Buffer) => {
+      buf += d.toString();
+      const line = buf.split('\n').find((l) => l.includes('"event":"ready"'));
+      if (line) res((JSON.parse(line) as { api: string }).api);
+    });
+    child.once('exit', (code) => rej(new Error(`operator exited (${code}) before ready:\n${operatorLog()}`)));
+  });
+}
+
+function cli(
+  args: string[],
+  env: Record<string, string> = {},
+): Promise<{ code: number; out: string; err: string }> {
+  return new Promise((res) => {
+    execFile(
+      process.execPath,
+      [CLI, ...args],
+      {
+        env: {
+          PATH: process.env['PATH'] ?? '',
+          HOME: dir,
+          AGENT_SANDBOX_CONFIG_DIR: join(dir, 'cli'),
+          AGENT_SANDBOX_PRIVATE_KEY: devnet.accounts.serviceOwner.privateKey,
+          ...env,
+        },
+        timeout: 120_000,
+      },
+      (e, out, err) => res({ code: e ? ((e as { code?: number }).code ?? 1) : 0, out, err }),
+    );
+  });
+}
+
+const target = () => [
+  '--operator',
+  operatorUrl,
+  '--rpc',
+  devnet.rpcUrl,
+  '--blueprint',
+  devnet.contracts.teeInstance,
+  '--service',
+  `${serviceId}`,
+];
+const TEST_ANCHORS = () => ['--test-anchors', join(dir, 'pki')];
+const TEST_ENV = { AGENT_SANDBOX_TEST_MODE: 'true' };
+
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), `${RUN}-`));
+  await writeFile(join(dir, 'operator-ecdsa.key'), `${devnet.accounts.operator1.privateKey}\n`, {
+    mode: 0o600,
+  });
+  const pki = await createSevTestPki();
+  await saveSevTestPki(join(dir, 'pki'), pki);
+  fw = await new FakeTsmFirmware({
+    root: join(dir, 'tsm'),
+    pki,
+    measurement: Buffer.from(MEASUREMENT, 'hex'),
+  }).start();
+  serviceId = await newTeeService(new DevnetJobs(devnet));
+  // The operator provisions (container start + health) and reports on chain before it is ready.
+  operatorUrl = await startOperator(
+    operatorEnv({
+      DATA_DIR: join(dir, 'op'),
+      TEE_TSM_REPORT_ROOT: join(dir, 'tsm'),
+      OPERATOR_API_PORT: `${await freePort()}`,
+    }),
+  );
+});
+
+afterAll(async () => {
+  for (const op of operators) {
+    if (op.pid && op.exitCode === null && op.signalCode === null) {
+      const gone = new Promise((r) => op.once('exit', r));
+      process.kill(-op.pid, 'SIGTERM');
+      await gone;
+    }
+  }
+  await fw?.stop();
+  for (const c of await docker.listContainers({ all: true, filters: { label: [SUITE_LABEL] } })) {
+    await docker
+      .getContainer(c.Id)
+      .remove({ force: true, v: true })
+      .catch(() => {});
+  }
+  if (dir) await rm(dir, { recursive: true, force: true });
+});
+
+describe('tee-instance end to end (direct backend, test SEV PKI)', () => {
+  it('refuses to start when the configfs-tsm tree is missing, saying why', async () => {
+    await expect(
+      startOperator(
+        operatorEnv({
+          DATA_DIR: join(dir, 'refused'),
+          TEE_TSM_REPORT_ROOT: join(dir, 'no-tsm'),
+          OPERATOR_API_PORT: `${await freePort()}`,
+        }),
+      ),
+    ).rejects.toThrow(/not a confidential VM exposing configfs-tsm/);
+  });
+
+  it('the CLI verifies the enclave (chain + fresh nonce), seals a secret, and exec sees it', async () => {
+    const ok = await cli(
+      [
+        'tee',
+        'verify',
+        '--json',
+        ...target(),
+        '--measurement',
+        MEASUREMENT,
+        '--sev-min-tcb',
+        '3:0:8:115',
+        ...TEST_ANCHORS(),
+      ],
+      TEST_ENV,
+    );
+    expect(ok.code, `${ok.err}\n${operatorLog()}`).toBe(0);
+    const v = JSON.parse(ok.out) as {
+      verdict: string;
+      sandbox_id: string;
+      tee: string;
+      measurements: Record<string, string>;
+    };
+    expect(v).toMatchObject({ verdict: 'verified', tee: 'sev' });
+    expect(v.measurements['measurement']).toBe(MEASUREMENT);
+    sandboxId = v.sandbox_id;
+
+    const secret = `sealed-${randomBytes(6).toString('hex')}`;
+    const sealed = await cli(
+      [
+        'secrets',
+        'set',
+        sandboxId,
+        'TEE_SECRET',
+        '--sealed',
+        ...target(),
+        '--measurement',
+        MEASUREMENT,
+        ...TEST_ANCHORS(),
+      ],
+      { ...TEST_ENV, TEE_SECRET: secret },
+    );
+    expect(sealed.code, sealed.err).toBe(0);
+    expect(sealed.out).not.toContain(secret);
+    const exec = await cli(['exec', sandboxId, '--operator', operatorUrl, 'printenv TEE_SECRET']);
+    expect(exec.code, exec.err).toBe(0);
+    expect(exec.out.trim()).toBe(secret);
+    expect(operatorLog()).not.toContain(secret);
+  });
+
+  it('the user decides what to trust: wrong measurement, real AMD roots, low TCB → exit 8; no allow-list or test anchors outside test mode → exit 1', async () => {
+    // In-process CLI (the spawned path is proven above): each case is its own run, concurrently.
+    const run = (args: string[], env: Record<string, string> = {}) =>
+      runCliInProcess(args, {
+        configDir: join(dir, `cli-${randomBytes(4).toString('hex')}`),
+        env: { AGENT_SANDBOX_PRIVATE_KEY: devnet.accounts.serviceOwner.privateKey, ...env },
+      });
+    const [wrong, realRoots, tcbTooLow, noList, anchorsOutsideTest, blocked] = await Promise.all([
+      run(['tee', 'verify', ...target(), '--measurement', 'b6'.repeat(48), ...TEST_ANCHORS()], TEST_ENV),
+      run(['tee', 'verify', ...target(), '--measurement', MEASUREMENT]),
+      run(
+        [
+          'tee',
+          'verify',
+          ...target(),
+          '--measurement',
+          MEASUREMENT,
+          '--sev-min-tcb',
+          '3:0:9:115',
+          ...TEST_ANCHORS(),
+        ],
+        TEST_ENV,
+      ),
+      run(['tee', 'verify', ...target(), ...TEST_ANCHORS()], TEST_ENV),
+      run(['tee', 'verify', ...target(), '--measurement', MEASUREMENT, ...TEST_ANCHORS()]),
+      run(
+        [
+          'secrets',
+          'set',
+          sandboxId || 'x',
+          'TEE_SECRET',
+          '--sealed',
+          ...target(),
+          '--measurement',
+          'b6'.repeat(48),
+          ...TEST_ANCHORS(),
+        ],
+        { ...TEST_ENV, TEE_SECRET: 'never-sent' },
+      ),
+    ]);
+    expect(wrong.code).toBe(8);
+    expect(wrong.err).toMatch(/measurement_mismatch/);
+    expect(realRoots.code).toBe(8);
+    expect(tcbTooLow.code).toBe(8);
+    expect(tcbTooLow.err).toMatch(/snp 8 is below the minimum 9/);
+    expect(noList.code).toBe(1);
+    expect(anchorsOutsideTest.code).toBe(1);
+    expect(blocked.code).toBe(8);
+    expect(operatorLog()).not.toContain('never-sent');
+  });
+});
