@@ -109,7 +109,12 @@ describe('agents', () => {
     expect(parts.at(-1).state).toBe('completed');
     expect(parts.slice(0, -1).every((p: { text: string }) => p.text.length > 0)).toBe(true);
     const result = JSON.parse(frames.at(-1)!.data);
-    expect(parts.map((p: { text: string }) => p.text).join('').trim()).toBe(result.finalText);
+    expect(
+      parts
+        .map((p: { text: string }) => p.text)
+        .join('')
+        .trim(),
+    ).toBe(result.finalText);
     expect(frames.at(-1)!.event).toBe('result');
     expect(result.finalText).toContain('line 3: streamed');
     expect(result.response).toBe(result.finalText);
@@ -135,7 +140,12 @@ describe('agents', () => {
     // stream before the result. Stall the reader for the whole run to make that deterministic.
     const res = await rawStream(fx, { message: 'slowflood' });
     const done = join(fx.workspace, 'slowflood.done');
-    while (!(await access(done).then(() => true, () => false)))
+    while (
+      !(await access(done).then(
+        () => true,
+        () => false,
+      ))
+    )
       await new Promise((r) => setTimeout(r, 50));
     res.resume();
     const body = await new Promise<string>((resolve, reject) => {
