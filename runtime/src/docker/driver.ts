@@ -1,11 +1,12 @@
 // The Docker side of the runtime: containers, workspace volumes, snapshots (commit, workspace tar,
 // save/load) through dockerode. Knows sandboxes only as container specs and labels.
 import { createReadStream, createWriteStream } from 'node:fs';
+import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import Docker from 'dockerode';
 import { RuntimeError } from '../errors.ts';
 import { buildContainerSpec, type ContainerSpecInput } from './container-spec.ts';
-import { scrubSavedImage } from './image-scrub.ts';
+import { configOnlyArchive, type HistoryFact, type ImageFacts, scrubSavedImage } from './image-scrub.ts';
 import { LABEL_MANAGED_BY, LABEL_OPERATOR, MANAGED_BY_VALUE } from './labels.ts';
 
 export interface ManagedContainer {
@@ -332,6 +333,35 @@ export class DockerDriver {
     if (!loaded) throw new RuntimeError('DOCKER_ERROR', `scrubbed image ${repoTag} did not load`);
     if (loaded.id !== ref) await this.removeImage(ref);
     return loaded.id;
+  }
+
+  /**
+   * The image without its committing container's config (token and secrets are in its env), tagged
+   * `repoTag`; the original is removed. Already clean → returned as is. The config-only load (no
+   * layer read, milliseconds) is tried first, the full save -> scrub -> load after.
+   */
+  async scrubImage(ref: string, repoTag: string): Promise<string> {
+    const img = this.docker.getImage(ref);
+    let info: Docker.ImageInspectInfo;
+    let history: HistoryFact[];
+    try {
+      info = await img.inspect();
+      history = (await img.history()) as HistoryFact[];
+    } catch (e) {
+      throw wrap(`inspect image ${ref}`, e);
+    }
+    if (!info.Container && !info.ContainerConfig?.Env?.length) return info.Id;
+    const tar = configOnlyArchive(info as unknown as ImageFacts, history, repoTag);
+    if (tar) {
+      const loaded = await this.loadImage(Readable.from([tar]))
+        .then(() => this.inspectImage(repoTag))
+        .catch(() => undefined);
+      if (loaded && loaded.id !== info.Id) {
+        await this.removeImage(info.Id);
+        return loaded.id;
+      }
+    }
+    return this.scrubImageInEngine(info.Id, repoTag);
   }
 
   /** `docker load` of an archive written by saveImage (a path or a stream); its tag comes back. */

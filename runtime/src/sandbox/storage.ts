@@ -49,11 +49,15 @@ export async function takeSnapshot(
     baseEnv: rec.baseEnv,
     userEnv: rec.userEnv,
   });
-  const imageId = await driver.commit(rec.containerId, SNAPSHOT_REPO, rec.id, {
+  const committed = await driver.commit(rec.containerId, SNAPSHOT_REPO, rec.id, {
     baseImageEnv: await driver.imageEnv(rec.image),
     containerEnvKeys: Object.keys(env),
     labels: sandboxLabels(rec, 'snapshot', cfg.extraLabels),
   });
+  // `docker commit` also records the container's whole config (env: token, secrets) in the image:
+  // replaced at once by its scrubbed copy, so no snapshot image ever holds one, not even an older
+  // one a running container still uses after a newer snapshot took the tag.
+  const imageId = await driver.scrubImage(committed, snapshotTag(rec.id));
   const tmp = join(dir, `${WORKSPACE_TAR}.tmp`);
   await driver.archivePath(rec.containerId, WORKSPACE_PATH, tmp);
   await rename(tmp, join(dir, WORKSPACE_TAR));
@@ -96,10 +100,9 @@ export async function demoteHotToWarm(
   } else {
     throw new Error('no container and no volume left to demote');
   }
-  // The committed image still holds the container's env in Docker's image store; once the
-  // container is gone nothing else should, so the warm image is replaced by its scrubbed copy.
+  // Snapshots are scrubbed when taken; one from an older version may not be (a no-op if clean).
   if (snap.snapshotImageId && (await driver.inspectImage(snap.snapshotImageId))) {
-    snap.snapshotImageId = await driver.scrubImageInEngine(snap.snapshotImageId, snapshotTag(rec.id));
+    snap.snapshotImageId = await driver.scrubImage(snap.snapshotImageId, snapshotTag(rec.id));
   } else {
     snap.snapshotImageId = null;
   }
