@@ -188,6 +188,12 @@ export async function startOperator(cfg: OperatorConfig, log: Logger): Promise<R
         corsAllowedOrigins: v.CORS_ALLOWED_ORIGINS ?? [],
         trustedProxies: v.TRUSTED_PROXIES ?? [],
         tls: v.OPERATOR_API_TLS ?? false,
+        runs: {
+          maxEvents: v.RUN_MAX_EVENTS!,
+          maxBytes: v.RUN_MAX_BYTES!,
+          maxTextChars: v.RUN_MAX_TEXT_CHARS!,
+          retentionMs: v.RUN_RETENTION! * 1000,
+        },
       },
     );
     const server = await step(log, 'starting the operator API', () =>
@@ -201,7 +207,8 @@ export async function startOperator(cfg: OperatorConfig, log: Logger): Promise<R
       operator: key.address,
       mode: cfg.mode,
       chain,
-      sandboxes: manager as unknown as SandboxRuntime,
+      // A deleted sandbox's agent runs (records and events) are deleted with it.
+      sandboxes: withRunCleanup(manager, (id) => app.runs.forgetSandbox(id)) as unknown as SandboxRuntime,
       store,
       policy: {
         defaultImage: image,
@@ -295,6 +302,21 @@ export async function startOperator(cfg: OperatorConfig, log: Logger): Promise<R
 }
 
 /** The runtime manager as the API wants it: get → undefined when unknown, failed creates visible. */
+/** The manager for job handlers, its delete also deleting the sandbox's runs (logged, never thrown). */
+function withRunCleanup(manager: SandboxManager, forget: (id: string) => Promise<unknown>) {
+  return {
+    create: (p: Parameters<SandboxManager['create']>[0]) => manager.create(p),
+    get: (id: string) => manager.get(id),
+    getProvision: (callId: string) => manager.getProvision(callId),
+    sidecarEndpoint: (id: string) => manager.sidecarEndpoint(id),
+    async delete(id: string) {
+      const r = await manager.delete(id);
+      await forget(id).catch(() => {});
+      return r;
+    },
+  };
+}
+
 function apiSandboxes(manager: SandboxManager, handled: HandledCalls, serviceId: bigint) {
   return {
     get: (id: string) => {
