@@ -125,6 +125,8 @@ export async function startOperator(cfg: OperatorConfig, log: Logger): Promise<R
         gcColdRetentionSeconds: v.SANDBOX_GC_COLD_RETENTION!,
         snapshotAutoCommit: v.SANDBOX_SNAPSHOT_AUTO_COMMIT!,
         snapshotDir: v.SANDBOX_SNAPSHOT_DIR ?? join(cfg.dataDir, 'snapshots'),
+        snapshotMaxBytes: v.SANDBOX_SNAPSHOT_MAX_MB! * 1024 * 1024,
+        storageBudgetBytes: v.SANDBOX_STORAGE_BUDGET_MB! * 1024 * 1024,
         healthTimeoutMs: v.SANDBOX_HEALTH_TIMEOUT_MS!,
         extraLabels: v.SANDBOX_EXTRA_LABELS ?? {},
         defaultExposedPorts: v.SANDBOX_EXPOSED_PORTS ?? [],

@@ -1,10 +1,10 @@
 // The Docker side of the runtime: containers, workspace volumes, snapshots (commit, workspace tar,
 // save/load) through dockerode. Knows sandboxes only as container specs and labels.
-import { createReadStream, createWriteStream } from 'node:fs';
+import { createReadStream } from 'node:fs';
 import { Readable } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
 import Docker from 'dockerode';
 import { RuntimeError } from '../errors.ts';
+import { SizeLimitExceeded, writeBounded } from './bounded-write.ts';
 import { buildContainerSpec, type ContainerSpecInput } from './container-spec.ts';
 import { configOnlyArchive, type HistoryFact, type ImageFacts, scrubSavedImage } from './image-scrub.ts';
 import { LABEL_MANAGED_BY, LABEL_OPERATOR, MANAGED_BY_VALUE } from './labels.ts';
@@ -37,6 +37,8 @@ function wrap(what: string, e: unknown): RuntimeError {
   if (e instanceof RuntimeError) return e;
   return new RuntimeError('DOCKER_ERROR', `docker ${what} failed: ${dockerMessage(e)}`, { cause: e });
 }
+
+export { SizeLimitExceeded };
 
 export class DockerDriver {
   readonly docker: Docker;
@@ -284,13 +286,30 @@ export class DockerDriver {
     }
   }
 
-  /** Writes a tar of `path` inside the container (its volume included) to `file`. */
-  async archivePath(containerId: string, path: string, file: string): Promise<void> {
+  /**
+   * Writes a tar of `path` inside the container (its volume included) to `file`; returns its size.
+   * Past `maxBytes` the file is removed and SizeLimitExceeded thrown.
+   */
+  async archivePath(containerId: string, path: string, file: string, maxBytes?: number): Promise<number> {
     try {
       const stream = await this.docker.getContainer(containerId).getArchive({ path });
-      await pipeline(stream, createWriteStream(file, { mode: 0o600 }));
+      return await writeBounded(stream, file, maxBytes);
     } catch (e) {
+      if (e instanceof SizeLimitExceeded) throw e;
       throw wrap(`archive of ${path}`, e);
+    }
+  }
+
+  /** Bytes the container's writable layer holds (what a commit would add). */
+  async containerSizeRw(id: string): Promise<number> {
+    try {
+      // dockerode passes options as the query (?size=true); its types omit `size`.
+      const c = this.docker.getContainer(id) as unknown as {
+        inspect(o: { size: boolean }): Promise<{ SizeRw?: number }>;
+      };
+      return (await c.inspect({ size: true })).SizeRw ?? 0;
+    } catch (e) {
+      throw wrap('inspect container size', e);
     }
   }
 
@@ -308,13 +327,24 @@ export class DockerDriver {
    * disk (see image-scrub.ts) so the archive holds no committing container's env, and loads back
    * tagged `scrubAs`.
    */
-  async saveImage(ref: string, file: string, scrubAs?: string): Promise<void> {
+  async saveImage(ref: string, file: string, scrubAs?: string, maxBytes?: number): Promise<number> {
     try {
       const stream = (await this.docker.getImage(ref).get()) as NodeJS.ReadableStream & AsyncIterable<Buffer>;
       const out = scrubAs ? scrubSavedImage(stream, scrubAs) : stream;
-      await pipeline(out, createWriteStream(file, { mode: 0o600 }));
+      return await writeBounded(out, file, maxBytes);
     } catch (e) {
+      if (e instanceof SizeLimitExceeded) throw e;
       throw wrap(`save image ${ref}`, e);
+    }
+  }
+
+  /** The image's total size in bytes (its layers, shared ones included), or 0 when absent. */
+  async imageSize(ref: string): Promise<number> {
+    try {
+      return (await this.docker.getImage(ref).inspect()).Size ?? 0;
+    } catch (e) {
+      if (dockerStatus(e) === 404) return 0;
+      throw wrap(`inspect image ${ref}`, e);
     }
   }
 

@@ -35,6 +35,18 @@ export const SandboxRuntimeConfigSchema = z.object({
   gcColdRetentionSeconds: z.number().min(0).default(604800),
   /** Commit the container and archive the workspace on every stop (a snapshot to fall back on). */
   snapshotAutoCommit: z.boolean().default(true),
+  /** Most snapshot storage one sandbox may hold (layer + workspace.tar + image.tar), bytes. */
+  snapshotMaxBytes: z
+    .number()
+    .int()
+    .positive()
+    .default(20 * 1024 ** 3),
+  /** Operator-wide budget for all sandboxes' snapshot storage, bytes. */
+  storageBudgetBytes: z
+    .number()
+    .int()
+    .positive()
+    .default(100 * 1024 ** 3),
   /** Where warm/cold archives live (workspace.tar, image.tar per sandbox). */
   snapshotDir: z.string().min(1),
   healthTimeoutMs: z.number().int().positive().default(30_000),

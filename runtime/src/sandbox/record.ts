@@ -92,6 +92,8 @@ export const SandboxRecordSchema = z.object({
   snapshotImageId: z.string().nullable(),
   /** Directory holding workspace.tar (warm and cold) and image.tar (cold). */
   snapshotArchiveDir: z.string().nullable(),
+  /** Size of the snapshot image's own layer (the container's changes), counted against storage limits. */
+  snapshotLayerBytes: z.number().int().nonnegative().nullable().optional(),
   resources: SandboxResourcesSchema,
   timers: SandboxTimersSchema,
   /** Non-secret configuration from the create request (phase 1). */
