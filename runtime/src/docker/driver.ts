@@ -8,6 +8,7 @@ import { SizeLimitExceeded, writeBounded } from './bounded-write.ts';
 import { buildContainerSpec, type ContainerSpecInput } from './container-spec.ts';
 import { configOnlyArchive, type HistoryFact, type ImageFacts, scrubSavedImage } from './image-scrub.ts';
 import { LABEL_MANAGED_BY, LABEL_OPERATOR, MANAGED_BY_VALUE } from './labels.ts';
+import type { LoopDisks } from './loop-disk.ts';
 
 export interface ManagedContainer {
   id: string;
@@ -42,6 +43,8 @@ export { SizeLimitExceeded };
 
 export class DockerDriver {
   readonly docker: Docker;
+  /** When set, workspace volumes asked for as `workspaceDisk` are size-limited loop disks. */
+  disks: LoopDisks | undefined;
   #diskQuota: Promise<boolean> | undefined;
   readonly #imageEnv = new Map<string, string[]>();
 
@@ -91,6 +94,11 @@ export class DockerDriver {
   }
 
   async createContainer(spec: ContainerSpecInput): Promise<string> {
+    if (spec.workspaceDisk && this.disks && !(await this.volumeExists(spec.volumeName))) {
+      spec = { ...spec, volumeDevice: await this.disks.ensure(spec.volumeName, spec.diskGb) };
+    } else if (spec.workspaceDisk && this.disks) {
+      await this.disks.attach(spec.volumeName);
+    }
     try {
       const c = await this.docker.createContainer(buildContainerSpec(spec));
       return c.id;
@@ -135,6 +143,12 @@ export class DockerDriver {
       );
     exited.catch(() => {});
     try {
+      // A loop-disk workspace needs its device attached (gone after a host reboot) to mount.
+      if (this.disks) {
+        for (const m of (await c.inspect()).Mounts ?? []) {
+          if (m.Type === 'volume' && m.Name) await this.disks.attach(m.Name);
+        }
+      }
       await c.start().catch((e: unknown) => {
         // Already running (304) is fine: start is idempotent here.
         if (dockerStatus(e) !== 304) throw e;
@@ -201,13 +215,14 @@ export class DockerDriver {
     }
   }
 
+  /** Removes a volume (and its loop disk, if it has one); missing is fine. */
   async removeVolume(name: string): Promise<void> {
     try {
       await this.docker.getVolume(name).remove({ force: true });
     } catch (e) {
-      if (dockerStatus(e) === 404) return;
-      throw wrap(`remove volume ${name}`, e);
+      if (dockerStatus(e) !== 404) throw wrap(`remove volume ${name}`, e);
     }
+    await this.disks?.release(name);
   }
 
   async volumeExists(name: string): Promise<boolean> {

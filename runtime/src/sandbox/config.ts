@@ -47,6 +47,13 @@ export const SandboxRuntimeConfigSchema = z.object({
     .int()
     .positive()
     .default(100 * 1024 ** 3),
+  /**
+   * How a workspace is held to its disk_gb: `loop` = an ext4 loop disk per workspace volume
+   * (docker/loop-disk.ts; needs root), `none` = not limited (recorded in the sandbox view).
+   */
+  workspaceDisk: z.enum(['loop', 'none']).default('none'),
+  /** Where loop disks live (default: `disks` next to snapshotDir). */
+  diskDir: z.string().min(1).optional(),
   /** Where warm/cold archives live (workspace.tar, image.tar per sandbox). */
   snapshotDir: z.string().min(1),
   healthTimeoutMs: z.number().int().positive().default(30_000),

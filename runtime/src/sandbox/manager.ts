@@ -1,9 +1,11 @@
 // SandboxManager: the runtime's one door to sandboxes on Docker. Every mutation of a sandbox runs
 // under that sandbox's lock; creates are additionally serialized per call id, so a job retried
 // for the same call id never makes a second container. Knows nothing of chains.
+import { dirname, join } from 'node:path';
 import pino, { type Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import { DockerDriver } from '../docker/driver.ts';
+import { LoopDisks, loopDisksUnavailable } from '../docker/loop-disk.ts';
 import { RuntimeError } from '../errors.ts';
 import { KeyLock } from '../store/key-lock.ts';
 import type { EncryptedStore } from '../store/store.ts';
@@ -70,6 +72,16 @@ export class SandboxManager {
   /** Loads the records from the store. Call reconcile() before taking work. */
   static async open(opts: SandboxManagerOptions): Promise<SandboxManager> {
     const m = new SandboxManager(opts);
+    if (m.config.workspaceDisk === 'loop') {
+      const why = await loopDisksUnavailable();
+      if (why) {
+        throw new RuntimeError(
+          'CONFIG_INVALID',
+          `workspace disk limits (loop) cannot be used: ${why}; run the operator as root with util-linux and e2fsprogs, or set SANDBOX_WORKSPACE_DISK=none to run without them`,
+        );
+      }
+      m.#ctx.driver.disks = new LoopDisks(m.config.diskDir ?? join(dirname(m.config.snapshotDir), 'disks'));
+    }
     await m.#ctx.records.load();
     m.#loaded = true;
     return m;

@@ -56,6 +56,11 @@ export const SandboxResourcesSchema = z.object({
   diskGb: z.number().int().positive(),
   /** false when the storage driver cannot cap a container's disk (recorded, not hidden). */
   diskEnforced: z.boolean(),
+  /**
+   * How the workspace (/home/agent) is held to diskGb: `loop-ext4` (its own ext4 loop disk, a
+   * write past it fails with "No space left on device") or null (not limited). Absent: older record.
+   */
+  workspaceDisk: z.enum(['loop-ext4']).nullable().optional(),
 });
 export type SandboxResources = z.infer<typeof SandboxResourcesSchema>;
 

@@ -124,6 +124,7 @@ export async function demoteHotToWarm(
     const allowed = await allowance(ctx, rec);
     const layer = rec.snapshotImageId ? (rec.snapshotLayerBytes ?? 0) : 0;
     if (layer > allowed.bytes) throw allowed.refuse(layer, 'archiving the workspace');
+    await driver.disks?.attach(rec.volumeName);
     const tmp = await driver.docker.createContainer({
       Image: rec.image,
       Cmd: ['true'],
