@@ -462,6 +462,12 @@ export const VARIABLES = {
     def: 'true',
     doc: 'Snapshot the container on every stop',
   }),
+  SANDBOX_WORKSPACE_DISK: v({
+    group: 'Sandboxes',
+    schema: z.enum(['auto', 'loop', 'none'], { message: 'expected auto, loop or none' }),
+    def: 'auto',
+    doc: 'How a workspace is held to disk_gb: loop (an ext4 loop disk per workspace; root, util-linux, e2fsprogs), none (not limited), auto (loop when possible, else none with a warning); the sandbox view records it',
+  }),
   SANDBOX_SNAPSHOT_MAX_MB: v({
     group: 'Sandboxes',
     schema: int(1),

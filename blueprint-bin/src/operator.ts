@@ -16,6 +16,7 @@ import {
   createApiSidecars,
   createOperatorApi,
   EncryptedStore,
+  loopDisksUnavailable,
   SandboxManager,
   SessionAuth,
   serveOperatorApi,
@@ -95,6 +96,12 @@ export async function startOperator(cfg: OperatorConfig, log: Logger): Promise<R
     });
     const image = await step(log, 'resolving the sandbox image', () => resolveImage(cfg, log));
 
+    let workspaceDisk = v.SANDBOX_WORKSPACE_DISK === 'loop' ? 'loop' : 'none';
+    if (v.SANDBOX_WORKSPACE_DISK === 'auto') {
+      const why = await loopDisksUnavailable();
+      if (why) log.warn({ why }, 'workspaces are not held to disk_gb (SANDBOX_WORKSPACE_DISK=auto)');
+      else workspaceDisk = 'loop';
+    }
     const registry = new Registry();
     const operatorId = v.OPERATOR_ID ?? key.address.toLowerCase();
     const manager = await SandboxManager.open({
@@ -125,6 +132,8 @@ export async function startOperator(cfg: OperatorConfig, log: Logger): Promise<R
         gcColdRetentionSeconds: v.SANDBOX_GC_COLD_RETENTION!,
         snapshotAutoCommit: v.SANDBOX_SNAPSHOT_AUTO_COMMIT!,
         snapshotDir: v.SANDBOX_SNAPSHOT_DIR ?? join(cfg.dataDir, 'snapshots'),
+        workspaceDisk: workspaceDisk as 'loop' | 'none',
+        diskDir: join(cfg.dataDir, 'disks'),
         snapshotMaxBytes: v.SANDBOX_SNAPSHOT_MAX_MB! * 1024 * 1024,
         storageBudgetBytes: v.SANDBOX_STORAGE_BUDGET_MB! * 1024 * 1024,
         healthTimeoutMs: v.SANDBOX_HEALTH_TIMEOUT_MS!,
