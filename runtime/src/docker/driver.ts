@@ -143,16 +143,15 @@ export class DockerDriver {
       );
     exited.catch(() => {});
     try {
-      // A loop-disk workspace needs its device attached (gone after a host reboot) to mount.
-      if (this.disks) {
-        for (const m of (await c.inspect()).Mounts ?? []) {
-          if (m.Type === 'volume' && m.Name) await this.disks.attach(m.Name);
-        }
-      }
+      // A loop-disk workspace needs its device attached (gone after a host reboot or its last
+      // unmount) to mount; once mounted it is detached lazily, to go with the unmount.
+      const disks = this.disks ? await this.#diskVolumes(c) : [];
+      for (const v of disks) await this.disks!.attach(v);
       await c.start().catch((e: unknown) => {
         // Already running (304) is fine: start is idempotent here.
         if (dockerStatus(e) !== 304) throw e;
       });
+      for (const v of disks) await this.disks!.detachWhenUnmounted(v);
       const info = await c.inspect();
       const binding = info.NetworkSettings?.Ports?.[`${port}/tcp`]?.find((b) => b.HostIp === '127.0.0.1');
       const hostPort = Number(binding?.HostPort);
@@ -178,6 +177,25 @@ export class DockerDriver {
       ac.abort();
       throw wrap('start container', e);
     }
+  }
+
+  /** Runs `fn` (which mounts the container's volumes) with their loop disks attached meanwhile. */
+  async #withDisks<T>(c: Docker.Container, fn: () => Promise<T>): Promise<T> {
+    const disks = this.disks ? await this.#diskVolumes(c) : [];
+    for (const v of disks) await this.disks!.attach(v);
+    try {
+      return await fn();
+    } finally {
+      for (const v of disks) await this.disks!.detachWhenUnmounted(v);
+    }
+  }
+
+  async #diskVolumes(c: Docker.Container): Promise<string[]> {
+    const out: string[] = [];
+    for (const m of (await c.inspect()).Mounts ?? []) {
+      if (m.Type === 'volume' && m.Name && (await this.disks?.has(m.Name))) out.push(m.Name);
+    }
+    return out;
   }
 
   /** Stops a container; a missing or already stopped one is fine (stop is idempotent). */
@@ -307,8 +325,8 @@ export class DockerDriver {
    */
   async archivePath(containerId: string, path: string, file: string, maxBytes?: number): Promise<number> {
     try {
-      const stream = await this.docker.getContainer(containerId).getArchive({ path });
-      return await writeBounded(stream, file, maxBytes);
+      const c = this.docker.getContainer(containerId);
+      return await this.#withDisks(c, async () => writeBounded(await c.getArchive({ path }), file, maxBytes));
     } catch (e) {
       if (e instanceof SizeLimitExceeded) throw e;
       throw wrap(`archive of ${path}`, e);
@@ -331,7 +349,8 @@ export class DockerDriver {
   /** Extracts the tar `file` into `parentPath` inside a (created, not yet started) container. */
   async restorePath(containerId: string, parentPath: string, file: string): Promise<void> {
     try {
-      await this.docker.getContainer(containerId).putArchive(createReadStream(file), { path: parentPath });
+      const c = this.docker.getContainer(containerId);
+      await this.#withDisks(c, () => c.putArchive(createReadStream(file), { path: parentPath }));
     } catch (e) {
       throw wrap(`restore into ${parentPath}`, e);
     }

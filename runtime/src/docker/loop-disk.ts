@@ -76,6 +76,17 @@ export class LoopDisks {
     });
   }
 
+  /**
+   * Once its volume is mounted (the container runs), the loop device is detached lazily: the
+   * kernel marks it autoclear and frees it at the unmount, so no device outlives its container
+   * (even one removed behind the operator's back); the next start attaches again.
+   */
+  detachWhenUnmounted(volume: string): Promise<void> {
+    return this.#serial(volume, async () => {
+      for (const dev of await this.#devicesOf(volume)) await run('losetup', ['-d', dev]).catch(() => {});
+    });
+  }
+
   /** Detaches and deletes the disk (after its volume is removed); missing is fine. */
   release(volume: string): Promise<void> {
     return this.#serial(volume, async () => {

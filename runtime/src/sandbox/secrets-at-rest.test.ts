@@ -34,8 +34,24 @@ async function allFiles(dir: string): Promise<string[]> {
   return out;
 }
 
-/** Every place a value could be at rest: image configs + histories, and files under the data dir. */
-async function scan(step: string, needles: string[]): Promise<void> {
+/** Whether any needle occurs in the stream (needles may straddle chunks). */
+async function streamHolds(stream: AsyncIterable<Buffer>, needles: string[]): Promise<string | undefined> {
+  const keep = Math.max(...needles.map((n) => n.length));
+  let tail = Buffer.alloc(0);
+  for await (const chunk of stream) {
+    const buf = Buffer.concat([tail, chunk]);
+    const hit = needles.find((n) => buf.includes(n));
+    if (hit) return hit;
+    tail = buf.subarray(Math.max(0, buf.length - keep));
+  }
+  return undefined;
+}
+
+/**
+ * Every place a value could be at rest: image configs + histories, and files under the data dir;
+ * with `layers`, also every byte of the operator's images (`docker save`: layers included).
+ */
+async function scan(step: string, needles: string[], opts: { layers?: boolean } = {}): Promise<void> {
   const docker = rig.manager.driver.docker;
   const images = await docker.listImages({
     all: true,
@@ -50,6 +66,14 @@ async function scan(step: string, needles: string[]): Promise<void> {
     if (!info) continue;
     const text = JSON.stringify(info) + JSON.stringify(await img.history());
     for (const n of needles) expect(text.includes(n), `${step}: image ${id} holds a secret`).toBe(false);
+  }
+  if (opts.layers) {
+    for (const i of images) {
+      const saved = (await docker.getImage(i.Id).get()) as unknown as AsyncIterable<Buffer>;
+      expect(await streamHolds(saved, needles), `${step}: a layer of image ${i.Id} holds a secret`).toBe(
+        undefined,
+      );
+    }
   }
   for (const f of await allFiles(rig.dir)) {
     const bytes = await readFile(f);
@@ -74,7 +98,7 @@ describe('secrets at rest', () => {
 
     // POST …/snapshot while running.
     const s1 = await rig.manager.snapshot(rec.id);
-    await scan('snapshot', [token, first]);
+    await scan('snapshot', [token, first], { layers: true });
 
     // New secrets, a resume from that snapshot image, then another snapshot: the first image is
     // still used by the running container (dangling once the tag moves).
@@ -84,7 +108,7 @@ describe('secrets at rest', () => {
     await rig.manager.injectSecrets(rec.id, { OPENAI_API_KEY: second });
     const s2 = await rig.manager.snapshot(rec.id);
     expect(s2.snapshotImageId).not.toBe(s1.snapshotImageId);
-    await scan('snapshot after new secrets', [token, first, second]);
+    await scan('snapshot after new secrets', [token, first, second], { layers: true });
 
     // secrets wipe: no image left holds the wiped value.
     await rig.manager.wipeSecrets(rec.id);

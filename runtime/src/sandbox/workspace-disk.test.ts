@@ -55,8 +55,12 @@ describe('workspace disk limit', () => {
     await rig.store.collection('probe').put('k', { v: 'x'.repeat(100_000) });
     expect(await rig.store.collection<{ v: string }>('probe').get('k')).toBeDefined();
 
-    // Stop/resume keeps the disk (and what it holds); freeing space makes writes work again.
+    // Stop/resume keeps the disk (and what it holds); freeing space makes writes work again. No
+    // loop device outlives the mount: it is attached again at the start.
+    const img0 = disks.image(small.volumeName);
+    expect(attached(img0)).toContain('/dev/loop');
     await rig.manager.stop(small.id);
+    expect(attached(img0)).toBe('');
     await rig.manager.resume(small.id);
     expect(
       (await exec(small.id, 'rm /home/agent/fill && echo hi > /home/agent/f && cat /home/agent/f')).stdout,
@@ -77,10 +81,15 @@ describe('workspace disk limit', () => {
     expect(again.stdout).toMatch(/^hi\n/);
     expect(again.stdout).toMatch(/No space left on device/);
 
-    // Delete releases the loop device and the file.
+    // Delete releases the loop device and the file; a container removed behind the operator's
+    // back (with its volume) leaves no loop device either.
     await rig.manager.delete(small.id);
-    await rig.manager.delete(other.id);
     expect(existsSync(img)).toBe(false);
     expect(attached(img)).toBe('');
+    const otherImg = disks.image(other.volumeName);
+    await rig.manager.driver.docker.getContainer(other.containerId!).remove({ force: true });
+    await rig.manager.driver.docker.getVolume(other.volumeName).remove();
+    expect(attached(otherImg)).toBe('');
+    await rig.manager.delete(other.id);
   });
 });
