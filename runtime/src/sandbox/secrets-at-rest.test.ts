@@ -5,7 +5,7 @@
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
-import { LABEL_OPERATOR } from '../docker/labels.ts';
+import { LABEL_ID, LABEL_OPERATOR } from '../docker/labels.ts';
 import { makeRig, sidecarExec, type TestRig } from './test-support.ts';
 
 vi.setConfig({ testTimeout: 600_000 });
@@ -96,7 +96,15 @@ describe('secrets at rest', () => {
     await rig.manager.injectSecrets(rec.id, { OPENAI_API_KEY: first });
     await sidecarExec(rig.manager.sidecarEndpoint(rec.id), 'echo kept > /home/agent/k.txt');
 
-    // POST …/snapshot while running.
+    // What a crash between a commit and its scrub would leave: an unscrubbed image of the sandbox.
+    const live = rig.manager.get(rec.id);
+    await rig.manager.driver.commit(live.containerId!, 'agent-sandbox-snapshot', `${rec.id}-crash`, {
+      baseImageEnv: [],
+      containerEnvKeys: [],
+      labels: { [LABEL_ID]: rec.id, [LABEL_OPERATOR]: rig.operatorId },
+    });
+
+    // POST …/snapshot while running (it also removes the leftover).
     const s1 = await rig.manager.snapshot(rec.id);
     await scan('snapshot', [token, first], { layers: true });
 

@@ -94,8 +94,11 @@ export async function takeSnapshot(
     throw e;
   }
   await rename(tmp, join(dir, WORKSPACE_TAR));
-  if (rec.snapshotImageId && rec.snapshotImageId !== imageId)
-    await driver.removeImage(rec.snapshotImageId, false);
+  // Older snapshot images of this sandbox go (one a container still runs from stays; it is clean),
+  // and so does one a crash left between a commit and its scrub.
+  const older = new Set(await driver.imagesWithLabel(LABEL_ID, rec.id));
+  if (rec.snapshotImageId) older.add(rec.snapshotImageId);
+  for (const old of older) if (old !== imageId) await driver.removeImage(old, false);
   ctx.metrics?.snapshots.inc();
   ctx.log.debug({ sandboxId: rec.id, layer, workspace: ws }, 'snapshot taken');
   return { snapshotImageId: imageId, snapshotArchiveDir: dir, snapshotLayerBytes: layer };
