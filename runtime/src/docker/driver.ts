@@ -1,12 +1,13 @@
-// The Docker side of the runtime: containers, workspace volumes, snapshots (commit, workspace tar,
-// save/load) through dockerode. Knows sandboxes only as container specs and labels.
+// The Docker side of the runtime: containers, workspace volumes (loop disks when enabled) and
+// workspace tars through dockerode; the image side (commit, scrub, save/load) is in images.ts.
+// Knows sandboxes only as container specs and labels.
 import { createReadStream } from 'node:fs';
-import { Readable } from 'node:stream';
 import Docker from 'dockerode';
 import { RuntimeError } from '../errors.ts';
 import { SizeLimitExceeded, writeBounded } from './bounded-write.ts';
 import { buildContainerSpec, type ContainerSpecInput } from './container-spec.ts';
-import { configOnlyArchive, type HistoryFact, type ImageFacts, scrubSavedImage } from './image-scrub.ts';
+import { dockerMessage, dockerStatus, wrap } from './docker-errors.ts';
+import { DockerImages } from './images.ts';
 import { LABEL_MANAGED_BY, LABEL_OPERATOR, MANAGED_BY_VALUE } from './labels.ts';
 import type { LoopDisks } from './loop-disk.ts';
 
@@ -19,49 +20,16 @@ export interface ManagedContainer {
   loopbackPorts: Record<number, number>;
 }
 
-interface DockerErrorLike {
-  statusCode?: number;
-  json?: { message?: string } | null;
-  message?: string;
-}
-
-export function dockerStatus(e: unknown): number | undefined {
-  return (e as DockerErrorLike | null)?.statusCode;
-}
-
-export function dockerMessage(e: unknown): string {
-  const d = e as DockerErrorLike | null;
-  return (d?.json?.message ?? d?.message ?? String(e)).trim();
-}
-
-function wrap(what: string, e: unknown): RuntimeError {
-  if (e instanceof RuntimeError) return e;
-  return new RuntimeError('DOCKER_ERROR', `docker ${what} failed: ${dockerMessage(e)}`, { cause: e });
-}
-
+export { dockerMessage, dockerStatus } from './docker-errors.ts';
 export { SizeLimitExceeded };
 
-export class DockerDriver {
-  readonly docker: Docker;
+export class DockerDriver extends DockerImages {
   /** When set, workspace volumes asked for as `workspaceDisk` are size-limited loop disks. */
   disks: LoopDisks | undefined;
   #diskQuota: Promise<boolean> | undefined;
-  readonly #imageEnv = new Map<string, string[]>();
 
   constructor(docker?: Docker) {
-    this.docker =
-      docker ?? new Docker(process.env.DOCKER_HOST ? undefined : { socketPath: '/var/run/docker.sock' });
-  }
-
-  /** The image's id and env, or undefined when the engine does not have it (nothing is pulled). */
-  async inspectImage(ref: string): Promise<{ id: string; env: string[] } | undefined> {
-    try {
-      const info = await this.docker.getImage(ref).inspect();
-      return { id: info.Id, env: info.Config?.Env ?? [] };
-    } catch (e) {
-      if (dockerStatus(e) === 404) return undefined;
-      throw wrap(`inspect image ${ref}`, e);
-    }
+    super(docker ?? new Docker(process.env.DOCKER_HOST ? undefined : { socketPath: '/var/run/docker.sock' }));
   }
 
   /**
@@ -253,31 +221,6 @@ export class DockerDriver {
     }
   }
 
-  /**
-   * Removes an image; missing is fine. Without `force`, an image a container still uses is left
-   * in place (returns false) instead of being untagged under it.
-   */
-  async removeImage(ref: string, force = true): Promise<boolean> {
-    try {
-      await this.docker.getImage(ref).remove({ force, noprune: false });
-      return true;
-    } catch (e) {
-      if (dockerStatus(e) === 404) return true;
-      if (!force && dockerStatus(e) === 409) return false;
-      throw wrap(`remove image ${ref}`, e);
-    }
-  }
-
-  /** Ids of images carrying `label=value` (snapshots of one sandbox). */
-  async imagesWithLabel(label: string, value: string): Promise<string[]> {
-    try {
-      const list = await this.docker.listImages({ all: false, filters: { label: [`${label}=${value}`] } });
-      return list.map((i) => i.Id);
-    } catch (e) {
-      throw wrap('list images', e);
-    }
-  }
-
   /** Workspace volumes of this operator (one list call, by label). */
   async listManagedVolumes(
     operatorId: string,
@@ -289,33 +232,6 @@ export class DockerDriver {
       return (res.Volumes ?? []).map((v) => ({ name: v.Name, sandboxId: v.Labels?.['agent-sandbox.id'] }));
     } catch (e) {
       throw wrap('list volumes', e);
-    }
-  }
-
-  /**
-   * Commits the container to `repo:tag`. The committed config would otherwise inherit the
-   * container's env (sidecar token, user secrets) into the image — and from there into a saved
-   * archive on disk — so every env key the image did not bring itself is blanked.
-   */
-  async commit(
-    containerId: string,
-    repo: string,
-    tag: string,
-    opts: { baseImageEnv: string[]; containerEnvKeys: string[]; labels: Record<string, string> },
-  ): Promise<string> {
-    const baseKeys = new Set(opts.baseImageEnv.map((e) => e.split('=')[0]));
-    const env = [
-      ...opts.baseImageEnv,
-      ...opts.containerEnvKeys.filter((k) => !baseKeys.has(k)).map((k) => `${k}=`),
-    ];
-    try {
-      const res = (await this.docker.getContainer(containerId).commit({
-        _query: { container: containerId, repo, tag, pause: false },
-        _body: { Env: env, Labels: opts.labels },
-      })) as { Id: string };
-      return res.Id;
-    } catch (e) {
-      throw wrap('commit container', e);
     }
   }
 
@@ -356,91 +272,6 @@ export class DockerDriver {
     }
   }
 
-  /**
-   * `docker save` of one image to `file`. With `scrubAs`, the stream is rewritten on the way to
-   * disk (see image-scrub.ts) so the archive holds no committing container's env, and loads back
-   * tagged `scrubAs`.
-   */
-  async saveImage(ref: string, file: string, scrubAs?: string, maxBytes?: number): Promise<number> {
-    try {
-      const stream = (await this.docker.getImage(ref).get()) as NodeJS.ReadableStream & AsyncIterable<Buffer>;
-      const out = scrubAs ? scrubSavedImage(stream, scrubAs) : stream;
-      return await writeBounded(out, file, maxBytes);
-    } catch (e) {
-      if (e instanceof SizeLimitExceeded) throw e;
-      throw wrap(`save image ${ref}`, e);
-    }
-  }
-
-  /** The image's total size in bytes (its layers, shared ones included), or 0 when absent. */
-  async imageSize(ref: string): Promise<number> {
-    try {
-      return (await this.docker.getImage(ref).inspect()).Size ?? 0;
-    } catch (e) {
-      if (dockerStatus(e) === 404) return 0;
-      throw wrap(`inspect image ${ref}`, e);
-    }
-  }
-
-  /**
-   * Replaces an image in the engine by its scrubbed copy (save -> scrub -> load, streamed, never
-   * on disk) tagged `repoTag`, and removes the original; returns the new image id.
-   */
-  async scrubImageInEngine(ref: string, repoTag: string): Promise<string> {
-    try {
-      const stream = (await this.docker.getImage(ref).get()) as NodeJS.ReadableStream & AsyncIterable<Buffer>;
-      await this.loadImage(scrubSavedImage(stream, repoTag));
-    } catch (e) {
-      throw wrap(`scrub of image ${ref}`, e);
-    }
-    const loaded = await this.inspectImage(repoTag);
-    if (!loaded) throw new RuntimeError('DOCKER_ERROR', `scrubbed image ${repoTag} did not load`);
-    if (loaded.id !== ref) await this.removeImage(ref);
-    return loaded.id;
-  }
-
-  /**
-   * The image without its committing container's config (token and secrets are in its env), tagged
-   * `repoTag`; the original is removed. Already clean → returned as is. The config-only load (no
-   * layer read, milliseconds) is tried first, the full save -> scrub -> load after.
-   */
-  async scrubImage(ref: string, repoTag: string): Promise<string> {
-    const img = this.docker.getImage(ref);
-    let info: Docker.ImageInspectInfo;
-    let history: HistoryFact[];
-    try {
-      info = await img.inspect();
-      history = (await img.history()) as HistoryFact[];
-    } catch (e) {
-      throw wrap(`inspect image ${ref}`, e);
-    }
-    if (!info.Container && !info.ContainerConfig?.Env?.length) return info.Id;
-    const tar = configOnlyArchive(info as unknown as ImageFacts, history, repoTag);
-    if (tar) {
-      const loaded = await this.loadImage(Readable.from([tar]))
-        .then(() => this.inspectImage(repoTag))
-        .catch(() => undefined);
-      if (loaded && loaded.id !== info.Id) {
-        await this.removeImage(info.Id);
-        return loaded.id;
-      }
-    }
-    return this.scrubImageInEngine(info.Id, repoTag);
-  }
-
-  /** `docker load` of an archive written by saveImage (a path or a stream); its tag comes back. */
-  async loadImage(source: string | NodeJS.ReadableStream): Promise<void> {
-    try {
-      const input = typeof source === 'string' ? createReadStream(source) : source;
-      const stream = await this.docker.loadImage(input, { quiet: true });
-      await new Promise<void>((resolve, reject) => {
-        this.docker.modem.followProgress(stream, (err: Error | null) => (err ? reject(err) : resolve()));
-      });
-    } catch (e) {
-      throw wrap(`load image${typeof source === 'string' ? ` from ${source}` : ''}`, e);
-    }
-  }
-
   /** Every container of this operator (one list call, by label), running or not. */
   async listManaged(operatorId: string): Promise<ManagedContainer[]> {
     try {
@@ -462,14 +293,5 @@ export class DockerDriver {
     } catch (e) {
       throw wrap('list containers', e);
     }
-  }
-
-  async imageEnv(ref: string): Promise<string[]> {
-    const hit = this.#imageEnv.get(ref);
-    if (hit) return hit;
-    const info = await this.inspectImage(ref);
-    const env = info?.env ?? [];
-    this.#imageEnv.set(ref, env);
-    return env;
   }
 }
