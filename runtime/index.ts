@@ -53,6 +53,7 @@ export {
 export { deriveKey, parseAuthSecret } from './src/crypto.ts';
 export type { ManagedContainer } from './src/docker/driver.ts';
 export { DockerDriver } from './src/docker/driver.ts';
+export { loopDisksUnavailable } from './src/docker/loop-disk.ts';
 export type { RuntimeErrorCode } from './src/errors.ts';
 export { isRuntimeError, RuntimeError, RuntimeErrorCodes } from './src/errors.ts';
 export type { SandboxRuntimeConfig, SandboxRuntimeConfigInput } from './src/sandbox/config.ts';

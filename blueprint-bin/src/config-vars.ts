@@ -324,6 +324,30 @@ export const VARIABLES = {
     def: 'false',
     doc: 'Also accept the old plain sign-in message, which names no operator: a signature over it can be relayed to another operator (see README, Security)',
   }),
+  RUN_MAX_EVENTS: v({
+    group: 'Operator API',
+    schema: int(10, 10_000_000),
+    def: '10000',
+    doc: 'Stored events per agent run (start and end events excepted); past it one run.truncated event, later output dropped',
+  }),
+  RUN_MAX_BYTES: v({
+    group: 'Operator API',
+    schema: int(4096),
+    def: '8388608',
+    doc: "Stored bytes of one agent run's streamed events; past it like RUN_MAX_EVENTS",
+  }),
+  RUN_MAX_TEXT_CHARS: v({
+    group: 'Operator API',
+    schema: int(1024),
+    def: '1048576',
+    doc: "A run's final text (and any string in its end events) is cut to this many characters",
+  }),
+  RUN_RETENTION: v({
+    group: 'Operator API',
+    schema: int(60),
+    def: '604800',
+    doc: "Seconds a finished agent run (record and events) is kept; a deleted sandbox's runs go with it",
+  }),
   SESSION_GC_INTERVAL: v({
     group: 'Operator API',
     schema: int(1, 86_400),
@@ -444,6 +468,24 @@ export const VARIABLES = {
     schema: bool,
     def: 'true',
     doc: 'Snapshot the container on every stop',
+  }),
+  SANDBOX_WORKSPACE_DISK: v({
+    group: 'Sandboxes',
+    schema: z.enum(['auto', 'loop', 'none'], { message: 'expected auto, loop or none' }),
+    def: 'auto',
+    doc: 'How a workspace is held to disk_gb: loop (an ext4 loop disk per workspace; root, util-linux, e2fsprogs), none (not limited), auto (loop when possible, else none with a warning); the sandbox view records it',
+  }),
+  SANDBOX_SNAPSHOT_MAX_MB: v({
+    group: 'Sandboxes',
+    schema: int(1),
+    def: '20480',
+    doc: 'Most snapshot storage (MB) one sandbox may hold: committed layer + workspace.tar + image.tar; a snapshot or GC demotion past it fails, nothing written',
+  }),
+  SANDBOX_STORAGE_BUDGET_MB: v({
+    group: 'Sandboxes',
+    schema: int(1),
+    def: '102400',
+    doc: "Operator-wide budget (MB) for all sandboxes' snapshot storage; a snapshot or GC demotion past it fails, nothing written",
   }),
   SANDBOX_SNAPSHOT_DIR: v({
     group: 'Sandboxes',

@@ -21,6 +21,7 @@ import {
   createApiSidecars,
   createOperatorApi,
   EncryptedStore,
+  loopDisksUnavailable,
   SandboxManager,
   SessionAuth,
   serveOperatorApi,
@@ -99,6 +100,13 @@ export async function startOperator(cfg: OperatorConfig, log: Logger): Promise<R
       }
     });
     const image = await step(log, 'resolving the sandbox image', () => resolveImage(cfg, log));
+
+    let workspaceDisk = v.SANDBOX_WORKSPACE_DISK === 'loop' ? 'loop' : 'none';
+    if (v.SANDBOX_WORKSPACE_DISK === 'auto') {
+      const why = await loopDisksUnavailable();
+      if (why) log.warn({ why }, 'workspaces are not held to disk_gb (SANDBOX_WORKSPACE_DISK=auto)');
+      else workspaceDisk = 'loop';
+    }
     const registry = new Registry();
     const operatorId = v.OPERATOR_ID ?? key.address.toLowerCase();
     const manager = await SandboxManager.open({
@@ -129,6 +137,10 @@ export async function startOperator(cfg: OperatorConfig, log: Logger): Promise<R
         gcColdRetentionSeconds: v.SANDBOX_GC_COLD_RETENTION!,
         snapshotAutoCommit: v.SANDBOX_SNAPSHOT_AUTO_COMMIT!,
         snapshotDir: v.SANDBOX_SNAPSHOT_DIR ?? join(cfg.dataDir, 'snapshots'),
+        workspaceDisk: workspaceDisk as 'loop' | 'none',
+        diskDir: join(cfg.dataDir, 'disks'),
+        snapshotMaxBytes: v.SANDBOX_SNAPSHOT_MAX_MB! * 1024 * 1024,
+        storageBudgetBytes: v.SANDBOX_STORAGE_BUDGET_MB! * 1024 * 1024,
         healthTimeoutMs: v.SANDBOX_HEALTH_TIMEOUT_MS!,
         extraLabels: v.SANDBOX_EXTRA_LABELS ?? {},
         defaultExposedPorts: v.SANDBOX_EXPOSED_PORTS ?? [],
@@ -230,6 +242,12 @@ export async function startOperator(cfg: OperatorConfig, log: Logger): Promise<R
         corsAllowedOrigins: v.CORS_ALLOWED_ORIGINS ?? [],
         trustedProxies: v.TRUSTED_PROXIES ?? [],
         tls: v.OPERATOR_API_TLS ?? false,
+        runs: {
+          maxEvents: v.RUN_MAX_EVENTS!,
+          maxBytes: v.RUN_MAX_BYTES!,
+          maxTextChars: v.RUN_MAX_TEXT_CHARS!,
+          retentionMs: v.RUN_RETENTION! * 1000,
+        },
       },
     );
     const server = await step(log, 'starting the operator API', () =>
@@ -244,7 +262,8 @@ export async function startOperator(cfg: OperatorConfig, log: Logger): Promise<R
       operator: key.address,
       mode: cfg.mode,
       chain,
-      sandboxes: manager as unknown as SandboxRuntime,
+      // A deleted sandbox's agent runs (records and events) are deleted with it.
+      sandboxes: withRunCleanup(manager, (id) => app.runs.forgetSandbox(id)),
       store,
       policy: {
         defaultImage: image,
@@ -368,6 +387,24 @@ export async function startOperator(cfg: OperatorConfig, log: Logger): Promise<R
     await unwind();
     throw e;
   }
+}
+
+/** The manager for job handlers, its delete also deleting the sandbox's runs (logged, never thrown). */
+function withRunCleanup(
+  manager: SandboxManager,
+  forget: (id: string) => Promise<unknown>,
+): SandboxRuntime {
+  return {
+    create: (p: Parameters<SandboxManager['create']>[0]) => manager.create(p),
+    get: (id: string) => manager.get(id),
+    getProvision: (callId: string) => manager.getProvision(callId),
+    sidecarEndpoint: (id: string) => manager.sidecarEndpoint(id),
+    async delete(id: string) {
+      const r = await manager.delete(id);
+      await forget(id).catch(() => {});
+      return r;
+    },
+  };
 }
 
 /**

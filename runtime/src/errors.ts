@@ -24,6 +24,8 @@ export const RuntimeErrorCodes = {
   PROVISION_FAILED: 500,
   HEALTH_CHECK_TIMEOUT: 504,
   CAPACITY_EXHAUSTED: 503,
+  /** A snapshot or tier move would pass the per-sandbox cap or the operator's storage budget. */
+  STORAGE_LIMIT: 507,
   CIRCUIT_OPEN: 503,
   STORE_UNAVAILABLE: 503,
   STORE_KEY_MISMATCH: 500,

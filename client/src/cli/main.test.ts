@@ -175,6 +175,23 @@ describe('prompt', () => {
     expect(r.err).toContain('run run-1');
   });
 
+  it('prints delta parts (delta: true) as they come, across a cut connection', async () => {
+    op.runScript.events = [
+      { event: 'execution.started', data: { sessionId: 's' } },
+      { event: 'message.part.updated', data: { part: { id: 'p', type: 'text', text: 'Hel' }, delta: true } },
+      { event: 'message.part.updated', data: { part: { id: 'p', type: 'text', text: 'lo' }, delta: true } },
+      {
+        event: 'message.part.updated',
+        data: { part: { id: 'p', type: 'text', text: '', state: 'completed' }, delta: true },
+      },
+      { event: 'result', data: { finalText: 'Hello' } },
+    ];
+    op.runScript.cutAfter = 2;
+    const r = await cli(['prompt', 'sb-1', ...withKey(), 'say', 'hello']);
+    expect(r.code).toBe(0);
+    expect(r.out).toBe('Hello\n');
+  });
+
   it('--json prints one event per line', async () => {
     op.runScript.events = [
       { event: 'message.part.updated', data: { part: { id: 'p', type: 'text', text: 'x' } } },

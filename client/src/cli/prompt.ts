@@ -12,7 +12,7 @@ interface Part {
   content?: string;
 }
 
-/** Turns the sidecar's cumulative part updates into printable deltas. */
+/** Turns the sidecar's part updates (deltas, or cumulative from older sidecars) into printable text. */
 export class RunPrinter {
   private readonly seen = new Map<string, string>();
   private printedText = false;
@@ -41,9 +41,16 @@ export class RunPrinter {
         const text = part.text ?? part.content ?? '';
         const key = part.id ?? part.type ?? 'part';
         const before = this.seen.get(key) ?? '';
-        this.seen.set(key, text);
-        // Parts carry the whole text so far; print what is new (all of it if it was rewritten).
-        const delta = text.startsWith(before) ? text.slice(before.length) : `\n${text}`;
+        // Today's sidecar sends deltas (`delta: true`: the part's text is only what is new); older
+        // ones sent the whole text so far: print what is new (all of it if it was rewritten).
+        let delta: string;
+        if (data.delta === true) {
+          delta = text;
+          this.seen.set(key, before + delta);
+        } else {
+          this.seen.set(key, text);
+          delta = text.startsWith(before) ? text.slice(before.length) : `\n${text}`;
+        }
         if (part.type === 'tool') {
           if (delta.trim()) this.ctx.note(`[tool] ${delta.trim()}`);
         } else if (part.type === 'reasoning') {

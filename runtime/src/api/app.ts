@@ -5,7 +5,7 @@ import { cors } from 'hono/cors';
 import { type ApiConfig, type ApiConfigInput, parseApiConfig } from './config.ts';
 import type { ApiEnv } from './context.ts';
 import type { OperatorApiDeps } from './deps.ts';
-import { errorResponse, notFoundResponse } from './error-handler.ts';
+import { asRuntimeError, errorResponse, notFoundResponse } from './error-handler.ts';
 import { accessLog } from './middleware/access-log.ts';
 import { clientIp } from './middleware/client-ip.ts';
 import { bodyLimits, requestTimeout } from './middleware/limits.ts';
@@ -29,14 +29,16 @@ export type OperatorApi = OpenAPIHono<ApiEnv> & {
   readonly runs: RunService;
   /** Resolves once runs interrupted by a previous process are recorded as failed. */
   readonly recovered: Promise<number>;
-  /** Stops background timers (rate-limit sweeper). */
+  /** Deletes old finished runs and runs of deleted sandboxes (also on a timer); returns how many. */
+  sweepRuns(now?: number): Promise<number>;
+  /** Stops background timers (rate-limit sweeper, run sweep). */
   dispose(): void;
 };
 
 export function createOperatorApi(deps: OperatorApiDeps, configInput?: ApiConfigInput): OperatorApi {
   const config = parseApiConfig({ ...deps.config, ...configInput });
   const logger = deps.logger;
-  const runLog = new RunLog(deps.store);
+  const runLog = new RunLog(deps.store, config.runs);
   const sidecars = deps.sidecars ?? createApiSidecars(deps.sandboxes, { timeouts: config.timeouts });
   const runs = new RunService(runLog, sidecars, logger);
   const limiter = rateLimit(config.rateLimits);
@@ -116,5 +118,24 @@ export function createOperatorApi(deps: OperatorApiDeps, configInput?: ApiConfig
       logger.error({ err: e instanceof Error ? e.message : String(e) }, 'could not recover interrupted runs');
       return 0;
     });
-  return Object.assign(app, { config, runs, recovered, dispose: limiter.stop });
+  const gone = async (id: string) => {
+    try {
+      const r = await deps.sandboxes.get(id);
+      return !r || r.state === 'deleted';
+    } catch (e) {
+      return asRuntimeError(e).code === 'NOT_FOUND';
+    }
+  };
+  const sweepRuns = (now = Date.now()) => runLog.sweep(now, gone);
+  const sweeper = setInterval(() => {
+    sweepRuns().catch((e: unknown) =>
+      logger.warn({ err: e instanceof Error ? e.message : String(e) }, 'run sweep failed'),
+    );
+  }, config.runs.sweepIntervalMs);
+  sweeper.unref();
+  const dispose = () => {
+    clearInterval(sweeper);
+    limiter.stop();
+  };
+  return Object.assign(app, { config, runs, recovered, sweepRuns, dispose });
 }

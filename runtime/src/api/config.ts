@@ -34,6 +34,29 @@ export const ApiConfigSchema = z.object({
   requestTimeoutMs: z.number().int().positive().default(120_000),
   /** Served over TLS (directly or by a terminating proxy): send HSTS. */
   tls: z.boolean().default(false),
+  /** Stored agent-run events: per-run caps and retention (runs/run-log.ts). */
+  runs: z
+    .object({
+      maxEvents: z.number().int().positive().default(10_000),
+      maxBytes: z
+        .number()
+        .int()
+        .positive()
+        .default(8 * 1024 * 1024),
+      maxTextChars: z
+        .number()
+        .int()
+        .positive()
+        .default(1024 * 1024),
+      retentionMs: z
+        .number()
+        .int()
+        .positive()
+        .default(7 * 24 * 3600_000),
+      /** How often finished-and-old runs and runs of deleted sandboxes are swept. */
+      sweepIntervalMs: z.number().int().positive().default(600_000),
+    })
+    .prefault({}),
   /** Sidecar operation timeouts (ms). */
   timeouts: z
     .object({

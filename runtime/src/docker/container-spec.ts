@@ -33,6 +33,10 @@ export interface ContainerSpecInput {
   diskGb: number;
   /** Only set StorageOpt when the storage driver can enforce it (probed once). */
   enforceDisk: boolean;
+  /** The workspace volume is a size-limited loop disk (docker/loop-disk.ts) of diskGb. */
+  workspaceDisk?: boolean;
+  /** Set by the driver for workspaceDisk: the block device the volume mounts (ext4). */
+  volumeDevice?: string;
   pidsLimit: number;
   tmpfsSizeMb: number;
   capAdd?: readonly string[];
@@ -78,8 +82,14 @@ export function buildContainerSpec(s: ContainerSpecInput): Docker.ContainerCreat
         Type: 'volume',
         Source: s.volumeName,
         Target: WORKSPACE_PATH,
-        VolumeOptions: { Labels: s.volumeLabels },
-      } as Docker.MountSettings,
+        VolumeOptions: {
+          Labels: s.volumeLabels,
+          // Used only when the engine creates the volume (first create, or after warm/cold).
+          ...(s.volumeDevice
+            ? { DriverConfig: { Name: 'local', Options: { type: 'ext4', device: s.volumeDevice } } }
+            : {}),
+        },
+      } as unknown as Docker.MountSettings,
     ],
     RestartPolicy: { Name: 'no' },
     ...(s.networkName ? { NetworkMode: s.networkName } : {}),

@@ -1,12 +1,15 @@
-// The Docker side of the runtime: containers, workspace volumes, snapshots (commit, workspace tar,
-// save/load) through dockerode. Knows sandboxes only as container specs and labels.
-import { createReadStream, createWriteStream } from 'node:fs';
-import { pipeline } from 'node:stream/promises';
+// The Docker side of the runtime: containers, workspace volumes (loop disks when enabled) and
+// workspace tars through dockerode; the image side (commit, scrub, save/load) is in images.ts.
+// Knows sandboxes only as container specs and labels.
+import { createReadStream } from 'node:fs';
 import Docker from 'dockerode';
 import { RuntimeError } from '../errors.ts';
+import { SizeLimitExceeded, writeBounded } from './bounded-write.ts';
 import { buildContainerSpec, type ContainerSpecInput } from './container-spec.ts';
-import { scrubSavedImage } from './image-scrub.ts';
+import { dockerMessage, dockerStatus, wrap } from './docker-errors.ts';
+import { DockerImages } from './images.ts';
 import { LABEL_MANAGED_BY, LABEL_OPERATOR, MANAGED_BY_VALUE } from './labels.ts';
+import type { LoopDisks } from './loop-disk.ts';
 
 export interface ManagedContainer {
   id: string;
@@ -17,45 +20,16 @@ export interface ManagedContainer {
   loopbackPorts: Record<number, number>;
 }
 
-interface DockerErrorLike {
-  statusCode?: number;
-  json?: { message?: string } | null;
-  message?: string;
-}
+export { dockerMessage, dockerStatus } from './docker-errors.ts';
+export { SizeLimitExceeded };
 
-export function dockerStatus(e: unknown): number | undefined {
-  return (e as DockerErrorLike | null)?.statusCode;
-}
-
-export function dockerMessage(e: unknown): string {
-  const d = e as DockerErrorLike | null;
-  return (d?.json?.message ?? d?.message ?? String(e)).trim();
-}
-
-function wrap(what: string, e: unknown): RuntimeError {
-  if (e instanceof RuntimeError) return e;
-  return new RuntimeError('DOCKER_ERROR', `docker ${what} failed: ${dockerMessage(e)}`, { cause: e });
-}
-
-export class DockerDriver {
-  readonly docker: Docker;
+export class DockerDriver extends DockerImages {
+  /** When set, workspace volumes asked for as `workspaceDisk` are size-limited loop disks. */
+  disks: LoopDisks | undefined;
   #diskQuota: Promise<boolean> | undefined;
-  readonly #imageEnv = new Map<string, string[]>();
 
   constructor(docker?: Docker) {
-    this.docker =
-      docker ?? new Docker(process.env.DOCKER_HOST ? undefined : { socketPath: '/var/run/docker.sock' });
-  }
-
-  /** The image's id and env, or undefined when the engine does not have it (nothing is pulled). */
-  async inspectImage(ref: string): Promise<{ id: string; env: string[] } | undefined> {
-    try {
-      const info = await this.docker.getImage(ref).inspect();
-      return { id: info.Id, env: info.Config?.Env ?? [] };
-    } catch (e) {
-      if (dockerStatus(e) === 404) return undefined;
-      throw wrap(`inspect image ${ref}`, e);
-    }
+    super(docker ?? new Docker(process.env.DOCKER_HOST ? undefined : { socketPath: '/var/run/docker.sock' }));
   }
 
   /**
@@ -88,6 +62,11 @@ export class DockerDriver {
   }
 
   async createContainer(spec: ContainerSpecInput): Promise<string> {
+    if (spec.workspaceDisk && this.disks && !(await this.volumeExists(spec.volumeName))) {
+      spec = { ...spec, volumeDevice: await this.disks.ensure(spec.volumeName, spec.diskGb) };
+    } else if (spec.workspaceDisk && this.disks) {
+      await this.disks.attach(spec.volumeName);
+    }
     try {
       const c = await this.docker.createContainer(buildContainerSpec(spec));
       return c.id;
@@ -132,10 +111,15 @@ export class DockerDriver {
       );
     exited.catch(() => {});
     try {
+      // A loop-disk workspace needs its device attached (gone after a host reboot or its last
+      // unmount) to mount; once mounted it is detached lazily, to go with the unmount.
+      const disks = this.disks ? await this.#diskVolumes(c) : [];
+      for (const v of disks) await this.disks!.attach(v);
       await c.start().catch((e: unknown) => {
         // Already running (304) is fine: start is idempotent here.
         if (dockerStatus(e) !== 304) throw e;
       });
+      for (const v of disks) await this.disks!.detachWhenUnmounted(v);
       const info = await c.inspect();
       const binding = info.NetworkSettings?.Ports?.[`${port}/tcp`]?.find((b) => b.HostIp === '127.0.0.1');
       const hostPort = Number(binding?.HostPort);
@@ -161,6 +145,25 @@ export class DockerDriver {
       ac.abort();
       throw wrap('start container', e);
     }
+  }
+
+  /** Runs `fn` (which mounts the container's volumes) with their loop disks attached meanwhile. */
+  async withDisks<T>(c: Docker.Container, fn: () => Promise<T>): Promise<T> {
+    const disks = this.disks ? await this.#diskVolumes(c) : [];
+    for (const v of disks) await this.disks!.attach(v);
+    try {
+      return await fn();
+    } finally {
+      for (const v of disks) await this.disks!.detachWhenUnmounted(v);
+    }
+  }
+
+  async #diskVolumes(c: Docker.Container): Promise<string[]> {
+    const out: string[] = [];
+    for (const m of (await c.inspect()).Mounts ?? []) {
+      if (m.Type === 'volume' && m.Name && (await this.disks?.has(m.Name))) out.push(m.Name);
+    }
+    return out;
   }
 
   /** Stops a container; a missing or already stopped one is fine (stop is idempotent). */
@@ -215,13 +218,14 @@ export class DockerDriver {
     }
   }
 
+  /** Removes a volume (and its loop disk, if it has one); missing is fine. */
   async removeVolume(name: string): Promise<void> {
     try {
       await this.docker.getVolume(name).remove({ force: true });
     } catch (e) {
-      if (dockerStatus(e) === 404) return;
-      throw wrap(`remove volume ${name}`, e);
+      if (dockerStatus(e) !== 404) throw wrap(`remove volume ${name}`, e);
     }
+    await this.disks?.release(name);
   }
 
   async volumeExists(name: string): Promise<boolean> {
@@ -231,31 +235,6 @@ export class DockerDriver {
     } catch (e) {
       if (dockerStatus(e) === 404) return false;
       throw wrap(`inspect volume ${name}`, e);
-    }
-  }
-
-  /**
-   * Removes an image; missing is fine. Without `force`, an image a container still uses is left
-   * in place (returns false) instead of being untagged under it.
-   */
-  async removeImage(ref: string, force = true): Promise<boolean> {
-    try {
-      await this.docker.getImage(ref).remove({ force, noprune: false });
-      return true;
-    } catch (e) {
-      if (dockerStatus(e) === 404) return true;
-      if (!force && dockerStatus(e) === 409) return false;
-      throw wrap(`remove image ${ref}`, e);
-    }
-  }
-
-  /** Ids of images carrying `label=value` (snapshots of one sandbox). */
-  async imagesWithLabel(label: string, value: string): Promise<string[]> {
-    try {
-      const list = await this.docker.listImages({ all: false, filters: { label: [`${label}=${value}`] } });
-      return list.map((i) => i.Id);
-    } catch (e) {
-      throw wrap('list images', e);
     }
   }
 
@@ -274,84 +253,29 @@ export class DockerDriver {
   }
 
   /**
-   * Commits the container to `repo:tag`. The committed config would otherwise inherit the
-   * container's env (sidecar token, user secrets) into the image — and from there into a saved
-   * archive on disk — so every env key the image did not bring itself is blanked.
+   * Writes a tar of `path` inside the container (its volume included) to `file`; returns its size.
+   * Past `maxBytes` the file is removed and SizeLimitExceeded thrown.
    */
-  async commit(
-    containerId: string,
-    repo: string,
-    tag: string,
-    opts: { baseImageEnv: string[]; containerEnvKeys: string[]; labels: Record<string, string> },
-  ): Promise<string> {
-    const baseKeys = new Set(opts.baseImageEnv.map((e) => e.split('=')[0]));
-    const env = [
-      ...opts.baseImageEnv,
-      ...opts.containerEnvKeys.filter((k) => !baseKeys.has(k)).map((k) => `${k}=`),
-    ];
+  async archivePath(containerId: string, path: string, file: string, maxBytes?: number): Promise<number> {
     try {
-      const res = (await this.docker.getContainer(containerId).commit({
-        _query: { container: containerId, repo, tag, pause: false },
-        _body: { Env: env, Labels: opts.labels },
-      })) as { Id: string };
-      return res.Id;
+      const c = this.docker.getContainer(containerId);
+      return await this.withDisks(c, async () => writeBounded(await c.getArchive({ path }), file, maxBytes));
     } catch (e) {
-      throw wrap('commit container', e);
-    }
-  }
-
-  /** Writes a tar of `path` inside the container (its volume included) to `file`. */
-  async archivePath(containerId: string, path: string, file: string): Promise<void> {
-    try {
-      const stream = await this.docker.getContainer(containerId).getArchive({ path });
-      await pipeline(stream, createWriteStream(file, { mode: 0o600 }));
-    } catch (e) {
+      if (e instanceof SizeLimitExceeded) throw e;
       throw wrap(`archive of ${path}`, e);
     }
   }
 
-  /**
-   * `docker save` of one image to `file`. With `scrubAs`, the stream is rewritten on the way to
-   * disk (see image-scrub.ts) so the archive holds no committing container's env, and loads back
-   * tagged `scrubAs`.
-   */
-  async saveImage(ref: string, file: string, scrubAs?: string): Promise<void> {
+  /** Bytes the container's writable layer holds (what a commit would add). */
+  async containerSizeRw(id: string): Promise<number> {
     try {
-      const stream = (await this.docker.getImage(ref).get()) as NodeJS.ReadableStream & AsyncIterable<Buffer>;
-      const out = scrubAs ? scrubSavedImage(stream, scrubAs) : stream;
-      await pipeline(out, createWriteStream(file, { mode: 0o600 }));
+      // dockerode passes options as the query (?size=true); its types omit `size`.
+      const c = this.docker.getContainer(id) as unknown as {
+        inspect(o: { size: boolean }): Promise<{ SizeRw?: number }>;
+      };
+      return (await c.inspect({ size: true })).SizeRw ?? 0;
     } catch (e) {
-      throw wrap(`save image ${ref}`, e);
-    }
-  }
-
-  /**
-   * Replaces an image in the engine by its scrubbed copy (save -> scrub -> load, streamed, never
-   * on disk) tagged `repoTag`, and removes the original; returns the new image id.
-   */
-  async scrubImageInEngine(ref: string, repoTag: string): Promise<string> {
-    try {
-      const stream = (await this.docker.getImage(ref).get()) as NodeJS.ReadableStream & AsyncIterable<Buffer>;
-      await this.loadImage(scrubSavedImage(stream, repoTag));
-    } catch (e) {
-      throw wrap(`scrub of image ${ref}`, e);
-    }
-    const loaded = await this.inspectImage(repoTag);
-    if (!loaded) throw new RuntimeError('DOCKER_ERROR', `scrubbed image ${repoTag} did not load`);
-    if (loaded.id !== ref) await this.removeImage(ref);
-    return loaded.id;
-  }
-
-  /** `docker load` of an archive written by saveImage (a path or a stream); its tag comes back. */
-  async loadImage(source: string | NodeJS.ReadableStream): Promise<void> {
-    try {
-      const input = typeof source === 'string' ? createReadStream(source) : source;
-      const stream = await this.docker.loadImage(input, { quiet: true });
-      await new Promise<void>((resolve, reject) => {
-        this.docker.modem.followProgress(stream, (err: Error | null) => (err ? reject(err) : resolve()));
-      });
-    } catch (e) {
-      throw wrap(`load image${typeof source === 'string' ? ` from ${source}` : ''}`, e);
+      throw wrap('inspect container size', e);
     }
   }
 
@@ -376,14 +300,5 @@ export class DockerDriver {
     } catch (e) {
       throw wrap('list containers', e);
     }
-  }
-
-  async imageEnv(ref: string): Promise<string[]> {
-    const hit = this.#imageEnv.get(ref);
-    if (hit) return hit;
-    const info = await this.inspectImage(ref);
-    const env = info?.env ?? [];
-    this.#imageEnv.set(ref, env);
-    return env;
   }
 }

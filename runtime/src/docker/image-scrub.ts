@@ -2,7 +2,8 @@
 // `docker commit` records the committing container's full config (`container_config`, with the
 // sidecar token and user secrets in its Env) in the image JSON and in the legacy per-layer json;
 // this stream filter drops those fields, renames the config to its new digest, and points
-// manifest.json at it. Layers pass through untouched (streamed, never buffered).
+// manifest.json at it. Layers pass through untouched (streamed, never buffered). configOnlyArchive
+// does the same without reading any layer, for an image whose layers the engine already has.
 import { createHash } from 'node:crypto';
 import { Readable } from 'node:stream';
 
@@ -125,4 +126,80 @@ export function scrubSavedImage(input: AsyncIterable<Buffer>, repoTag: string): 
     yield Buffer.alloc(BLOCK * 2);
   }
   return Readable.from(run(), { objectMode: false });
+}
+
+/** What the engine reports of an image: `docker image inspect` and `docker history`. */
+export interface ImageFacts {
+  Architecture: string;
+  Os: string;
+  Variant?: string;
+  Created: string;
+  DockerVersion?: string;
+  Author?: string;
+  Config: unknown;
+  RootFS: { Type: string; Layers?: string[] };
+}
+export interface HistoryFact {
+  Created: number;
+  CreatedBy: string;
+  Comment?: string;
+  Size: number;
+}
+
+function ustarHeader(name: string): Buffer {
+  const h = Buffer.alloc(BLOCK);
+  h.write('0000644\0', 100, 'ascii');
+  h.write('0000000\0', 108, 'ascii');
+  h.write('0000000\0', 116, 'ascii');
+  h.write(
+    `${Math.floor(Date.now() / 1000)
+      .toString(8)
+      .padStart(11, '0')}\0`,
+    136,
+    'ascii',
+  );
+  h.write('0', 156, 'ascii');
+  h.write('ustar\0', 257, 'ascii');
+  h.write('00', 263, 'ascii');
+  return header(h, name, 0);
+}
+
+/**
+ * A `docker load` archive of only a new config (no container config, the rest as inspected) and
+ * a manifest naming the image's layers, which the engine already holds: it loads in milliseconds
+ * and never reads a layer file (none is in the archive). Undefined when the history cannot say
+ * which entries made a layer (a zero-size layer): use the full save -> scrub -> load then.
+ */
+export function configOnlyArchive(
+  info: ImageFacts,
+  history: HistoryFact[],
+  repoTag: string,
+): Buffer | undefined {
+  const diffIds = info.RootFS.Layers ?? [];
+  const entries = [...history].reverse();
+  if (entries.filter((h) => h.Size > 0).length !== diffIds.length) return undefined;
+  const config = {
+    architecture: info.Architecture,
+    os: info.Os,
+    ...(info.Variant ? { variant: info.Variant } : {}),
+    ...(info.Author ? { author: info.Author } : {}),
+    ...(info.DockerVersion ? { docker_version: info.DockerVersion } : {}),
+    created: info.Created,
+    config: info.Config,
+    history: entries.map((h) => ({
+      created: new Date(h.Created * 1000).toISOString(),
+      created_by: h.CreatedBy,
+      ...(h.Comment ? { comment: h.Comment } : {}),
+      ...(h.Size > 0 ? {} : { empty_layer: true }),
+    })),
+    rootfs: { type: info.RootFS.Type, diff_ids: diffIds },
+  };
+  const data = Buffer.from(JSON.stringify(config));
+  const name = `${createHash('sha256').update(data).digest('hex')}.json`;
+  const manifest = [{ Config: name, RepoTags: [repoTag], Layers: diffIds.map((_, i) => `${i}/layer.tar`) }];
+  return Buffer.concat([
+    ...file(ustarHeader(name), name, data),
+    ...file(ustarHeader('manifest.json'), 'manifest.json', Buffer.from(JSON.stringify(manifest))),
+    Buffer.alloc(BLOCK * 2),
+  ]);
 }

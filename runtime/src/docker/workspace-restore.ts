@@ -32,7 +32,8 @@ export async function restoreIntoVolume(
     });
     id = c.id;
     const parent = p.mountPath.replace(/\/[^/]+$/, '') || '/';
-    await c.putArchive(createReadStream(p.file), { path: parent });
+    // A loop-disk workspace is attached while the helper mounts it.
+    await driver.withDisks(c, () => c.putArchive(createReadStream(p.file), { path: parent }));
   } catch (e) {
     if (e instanceof RuntimeError) throw e;
     throw new RuntimeError('DOCKER_ERROR', `docker restore into ${p.mountPath} failed: ${dockerMessage(e)}`, {

@@ -36,6 +36,25 @@ export const SandboxRuntimeConfigSchema = z.object({
   gcColdRetentionSeconds: z.number().min(0).default(604800),
   /** Commit the container and archive the workspace on every stop (a snapshot to fall back on). */
   snapshotAutoCommit: z.boolean().default(true),
+  /** Most snapshot storage one sandbox may hold (layer + workspace.tar + image.tar), bytes. */
+  snapshotMaxBytes: z
+    .number()
+    .int()
+    .positive()
+    .default(20 * 1024 ** 3),
+  /** Operator-wide budget for all sandboxes' snapshot storage, bytes. */
+  storageBudgetBytes: z
+    .number()
+    .int()
+    .positive()
+    .default(100 * 1024 ** 3),
+  /**
+   * How a workspace is held to its disk_gb: `loop` = an ext4 loop disk per workspace volume
+   * (docker/loop-disk.ts; needs root), `none` = not limited (recorded in the sandbox view).
+   */
+  workspaceDisk: z.enum(['loop', 'none']).default('none'),
+  /** Where loop disks live (default: `disks` next to snapshotDir). */
+  diskDir: z.string().min(1).optional(),
   /** Where warm/cold archives live (workspace.tar, image.tar per sandbox). */
   snapshotDir: z.string().min(1),
   healthTimeoutMs: z.number().int().positive().default(30_000),

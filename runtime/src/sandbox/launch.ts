@@ -64,6 +64,7 @@ export async function launchContainer(
       memoryMb: rec.resources.memoryMb,
       diskGb: rec.resources.diskGb,
       enforceDisk: rec.resources.diskEnforced,
+      workspaceDisk: rec.resources.workspaceDisk === 'loop-ext4',
       pidsLimit: cfg.pidsLimit,
       tmpfsSizeMb: cfg.tmpfsSizeMb,
       exposedPorts: rec.exposedPorts ?? [],

@@ -1,11 +1,13 @@
 // SandboxManager: the runtime's one door to sandboxes on Docker. Every mutation of a sandbox runs
 // under that sandbox's lock; creates are additionally serialized per call id, so a job retried
 // for the same call id never makes a second container. Knows nothing of chains.
+import { dirname, join } from 'node:path';
 import pino, { type Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import { DockerDriver } from '../docker/driver.ts';
 import { EgressRules } from '../docker/egress-rules.ts';
 import { ensureSandboxNetwork, type SandboxNetwork } from '../docker/sandbox-network.ts';
+import { LoopDisks, loopDisksUnavailable } from '../docker/loop-disk.ts';
 import { RuntimeError } from '../errors.ts';
 import { KeyLock } from '../store/key-lock.ts';
 import type { EncryptedStore } from '../store/store.ts';
@@ -78,6 +80,16 @@ export class SandboxManager {
    */
   static async open(opts: SandboxManagerOptions): Promise<SandboxManager> {
     const m = new SandboxManager(opts);
+    if (m.config.workspaceDisk === 'loop') {
+      const why = await loopDisksUnavailable();
+      if (why) {
+        throw new RuntimeError(
+          'CONFIG_INVALID',
+          `workspace disk limits (loop) cannot be used: ${why}; run the operator as root with util-linux and e2fsprogs, or set SANDBOX_WORKSPACE_DISK=none to run without them`,
+        );
+      }
+      m.#ctx.driver.disks = new LoopDisks(m.config.diskDir ?? join(dirname(m.config.snapshotDir), 'disks'));
+    }
     await m.#ctx.records.load();
     const policy = m.config.egress;
     m.#ctx.network = await ensureSandboxNetwork(m.#ctx.driver.docker, policy);

@@ -119,7 +119,7 @@ export async function runProvision(
     if (!diskEnforced) log.debug('disk size not enforced: storage driver has no quota support');
     let current = await ctx.records.patch(rec.id, (r) => ({
       ...r,
-      resources: { ...r.resources, diskEnforced },
+      resources: { ...r.resources, diskEnforced, workspaceDisk: ctx.driver.disks ? 'loop-ext4' : null },
     }));
     const launched = await launchContainer(ctx, current, {
       image: rec.image,

@@ -57,6 +57,11 @@ export const SandboxResourcesSchema = z.object({
   diskGb: z.number().int().positive(),
   /** false when the storage driver cannot cap a container's disk (recorded, not hidden). */
   diskEnforced: z.boolean(),
+  /**
+   * How the workspace (/home/agent) is held to diskGb: `loop-ext4` (its own ext4 loop disk, a
+   * write past it fails with "No space left on device") or null (not limited). Absent: older record.
+   */
+  workspaceDisk: z.enum(['loop-ext4']).nullable().optional(),
 });
 export type SandboxResources = z.infer<typeof SandboxResourcesSchema>;
 
@@ -93,6 +98,8 @@ export const SandboxRecordSchema = z.object({
   snapshotImageId: z.string().nullable(),
   /** Directory holding workspace.tar (warm and cold) and image.tar (cold). */
   snapshotArchiveDir: z.string().nullable(),
+  /** Size of the snapshot image's own layer (the container's changes), counted against storage limits. */
+  snapshotLayerBytes: z.number().int().nonnegative().nullable().optional(),
   resources: SandboxResourcesSchema,
   timers: SandboxTimersSchema,
   /** Non-secret configuration from the create request (phase 1). */

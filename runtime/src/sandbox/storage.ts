@@ -6,10 +6,12 @@
 import { mkdir, rename, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { WORKSPACE_PATH } from '../docker/container-spec.ts';
+import { SizeLimitExceeded } from '../docker/driver.ts';
 import { LABEL_ID, SNAPSHOT_REPO, sandboxLabels } from '../docker/labels.ts';
 import type { SandboxContext } from './context.ts';
 import { containerEnv } from './env.ts';
 import type { SandboxRecord } from './record.ts';
+import { type Allowance, allowance } from './storage-budget.ts';
 
 export const WORKSPACE_TAR = 'workspace.tar';
 export const IMAGE_TAR = 'image.tar';
@@ -22,6 +24,14 @@ export function archiveDirOf(ctx: SandboxContext, id: string): string {
   return join(ctx.cfg.snapshotDir, id);
 }
 
+async function fileSize(p: string): Promise<number> {
+  try {
+    return (await stat(p)).size;
+  } catch {
+    return 0;
+  }
+}
+
 export async function fileExists(p: string): Promise<boolean> {
   try {
     return (await stat(p)).isFile();
@@ -30,32 +40,63 @@ export async function fileExists(p: string): Promise<boolean> {
   }
 }
 
+/** A streamed archive past its allowance becomes the clear STORAGE_LIMIT error. */
+async function bounded<T>(a: Allowance, needed: number, what: string, op: () => Promise<T>): Promise<T> {
+  try {
+    return await op();
+  } catch (e) {
+    if (e instanceof SizeLimitExceeded) throw a.refuse(needed + 1, what);
+    throw e;
+  }
+}
+
 /**
- * Commits the container and archives its workspace; the previous snapshot image (if any, and no
- * longer used by a container) is removed. Files are written under a temp name then renamed, so a
- * crash never leaves a half archive under the real name.
+ * Archives the workspace, then commits the container (scrubbed at once); the previous snapshot
+ * image (if any, and no longer used by a container) is removed. Checked against the sandbox's
+ * storage allowance first (the writable layer's size) and while the workspace streams; over it,
+ * STORAGE_LIMIT and nothing is left: the temp archive is removed and no commit was made. Files are
+ * written under a temp name then renamed, so a crash never leaves a half archive under the real name.
  */
 export async function takeSnapshot(
   ctx: SandboxContext,
   rec: SandboxRecord,
-): Promise<{ snapshotImageId: string; snapshotArchiveDir: string }> {
+): Promise<{ snapshotImageId: string; snapshotArchiveDir: string; snapshotLayerBytes: number }> {
   if (!rec.containerId) throw new Error(`sandbox ${rec.id} has no container to snapshot`);
   const { driver, cfg } = ctx;
+  const allowed = await allowance(ctx, rec);
+  const layer = await driver.containerSizeRw(rec.containerId);
+  if (layer > allowed.bytes) throw allowed.refuse(layer, 'a snapshot');
   const dir = archiveDirOf(ctx, rec.id);
   await mkdir(dir, { recursive: true, mode: 0o700 });
-  const env = containerEnv({ token: rec.token, sidecarPort: cfg.sidecarPort });
-  const imageId = await driver.commit(rec.containerId, SNAPSHOT_REPO, rec.id, {
-    baseImageEnv: await driver.imageEnv(rec.image),
-    containerEnvKeys: Object.keys(env),
-    labels: sandboxLabels(rec, 'snapshot', cfg.extraLabels),
-  });
   const tmp = join(dir, `${WORKSPACE_TAR}.tmp`);
-  await driver.archivePath(rec.containerId, WORKSPACE_PATH, tmp);
+  const ws = await bounded(allowed, allowed.bytes, 'a snapshot', () =>
+    driver.archivePath(rec.containerId!, WORKSPACE_PATH, tmp, allowed.bytes - layer),
+  );
+  const env = containerEnv({ token: rec.token, sidecarPort: cfg.sidecarPort });
+  let imageId: string;
+  try {
+    const committed = await driver.commit(rec.containerId, SNAPSHOT_REPO, rec.id, {
+      baseImageEnv: await driver.imageEnv(rec.image),
+      containerEnvKeys: Object.keys(env),
+      labels: sandboxLabels(rec, 'snapshot', cfg.extraLabels),
+    });
+    // `docker commit` also records the container's whole config (env: token, secrets) in the image:
+    // replaced at once by its scrubbed copy, so no snapshot image ever holds one, not even an older
+    // one a running container still uses after a newer snapshot took the tag.
+    imageId = await driver.scrubImage(committed, snapshotTag(rec.id));
+  } catch (e) {
+    await rm(tmp, { force: true });
+    throw e;
+  }
   await rename(tmp, join(dir, WORKSPACE_TAR));
-  if (rec.snapshotImageId && rec.snapshotImageId !== imageId)
-    await driver.removeImage(rec.snapshotImageId, false);
+  // Older snapshot images of this sandbox go (one a container still runs from stays; it is clean),
+  // and so does one a crash left between a commit and its scrub.
+  const older = new Set(await driver.imagesWithLabel(LABEL_ID, rec.id));
+  if (rec.snapshotImageId) older.add(rec.snapshotImageId);
+  for (const old of older) if (old !== imageId) await driver.removeImage(old, false);
   ctx.metrics?.snapshots.inc();
-  return { snapshotImageId: imageId, snapshotArchiveDir: dir };
+  ctx.log.debug({ sandboxId: rec.id, layer, workspace: ws }, 'snapshot taken');
+  return { snapshotImageId: imageId, snapshotArchiveDir: dir, snapshotLayerBytes: layer };
 }
 
 /**
@@ -68,13 +109,20 @@ export async function demoteHotToWarm(
   rec: SandboxRecord,
 ): Promise<Partial<SandboxRecord>> {
   const { driver, cfg } = ctx;
-  let snap = { snapshotImageId: rec.snapshotImageId, snapshotArchiveDir: rec.snapshotArchiveDir };
+  let snap: Partial<SandboxRecord> = {
+    snapshotImageId: rec.snapshotImageId,
+    snapshotArchiveDir: rec.snapshotArchiveDir,
+  };
   const container = rec.containerId ? await driver.exists(rec.containerId) : undefined;
   if (container) {
     snap = await takeSnapshot(ctx, rec);
   } else if (await driver.volumeExists(rec.volumeName)) {
     const dir = archiveDirOf(ctx, rec.id);
     await mkdir(dir, { recursive: true, mode: 0o700 });
+    const allowed = await allowance(ctx, rec);
+    const layer = rec.snapshotImageId ? (rec.snapshotLayerBytes ?? 0) : 0;
+    if (layer > allowed.bytes) throw allowed.refuse(layer, 'archiving the workspace');
+    await driver.disks?.attach(rec.volumeName);
     const tmp = await driver.docker.createContainer({
       Image: rec.image,
       Cmd: ['true'],
@@ -82,7 +130,9 @@ export async function demoteHotToWarm(
       HostConfig: { Mounts: [{ Type: 'volume', Source: rec.volumeName, Target: WORKSPACE_PATH }] },
     });
     try {
-      await driver.archivePath(tmp.id, WORKSPACE_PATH, join(dir, `${WORKSPACE_TAR}.tmp`));
+      await bounded(allowed, allowed.bytes, 'archiving the workspace', () =>
+        driver.archivePath(tmp.id, WORKSPACE_PATH, join(dir, `${WORKSPACE_TAR}.tmp`), allowed.bytes - layer),
+      );
       await rename(join(dir, `${WORKSPACE_TAR}.tmp`), join(dir, WORKSPACE_TAR));
     } finally {
       await driver.removeContainer(tmp.id);
@@ -91,10 +141,9 @@ export async function demoteHotToWarm(
   } else {
     throw new Error('no container and no volume left to demote');
   }
-  // The committed image still holds the container's env in Docker's image store; once the
-  // container is gone nothing else should, so the warm image is replaced by its scrubbed copy.
+  // Snapshots are scrubbed when taken; one from an older version may not be (a no-op if clean).
   if (snap.snapshotImageId && (await driver.inspectImage(snap.snapshotImageId))) {
-    snap.snapshotImageId = await driver.scrubImageInEngine(snap.snapshotImageId, snapshotTag(rec.id));
+    snap.snapshotImageId = await driver.scrubImage(snap.snapshotImageId, snapshotTag(rec.id));
   } else {
     snap.snapshotImageId = null;
   }
@@ -112,8 +161,15 @@ export async function demoteWarmToCold(
   // Only the workspace was kept (the container had vanished): nothing to save.
   if (!rec.snapshotImageId) return { tier: 'cold', tierSince: ctx.now() };
   const file = join(rec.snapshotArchiveDir, IMAGE_TAR);
+  // image.tar holds every layer (the base image's too); the image's own layer leaves the engine.
+  const allowed = await allowance(ctx, rec);
+  const ws = await fileSize(join(rec.snapshotArchiveDir, WORKSPACE_TAR));
+  const need = ws + (await ctx.driver.imageSize(rec.snapshotImageId));
+  if (need > allowed.bytes) throw allowed.refuse(need, 'moving to cold storage');
   // Scrubbed on the way to disk (no container env in the archive); loads back under this tag.
-  await ctx.driver.saveImage(rec.snapshotImageId, `${file}.tmp`, snapshotTag(rec.id));
+  await bounded(allowed, allowed.bytes, 'moving to cold storage', () =>
+    ctx.driver.saveImage(rec.snapshotImageId!, `${file}.tmp`, snapshotTag(rec.id), allowed.bytes - ws),
+  );
   await rename(`${file}.tmp`, file);
   await ctx.driver.removeImage(rec.snapshotImageId);
   return { tier: 'cold', tierSince: ctx.now() };

@@ -36,7 +36,7 @@ export interface SidecarClientOptions {
   timeouts?: Partial<SidecarTimeouts>;
   /** Largest JSON answer accepted. Default 8 MiB. */
   maxResponseBytes?: number;
-  /** Largest single SSE event accepted. Default 1 MiB. */
+  /** Largest single SSE event accepted. Default 6 MiB. */
   maxEventBytes?: number;
   /** Permit non-loopback sidecar addresses (remote backends). Default false. */
   allowNonLoopback?: boolean;
@@ -129,7 +129,9 @@ export class SidecarClient {
     this.#breaker = opts.breaker;
     this.#timeouts = { ...DEFAULT_SIDECAR_TIMEOUTS, ...opts.timeouts };
     this.#maxBytes = opts.maxResponseBytes ?? 8 * 1024 * 1024;
-    this.#maxEvent = opts.maxEventBytes ?? 1024 * 1024;
+    // A sidecar's `result` carries its whole final text twice (finalText, response): up to 2 ×
+    // SIDECAR_OUTPUT_LIMIT_BYTES (1 MiB) plus JSON escaping; 1 MiB failed every such run.
+    this.#maxEvent = opts.maxEventBytes ?? 6 * 1024 * 1024;
   }
 
   // ---- routes ----

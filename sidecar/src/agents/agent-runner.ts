@@ -29,6 +29,10 @@ export const AgentRunBody = z.object({
 });
 export type AgentRunRequest = z.infer<typeof AgentRunBody>;
 
+/**
+ * One streamed piece of a part: `text` (and `content`, the same) hold only what is new since the
+ * part's previous event, so a flood of output costs its own size on the stream, not its square.
+ */
 export interface AgentPart {
   id: string;
   type: 'text' | 'reasoning' | 'tool';
@@ -116,19 +120,20 @@ export class AgentRunner {
     let text = '';
     let pending = '';
     const limit = this.config.outputLimitBytes;
-    const emit = (state: AgentPart['state']) =>
-      hooks.onPart?.({ id: partId, type: 'text', text, content: text, state });
-    // Each event carries the whole text so far, so a flood of short lines is coalesced (at most one
-    // event per PART_INTERVAL_MS) instead of writing O(n²) bytes to the stream.
-    let emitted = '';
+    // Deltas, coalesced: at most one event per PART_INTERVAL_MS carrying the text appended since
+    // the last one (the whole text is only in the result).
+    let emitted = 0;
     let lastEmit = 0;
     let partTimer: NodeJS.Timeout | undefined;
+    const emit = (state: AgentPart['state']) => {
+      const delta = text.slice(emitted);
+      emitted = text.length;
+      lastEmit = Date.now();
+      hooks.onPart?.({ id: partId, type: 'text', text: delta, content: delta, state });
+    };
     const flushPart = () => {
       partTimer = undefined;
-      if (text === emitted) return;
-      emitted = text;
-      lastEmit = Date.now();
-      emit('running');
+      if (text.length > emitted) emit('running');
     };
     const schedulePart = () => {
       if (partTimer) return;

@@ -1,4 +1,7 @@
 // /agents: listing, runs through SIDECAR_AGENT_COMMAND (JSON and SSE), cancel, failures, missing harness.
+import { access, rm } from 'node:fs/promises';
+import { type IncomingMessage, request } from 'node:http';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readSse, type SidecarFixture, startSidecarFixture } from '../testing/sidecar-fixture.ts';
 
@@ -8,6 +11,9 @@ const AGENT = [
   'case "$SIDECAR_AGENT_MESSAGE" in',
   '  fail) echo "bad things" >&2; exit 3;;',
   '  flood) seq 1 400000;;',
+  // ~1.6 MB in 40 writes spread over ~2 s: many coalescing intervals, each with new text. The
+  // done file also marks a run that was cancelled (the test stalls its reader until then).
+  '  slowflood) trap "touch slowflood.done; exit 143" TERM; for i in $(seq 1 40); do head -c 40000 /dev/zero | tr "\\0" x; echo; sleep 0.05; done; touch slowflood.done;;',
   '  hang) (sleep 317 &); echo started; sleep 317;;',
   '  *) for i in 1 2 3; do echo "line $i: $SIDECAR_AGENT_MESSAGE"; sleep 0.15; done;;',
   'esac',
@@ -24,6 +30,21 @@ afterAll(async () => {
   await fx.close();
   await bare.close();
 });
+
+/** The stream on a raw socket, paused: nothing is read until the test resumes it. */
+const rawStream = (f: SidecarFixture, body: unknown) =>
+  new Promise<IncomingMessage>((resolve, reject) => {
+    const req = request(`${f.sidecar.url}/agents/run/stream`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${f.token}`, 'content-type': 'application/json' },
+    });
+    req.on('response', (res) => {
+      res.pause();
+      resolve(res);
+    });
+    req.on('error', reject);
+    req.end(JSON.stringify(body));
+  });
 
 const stream = (f: SidecarFixture, body: unknown) =>
   fetch(`${f.sidecar.url}/agents/run/stream`, {
@@ -66,7 +87,7 @@ describe('agents', () => {
     expect(typeof r.json.durationMs).toBe('number');
   });
 
-  it('streams execution.started, growing message parts, then the result', async () => {
+  it('streams execution.started, message parts as deltas, then the result', async () => {
     const frames = await readSse(
       await stream(fx, { message: 'streamed' }),
       (f) => f.event === 'result' || f.event === 'error',
@@ -76,13 +97,24 @@ describe('agents', () => {
       .filter((f) => f.event === 'message.part.updated')
       .map((f) => JSON.parse(f.data).part);
     expect(parts.length).toBeGreaterThanOrEqual(3);
-    for (let i = 1; i < parts.length; i++) {
-      expect(parts[i].text.startsWith(parts[i - 1].text)).toBe(true);
-      expect(parts[i].content).toBe(parts[i].text);
-      expect(parts[i].id).toBe(parts[0].id);
-      expect(parts[i].type).toBe('text');
+    for (const [i, f] of frames.filter((x) => x.event === 'message.part.updated').entries()) {
+      expect(JSON.parse(f.data).delta, `part ${i}`).toBe(true);
     }
+    for (const p of parts) {
+      expect(p.content).toBe(p.text);
+      expect(p.id).toBe(parts[0].id);
+      expect(p.type).toBe('text');
+    }
+    // Each event carries only what is new: appended in order they make the whole answer.
+    expect(parts.at(-1).state).toBe('completed');
+    expect(parts.slice(0, -1).every((p: { text: string }) => p.text.length > 0)).toBe(true);
     const result = JSON.parse(frames.at(-1)!.data);
+    expect(
+      parts
+        .map((p: { text: string }) => p.text)
+        .join('')
+        .trim(),
+    ).toBe(result.finalText);
     expect(frames.at(-1)!.event).toBe('result');
     expect(result.finalText).toContain('line 3: streamed');
     expect(result.response).toBe(result.finalText);
@@ -100,6 +132,37 @@ describe('agents', () => {
     expect(result.finalText).toContain('\n1\n2\n3\n');
     expect(result.finalText.length).toBeLessThanOrEqual(1024 * 1024);
     expect((await fx.call('GET', '/health')).status).toBe(200);
+  });
+
+  it('delivers the result to a reader that stalls through a long flood (stream bytes stay bounded)', async () => {
+    // The flake's cause: every part event carried the whole text so far (up to the 1 MiB output
+    // limit), so a reader slowed by a busy machine let >8 MiB queue and the sidecar dropped the
+    // stream before the result. Stall the reader for the whole run to make that deterministic.
+    const res = await rawStream(fx, { message: 'slowflood' });
+    const done = join(fx.workspace, 'slowflood.done');
+    while (
+      !(await access(done).then(
+        () => true,
+        () => false,
+      ))
+    )
+      await new Promise((r) => setTimeout(r, 50));
+    res.resume();
+    const body = await new Promise<string>((resolve, reject) => {
+      let text = '';
+      res.setEncoding('utf8');
+      res.on('data', (c: string) => {
+        text += c;
+      });
+      res.on('end', () => resolve(text));
+      res.on('error', reject);
+    });
+    const frames = body.split('\n\n').filter((b) => b.includes('data: '));
+    expect(frames.at(-1)).toMatch(/^event: result\n/);
+    // Deltas: the stream is about the output's size, not its square. The 1 MiB of text is sent
+    // twice in the parts (text, content) and twice in the result (finalText, response).
+    expect(body.length).toBeLessThan(5 * 1024 * 1024);
+    await rm(done, { force: true });
   });
 
   it('cancels a running agent, killing its whole process group', async () => {

@@ -46,7 +46,8 @@ export function addAgentRoutes(router: Router, config: SidecarConfig, runner: Ag
               announced = true;
               send('execution.started', { sessionId });
             },
-            onPart: (part) => send('message.part.updated', { part }),
+            // `delta: true`: the part's text is only what is new (clients append it).
+            onPart: (part) => send('message.part.updated', { part, delta: true }),
           });
           send('result', {
             finalText: r.finalText,

@@ -50,6 +50,25 @@ describe('runs', () => {
     expect(run.usage).toEqual({ inputTokens: 3, outputTokens: 5 });
   });
 
+  it("a deleted sandbox's runs are swept (record and events); a live sandbox's are kept", async () => {
+    const gone = h.addSandbox(o.address).id;
+    const kept = h.addSandbox(o.address).id;
+    const start = async (id: string) =>
+      (await h.call('POST', `${base(id)}/prompt`, { token: o.token, body: { message: 'x' } })).json.run_id;
+    const [g, k] = [await start(gone), await start(kept)];
+    await waitDone(gone, g);
+    await waitDone(kept, k);
+    h.sandboxes.records.set(gone, { ...h.sandboxes.records.get(gone)!, state: 'deleted' });
+    expect(await h.api.sweepRuns()).toBeGreaterThanOrEqual(1);
+    expect(await h.api.runs.get(g)).toBeUndefined();
+    expect(await h.api.runs.get(k)).toBeDefined();
+    const events = await h.store.collection<{ id: number }>('api_run_events').entries();
+    expect(events.some(([key]) => key.startsWith(`${g}:`))).toBe(false);
+    // Past the retention (7 days by default) the finished run goes too.
+    expect(await h.api.sweepRuns(Date.now() + 8 * 24 * 3600_000)).toBeGreaterThanOrEqual(1);
+    expect(await h.api.runs.get(k)).toBeUndefined();
+  });
+
   it('reconnecting with Last-Event-ID mid-stream gets every later event exactly once', async () => {
     const id = h.addSandbox(o.address).id;
     h.sidecar.behaviour.parts = 20;

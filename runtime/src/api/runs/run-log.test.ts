@@ -103,4 +103,66 @@ describe('RunLog', () => {
     setTimeout(() => ac.abort(), 20);
     expect(await p).toEqual([1]);
   });
+
+  it('caps stream events by count and bytes, keeps each end event once with its text cut', async () => {
+    const log = new RunLog(store, { maxEvents: 10, maxBytes: 1_000_000, maxTextChars: 100 });
+    await log.create(record('c1'));
+    await log.append('c1', 'run.queued', { run_id: 'c1' });
+    for (let i = 0; i < 500; i++) await log.append('c1', 'message.part.updated', { i });
+    await log.append('c1', 'result', { finalText: 'x'.repeat(5000), response: 'y'.repeat(5000) });
+    await log.append('c1', 'result', { finalText: 'again' });
+    await log.append('c1', 'run.completed', { final_text: 'z'.repeat(5000) });
+    await log.update('c1', { status: 'completed' });
+    const events: RunEvent[] = [];
+    for await (const e of log.follow('c1', 0)) events.push(e);
+    expect(events.map((e) => e.event)).toEqual([
+      'run.queued',
+      ...Array(10).fill('message.part.updated'),
+      'run.truncated',
+      'result',
+      'run.completed',
+    ]);
+    expect(events.map((e) => e.id)).toEqual(events.map((_, i) => i + 1));
+    expect(events[11]!.data).toMatchObject({ reason: 'events', max_events: 10 });
+    expect((events[12]!.data as { finalText: string }).finalText).toBe('x'.repeat(100));
+    expect((events[13]!.data as { final_text: string }).final_text).toHaveLength(100);
+
+    const bytes = new RunLog(store, { maxEvents: 1000, maxBytes: 2_000 });
+    await bytes.create(record('c2'));
+    for (let i = 0; i < 100; i++) await bytes.append('c2', 'message.part.updated', { text: 'a'.repeat(100) });
+    await bytes.update('c2', { status: 'completed' });
+    const got: RunEvent[] = [];
+    for await (const e of bytes.follow('c2', 0)) got.push(e);
+    const stored = got.filter((e) => e.event !== 'run.truncated');
+    expect(
+      stored.reduce((n, e) => n + JSON.stringify(e.data).length + e.event.length, 0),
+    ).toBeLessThanOrEqual(2_000);
+    expect(got.at(-1)!.data).toMatchObject({ reason: 'bytes' });
+  });
+
+  it("sweeps runs past retention and runs of gone sandboxes; removes a sandbox's runs", async () => {
+    const log = new RunLog(store, { retentionMs: 1_000 });
+    const mk = async (id: string, sandbox: string, finishedAt: number | null) => {
+      await log.create({ ...record(id), sandbox_id: sandbox });
+      await log.append(id, 'e', { id });
+      await log.update(id, finishedAt === null ? {} : { status: 'completed', finished_at: finishedAt });
+    };
+    const now = 10_000;
+    await mk('old', 'sbx-a', now - 5_000);
+    await mk('fresh', 'sbx-a', now - 10);
+    await mk('live', 'sbx-a', null);
+    await mk('orphan', 'sbx-gone', now - 10);
+    await mk('mine1', 'sbx-b', now - 10);
+    await mk('mine2', 'sbx-b', now - 20);
+    const gone = (id: string) => id === 'sbx-gone';
+    expect(await log.sweep(now, gone)).toBe(2);
+    expect(await log.get('old')).toBeUndefined();
+    expect(await log.get('orphan')).toBeUndefined();
+    expect(await log.get('fresh')).toBeDefined();
+    expect(await log.get('live')).toBeDefined();
+    expect(await log.removeSandbox('sbx-b')).toBe(2);
+    expect(await log.get('mine1')).toBeUndefined();
+    const left = (await store.collection<RunEvent>('api_run_events').entries()).map(([k]) => k.split(':')[0]);
+    expect(new Set(left)).toEqual(new Set(['fresh', 'live']));
+  });
 });

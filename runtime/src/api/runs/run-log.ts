@@ -1,5 +1,8 @@
 // Durable run records and their numbered events in the encrypted store, with a follower that
 // replays stored events after a cursor and then tails live ones: every event once, in order.
+// Bounded: per-run event and byte caps (past them one `run.truncated` event, then the stream's
+// events are dropped; the end events are always kept, their text cut to a cap), and runs are
+// deleted with their sandbox or once finished longer ago than the retention.
 import type { StoreCollection } from '../../store/index.ts';
 import type { ApiStore } from '../deps.ts';
 
@@ -33,9 +36,43 @@ export function isTerminalStatus(s: RunStatus): boolean {
   return s === 'completed' || s === 'failed' || s === 'cancelled';
 }
 
+export interface RunLimits {
+  /** Stored events per run, the end events excepted. */
+  maxEvents: number;
+  /** Stored bytes (event JSON) per run, the end events excepted. */
+  maxBytes: number;
+  /** A string in an end event (final text, error message) is cut to this many characters. */
+  maxTextChars: number;
+  /** Finished runs older than this are deleted by sweep(). */
+  retentionMs: number;
+}
+
+export const DEFAULT_RUN_LIMITS: RunLimits = {
+  maxEvents: 10_000,
+  maxBytes: 8 * 1024 * 1024,
+  maxTextChars: 1024 * 1024,
+  retentionMs: 7 * 24 * 3600_000,
+};
+
+/** Events that open or close a run: always stored (once each), never counted against the caps. */
+const END_EVENTS = new Set(['run.queued', 'result', 'error', 'run.completed', 'run.failed', 'run.cancelled']);
+
+/** Cuts long strings (top level and one level down) so an end event stays bounded. */
+function capStrings(data: unknown, max: number, depth = 0): unknown {
+  if (typeof data === 'string') return data.length > max ? data.slice(0, max) : data;
+  if (depth > 1 || !data || typeof data !== 'object' || Array.isArray(data)) return data;
+  return Object.fromEntries(Object.entries(data).map(([k, v]) => [k, capStrings(v, max, depth + 1)]));
+}
+
 interface LiveRun {
   record: RunRecord;
   lastSeq: number;
+  /** Stream events and their bytes stored so far; past a cap the rest are dropped. */
+  events: number;
+  bytes: number;
+  truncated: boolean;
+  dropped: number;
+  ends: Set<string>;
   done: boolean;
   waiters: Set<() => void>;
   /** Appends and status writes of one run happen one after another. */
@@ -48,10 +85,12 @@ export class RunLog {
   private readonly runs: StoreCollection<RunRecord>;
   private readonly events: StoreCollection<RunEvent>;
   private readonly live = new Map<string, LiveRun>();
+  readonly limits: RunLimits;
 
-  constructor(store: ApiStore) {
+  constructor(store: ApiStore, limits: Partial<RunLimits> = {}) {
     this.runs = store.collection<RunRecord>('api_runs');
     this.events = store.collection<RunEvent>('api_run_events');
+    this.limits = { ...DEFAULT_RUN_LIMITS, ...limits };
   }
 
   async create(record: RunRecord): Promise<void> {
@@ -59,6 +98,11 @@ export class RunLog {
     this.live.set(record.run_id, {
       record,
       lastSeq: record.last_event_id,
+      events: 0,
+      bytes: 0,
+      truncated: false,
+      dropped: 0,
+      ends: new Set(),
       done: false,
       waiters: new Set(),
       chain: Promise.resolve(),
@@ -72,10 +116,39 @@ export class RunLog {
     return (await this.runs.get(runId)) ?? undefined;
   }
 
-  /** Stores the next event of a live run; resolves with its id once it is durable. */
+  /**
+   * Stores the next event of a live run; resolves with its id once it is durable. Past a cap,
+   * stream events are dropped (resolving with the last stored id) after one `run.truncated`.
+   */
   append(runId: string, event: string, data: unknown): Promise<number> {
     const l = this.mustLive(runId);
     return this.serial(l, async () => {
+      const lim = this.limits;
+      if (END_EVENTS.has(event)) {
+        // Once each: a sidecar repeating `result` cannot grow the run without bound.
+        if (l.ends.has(event)) return l.lastSeq;
+        l.ends.add(event);
+        data = capStrings(data, lim.maxTextChars);
+      } else if (l.truncated) {
+        l.dropped++;
+        return l.lastSeq;
+      } else {
+        const bytes = Buffer.byteLength(JSON.stringify(data) ?? '') + event.length;
+        if (l.events + 1 > lim.maxEvents || l.bytes + bytes > lim.maxBytes) {
+          l.truncated = true;
+          l.dropped++;
+          event = 'run.truncated';
+          data = {
+            reason: l.events + 1 > lim.maxEvents ? 'events' : 'bytes',
+            max_events: lim.maxEvents,
+            max_bytes: lim.maxBytes,
+            message: 'this run reached its stored-event limit; later output is dropped, the result is kept',
+          };
+        } else {
+          l.events++;
+          l.bytes += bytes;
+        }
+      }
       const seq = l.lastSeq + 1;
       await this.events.put(eventKey(runId, seq), { id: seq, event, data, at: Date.now() });
       // Visible to followers only after it is stored: a reader never sees a gap.
@@ -137,6 +210,54 @@ export class RunLog {
       });
       last = l.lastSeq;
     }
+  }
+
+  /** Deletes a finished run: its record and every event. */
+  async remove(runId: string): Promise<void> {
+    if (this.live.has(runId)) return;
+    const r = await this.runs.get(runId);
+    if (!r) return;
+    let last = r.last_event_id;
+    while (await this.events.has(eventKey(runId, last + 1))) last++;
+    const keys = Array.from({ length: last }, (_, i) => eventKey(runId, i + 1));
+    for (let i = 0; i < keys.length; i += 1000) await this.events.delMany(keys.slice(i, i + 1000));
+    await this.runs.del(runId);
+  }
+
+  /** Deletes every run of a sandbox that is not going on; returns how many. */
+  async removeSandbox(sandboxId: string): Promise<number> {
+    const mine = await this.runs.find((r) => r.sandbox_id === sandboxId);
+    let n = 0;
+    for (const r of mine) {
+      if (this.live.has(r.run_id)) continue;
+      await this.remove(r.run_id);
+      n++;
+    }
+    return n;
+  }
+
+  /**
+   * Deletes finished runs that ended before `now - retention`, and those of sandboxes `gone`
+   * says no longer exist; returns how many. Runs still going on are left alone.
+   */
+  async sweep(now: number, gone: (sandboxId: string) => Promise<boolean> | boolean): Promise<number> {
+    let n = 0;
+    const cache = new Map<string, boolean>();
+    for (const r of await this.runs.values()) {
+      if (this.live.has(r.run_id)) continue;
+      const old =
+        isTerminalStatus(r.status) && (r.finished_at ?? r.created_at) < now - this.limits.retentionMs;
+      let g = cache.get(r.sandbox_id);
+      if (g === undefined && !old) {
+        g = await gone(r.sandbox_id);
+        cache.set(r.sandbox_id, g);
+      }
+      if (old || g) {
+        await this.remove(r.run_id);
+        n++;
+      }
+    }
+    return n;
   }
 
   /** Runs this process was driving when it stopped: ended as failed, their stored events kept. */

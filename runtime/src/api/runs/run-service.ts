@@ -107,6 +107,16 @@ export class RunService {
     return this.log.get(runId);
   }
 
+  /**
+   * A deleted sandbox's runs go with it: its active run is cancelled (bounded wait), then every
+   * run and event of it is deleted. Returns how many runs were deleted.
+   */
+  async forgetSandbox(sandboxId: string, requestId = 'sandbox-deleted'): Promise<number> {
+    const active = this.active.get(sandboxId);
+    if (active) await this.cancel(sandboxId, active.runId, requestId);
+    return this.log.removeSandbox(sandboxId);
+  }
+
   activeRun(sandboxId: string): string | undefined {
     return this.active.get(sandboxId)?.runId;
   }
@@ -146,12 +156,14 @@ export class RunService {
         await this.log.append(runId, name, data);
         const d = (data ?? {}) as Record<string, unknown>;
         if (name === 'result') {
-          finalText =
+          const text =
             typeof d.finalText === 'string'
               ? d.finalText
               : typeof d.response === 'string'
                 ? d.response
                 : null;
+          // Bounded like the stored events: the record and run.completed carry it again.
+          finalText = text === null ? null : text.slice(0, this.log.limits.maxTextChars);
           usage = (d.usage as RunRecord['usage']) ?? null;
         } else if (name === 'error') {
           failure = {
