@@ -390,10 +390,7 @@ export async function startOperator(cfg: OperatorConfig, log: Logger): Promise<R
 }
 
 /** The manager for job handlers, its delete also deleting the sandbox's runs (logged, never thrown). */
-function withRunCleanup(
-  manager: SandboxManager,
-  forget: (id: string) => Promise<unknown>,
-): SandboxRuntime {
+function withRunCleanup(manager: SandboxManager, forget: (id: string) => Promise<unknown>): SandboxRuntime {
   return {
     create: (p: Parameters<SandboxManager['create']>[0]) => manager.create(p),
     get: (id: string) => manager.get(id),
