@@ -108,13 +108,14 @@ export class DockerDriver {
   }
 
   /**
-   * Starts the container and returns the loopback host port the engine bound to `port`. A wait for
-   * the container's exit is armed before start so a sidecar that crashes fails the health wait
-   * at once instead of at its deadline.
+   * Starts the container and returns the loopback host port the engine bound to `port` (none when
+   * `port` is undefined: a container without a network publishes nothing). A wait for the
+   * container's exit is armed before start so a sidecar that crashes fails the health wait at once
+   * instead of at its deadline.
    */
   async start(
     id: string,
-    port: number,
+    port: number | undefined,
   ): Promise<{
     hostPort: number;
     /** Every container TCP port bound on 127.0.0.1 → its host port (the sidecar's included). */
@@ -136,6 +137,7 @@ export class DockerDriver {
         // Already running (304) is fine: start is idempotent here.
         if (dockerStatus(e) !== 304) throw e;
       });
+      if (port === undefined) return { hostPort: 0, loopbackPorts: {}, exited, cancel: () => ac.abort() };
       const info = await c.inspect();
       const binding = info.NetworkSettings?.Ports?.[`${port}/tcp`]?.find((b) => b.HostIp === '127.0.0.1');
       const hostPort = Number(binding?.HostPort);

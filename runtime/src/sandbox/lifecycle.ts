@@ -8,6 +8,7 @@ import { containerEnv } from './env.ts';
 import { deliverUserEnv } from './env-delivery.ts';
 import { launchContainer, pickExposed } from './launch.ts';
 import type { SandboxRecord } from './record.ts';
+import { noNetwork, prepareSidecarSocket, startedAddress } from './sidecar-address.ts';
 import { dropArchives, hasSnapshot, purgeArtifacts, restoreSource, takeSnapshot } from './storage.ts';
 
 type StopReason = NonNullable<SandboxRecord['stopReason']>;
@@ -94,8 +95,11 @@ export async function resumeSandbox(ctx: SandboxContext, id: string): Promise<Sa
     return recreate(ctx, rec, 'running');
   }
   if (container && rec.containerId) {
-    const started = await ctx.driver.start(rec.containerId, ctx.cfg.sidecarPort);
-    const health = await waitForHealth('127.0.0.1', started.hostPort, {
+    // The socket directory is a bind mount source: re-made if it went (e.g. /run after a reboot).
+    await prepareSidecarSocket(ctx, id);
+    const started = await ctx.driver.start(rec.containerId, noNetwork(ctx) ? undefined : ctx.cfg.sidecarPort);
+    const at = startedAddress(ctx, id, started.hostPort);
+    const health = await waitForHealth(at.addr, {
       timeoutMs: ctx.cfg.healthTimeoutMs,
       intervalMs: ctx.cfg.healthIntervalMs,
       maxIntervalMs: ctx.cfg.healthMaxIntervalMs,
@@ -110,15 +114,15 @@ export async function resumeSandbox(ctx: SandboxContext, id: string): Promise<Sa
       );
     }
     try {
-      await deliverUserEnv('127.0.0.1', started.hostPort, rec, ctx.cfg.healthTimeoutMs);
+      await deliverUserEnv(at.addr, rec, ctx.cfg.healthTimeoutMs);
     } catch (e) {
       await ctx.driver.stop(rec.containerId, 0);
       throw e;
     }
     await dropArchives(rec);
     return transition(ctx, id, 'running', {
-      hostPort: started.hostPort,
-      sidecarUrl: `http://${ctx.cfg.publicHost}:${started.hostPort}`,
+      hostPort: at.hostPort,
+      sidecarUrl: at.sidecarUrl,
       exposedHostPorts: pickExposed(rec, started.loopbackPorts),
       tier: null,
       tierSince: null,
@@ -135,7 +139,7 @@ async function outdatedContainer(ctx: SandboxContext, containerId: string): Prom
   const setup = await ctx.driver.containerSetup(containerId);
   if (!setup) return false;
   const allowed = new Set([
-    ...Object.keys(containerEnv({ token: '', sidecarPort: ctx.cfg.sidecarPort })),
+    ...Object.keys(containerEnv({ token: '', sidecarPort: ctx.cfg.sidecarPort, socketPath: '/' })),
     ...(await ctx.driver.imageEnv(setup.image)).map((e) => e.split('=')[0]),
   ]);
   const network = ctx.network.name ?? 'bridge';

@@ -7,9 +7,10 @@ import { mkdir, rename, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { WORKSPACE_PATH } from '../docker/container-spec.ts';
 import { LABEL_ID, SNAPSHOT_REPO, sandboxLabels } from '../docker/labels.ts';
+import { removeSocketDir } from '../docker/sidecar-socket.ts';
 import type { SandboxContext } from './context.ts';
-import { containerEnv } from './env.ts';
 import type { SandboxRecord } from './record.ts';
+import { sandboxContainerEnv } from './sidecar-address.ts';
 
 export const WORKSPACE_TAR = 'workspace.tar';
 export const IMAGE_TAR = 'image.tar';
@@ -43,7 +44,7 @@ export async function takeSnapshot(
   const { driver, cfg } = ctx;
   const dir = archiveDirOf(ctx, rec.id);
   await mkdir(dir, { recursive: true, mode: 0o700 });
-  const env = containerEnv({ token: rec.token, sidecarPort: cfg.sidecarPort });
+  const env = sandboxContainerEnv(ctx, rec);
   const imageId = await driver.commit(rec.containerId, SNAPSHOT_REPO, rec.id, {
     baseImageEnv: await driver.imageEnv(rec.image),
     containerEnvKeys: Object.keys(env),
@@ -128,6 +129,7 @@ export async function purgeArtifacts(ctx: SandboxContext, rec: SandboxRecord): P
   if (rec.snapshotImageId) images.add(rec.snapshotImageId);
   for (const img of images) await driver.removeImage(img);
   await rm(archiveDirOf(ctx, rec.id), { recursive: true, force: true });
+  await removeSocketDir(ctx.cfg.sidecarSocketDir, rec.id);
 }
 
 /**

@@ -1,8 +1,10 @@
 // Client for one sandbox's sidecar (see spec/sidecar-api.md): bearer auth, per-operation timeouts,
 // x-request-id forwarding, bounded responses, and a per-sandbox circuit breaker.
+import type { Dispatcher } from 'undici';
 import { RuntimeError } from '../errors.ts';
 import type { CircuitBreaker } from './circuit-breaker.ts';
 import { Deadline, isSidecarHealthFailure, readBounded, statusError, transportError } from './http.ts';
+import { socketDispatcher } from './socket.ts';
 import { parseSse, type SseEvent } from './sse.ts';
 
 export interface SidecarTimeouts {
@@ -28,6 +30,11 @@ export interface SidecarEndpoint {
   baseUrl: string;
   /** The sandbox's SIDECAR_AUTH_TOKEN. Never logged, never in an error. */
   token: string;
+  /**
+   * Transport: HTTP over this Unix socket instead of TCP to baseUrl's host (a sandbox without a
+   * network, SANDBOX_EGRESS=none); baseUrl then only names the Host header.
+   */
+  socketPath?: string;
 }
 
 export interface SidecarClientOptions {
@@ -102,6 +109,7 @@ export class SidecarClient {
   readonly #timeouts: SidecarTimeouts;
   readonly #maxBytes: number;
   readonly #maxEvent: number;
+  readonly #dispatcher: Dispatcher | undefined;
 
   constructor(endpoint: SidecarEndpoint, opts: SidecarClientOptions = {}) {
     let url: URL;
@@ -130,6 +138,7 @@ export class SidecarClient {
     this.#timeouts = { ...DEFAULT_SIDECAR_TIMEOUTS, ...opts.timeouts };
     this.#maxBytes = opts.maxResponseBytes ?? 8 * 1024 * 1024;
     this.#maxEvent = opts.maxEventBytes ?? 1024 * 1024;
+    this.#dispatcher = endpoint.socketPath ? socketDispatcher(endpoint.socketPath) : undefined;
   }
 
   // ---- routes ----
@@ -339,7 +348,8 @@ export class SidecarClient {
       signal,
       redirect: 'manual',
       ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
-    };
+      ...(this.#dispatcher ? { dispatcher: this.#dispatcher } : {}),
+    } as RequestInit;
   }
 
   readonly #redact = (s: string): string =>

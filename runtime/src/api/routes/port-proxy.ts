@@ -60,6 +60,12 @@ export function registerPortProxy(app: OpenAPIHono<ApiEnv>, d: SandboxRouteDeps)
         `sandbox is ${record.state}`,
       );
     }
+    if (record.sidecarUrl?.startsWith('unix:')) {
+      throw new RuntimeError(
+        'CONFLICT',
+        'this sandbox has no network: SANDBOX_EGRESS=none; it has no ports to proxy',
+      );
+    }
     const port = Number(c.req.param('port'));
     if (!Number.isInteger(port) || port < 1 || port > 65535)
       throw new RuntimeError('VALIDATION', 'port must be 1–65535');
