@@ -200,6 +200,31 @@ describe('SANDBOX_EGRESS=none: no interface but loopback', () => {
     expect(proxied.json.error.message).toMatch(/this sandbox has no network: SANDBOX_EGRESS=none/);
   });
 
+  it('a policy switch recreates a stopped sandbox on the other network: none → public gets a port, public → none a socket', async () => {
+    const rec = await rig.manager.create({ owner: account.address, serviceId: 1, callId: 'none-switch' });
+    await rig.manager.stop(rec.id);
+    try {
+      rig.config.egress = 'public';
+      await rig.reopen();
+      const pub = await rig.manager.resume(rec.id);
+      expect(pub.hostPort).toBeGreaterThan(0);
+      expect(rig.manager.sidecarEndpoint(rec.id).socketPath).toBeUndefined();
+      expect((await sidecarExec(rig.manager.sidecarEndpoint(rec.id), 'ls /sys/class/net')).stdout).toMatch(
+        /eth0/,
+      );
+      await rig.manager.stop(rec.id);
+    } finally {
+      rig.config.egress = 'none';
+      await rig.reopen();
+    }
+    const back = await rig.manager.resume(rec.id);
+    expect(back.hostPort).toBeNull();
+    const info = await rig.manager.driver.docker.getContainer(back.containerId!).inspect();
+    expect(Object.keys(info.NetworkSettings.Networks)).toEqual(['none']);
+    expect((await sidecarExec(rig.manager.sidecarEndpoint(rec.id), 'ls /sys/class/net')).stdout).toBe('lo\n');
+    await rig.manager.delete(rec.id);
+  });
+
   it('delete removes the socket directory', async () => {
     const dir = socketDir(SOCKET_ROOT, id);
     expect(existsSync(dir)).toBe(true);

@@ -47,6 +47,8 @@ export async function makeRig(
     healthTimeoutMs: 20_000,
     defaultMemoryMb: 256,
     stopTimeoutSeconds: 1,
+    // Sidecar sockets (egress none) in a directory of this rig's own, short enough for sun_path.
+    sidecarSocketDir: `/run/asbx-t-${randomBytes(6).toString('hex')}`,
     ...overrides,
   };
   const clock = { now: Date.now() };
@@ -86,6 +88,7 @@ export async function makeRig(
       await rig.close();
       await removeOperatorObjects(driver, operatorId);
       await rm(dir, { recursive: true, force: true });
+      if (config.sidecarSocketDir) await rm(config.sidecarSocketDir, { recursive: true, force: true });
     },
   };
   return rig;
