@@ -472,7 +472,7 @@ export const VARIABLES = {
     group: 'Sandboxes',
     schema: text,
     def: '/run/agent-sandbox',
-    doc: 'Under SANDBOX_EGRESS=none: where each sandbox gets its 0700 sidecar socket directory (at most 58 characters)',
+    doc: 'Under SANDBOX_EGRESS=none: where each sandbox gets its 0700 sidecar socket directory (at most 57 characters, so the socket path fits a Unix socket address)',
   }),
   SIDECAR_PUBLIC_HOST: v({
     group: 'Sandboxes',
