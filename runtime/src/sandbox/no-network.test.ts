@@ -225,6 +225,22 @@ describe('SANDBOX_EGRESS=none: no interface but loopback', () => {
     await rig.manager.delete(rec.id);
   });
 
+  it('GC to warm removes the socket directory with the container; a resume from warm makes both again', async () => {
+    const rec = await rig.manager.create({ owner: account.address, serviceId: 1, callId: 'none-gc' });
+    await sidecarExec(rig.manager.sidecarEndpoint(rec.id), 'echo kept > /home/agent/k.txt');
+    await rig.manager.stop(rec.id);
+    rig.clock.now += 2 * 86_400_000;
+    await rig.manager.gcTick();
+    expect(rig.manager.get(rec.id).tier).toBe('warm');
+    expect(existsSync(socketDir(SOCKET_ROOT, rec.id))).toBe(false);
+    await rig.manager.resume(rec.id);
+    expect(statSync(socketDir(SOCKET_ROOT, rec.id)).mode & 0o777).toBe(0o700);
+    expect((await sidecarExec(rig.manager.sidecarEndpoint(rec.id), 'cat /home/agent/k.txt')).stdout).toBe(
+      'kept\n',
+    );
+    await rig.manager.delete(rec.id);
+  });
+
   it('delete removes the socket directory', async () => {
     const dir = socketDir(SOCKET_ROOT, id);
     expect(existsSync(dir)).toBe(true);

@@ -101,6 +101,8 @@ export async function demoteHotToWarm(
   }
   if (rec.containerId) await driver.removeContainer(rec.containerId);
   await driver.removeVolume(rec.volumeName);
+  // No container is left to bind it; a resume makes it again.
+  await removeSocketDir(ctx.cfg.sidecarSocketDir, rec.id);
   return { ...snap, containerId: null, tier: 'warm', tierSince: ctx.now() };
 }
 
