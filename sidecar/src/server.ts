@@ -1,8 +1,9 @@
 // Starts the sidecar HTTP server. /health is answered here; the rest of the app loads on first use, because
 // Debian's Node 18 compiles every builtin (crypto, child_process, ...) at load time, with no code cache.
-import { chmodSync, chownSync, lstatSync, mkdirSync, unlinkSync } from 'node:fs';
+import { chmodSync, chownSync, lstatSync, mkdirSync, statSync, unlinkSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { dirname } from 'node:path';
 import type { Logger } from 'pino';
 import type { SidecarApp } from './app.ts';
 import type { SidecarConfig } from './config.ts';
@@ -67,8 +68,13 @@ export async function startSidecar(config: SidecarConfig, log: Logger): Promise<
     if (socketPath) server.listen(socketPath, () => resolve());
     else server.listen(config.port, config.host, () => resolve());
   });
-  // Its directory (the operator's, 0700 root) already keeps the agent user out; this too.
-  if (socketPath) chmodSync(socketPath, 0o600);
+  // Its directory (the operator's, 0700) already keeps the agent user out; the socket is 0600 and
+  // belongs to the directory's owner, so an operator that is not root can connect too.
+  if (socketPath) {
+    chmodSync(socketPath, 0o600);
+    const owner = statSync(dirname(socketPath));
+    if (process.getuid?.() === 0 && owner.uid !== 0) chownSync(socketPath, owner.uid, owner.gid);
+  }
   const port = socketPath ? 0 : (server.address() as AddressInfo).port;
   log.info({ port, socket: socketPath, workspace: config.workspaceRoot }, 'sidecar listening');
   return {

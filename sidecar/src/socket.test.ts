@@ -2,7 +2,7 @@
 // not on TCP, its socket is 0600, a socket left by the previous start is replaced, anything else
 // at that path is refused rather than removed.
 import { execFileSync } from 'node:child_process';
-import { mkdtemp, rm, stat, writeFile } from 'node:fs/promises';
+import { chown, mkdir, mkdtemp, rm, stat, writeFile } from 'node:fs/promises';
 import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -51,6 +51,19 @@ describe('sidecar on a Unix socket', () => {
       expect((await get(path, '/agents', fx.token)).status).toBe(200);
     } finally {
       await fx?.close();
+    }
+  });
+
+  it("hands the socket to its directory's owner (an operator that is not root)", async () => {
+    const sub = join(dir, 'op');
+    await mkdir(sub, { mode: 0o700 });
+    await chown(sub, 4242, 4242);
+    const fx = await startSidecarFixture({ SIDECAR_SOCKET: join(sub, 's.sock') });
+    try {
+      const st = await stat(join(sub, 's.sock'));
+      expect([st.uid, st.gid, st.mode & 0o777]).toEqual([4242, 4242, 0o600]);
+    } finally {
+      await fx.close();
     }
   });
 

@@ -26,7 +26,14 @@ export function socketPath(root: string, sandboxId: string): string {
  * Creates (or re-checks) the sandbox's socket directory: a real directory, owned by the
  * operator, mode 0700. A symlink or a directory someone else owns is refused.
  */
-export async function prepareSocketDir(root: string, sandboxId: string): Promise<string> {
+export async function prepareSocketDir(root: string, sandboxId: string, agentUid: number): Promise<string> {
+  if (process.getuid?.() === agentUid) {
+    // The directory would belong to the very uid the sandbox's code runs as: it could replace the socket.
+    throw new RuntimeError(
+      'PROVISION_FAILED',
+      `the operator runs as uid ${agentUid}, the sandbox agent's uid, so it cannot keep the sidecar socket from the agent; run it as root or another user`,
+    );
+  }
   await mkdir(root, { recursive: true, mode: 0o700 });
   const dir = socketDir(root, sandboxId);
   await mkdir(dir, { mode: 0o700 }).catch((e: NodeJS.ErrnoException) => {

@@ -4,7 +4,7 @@
 import type { SidecarAddress } from '../docker/health.ts';
 import { prepareSocketDir, SOCKET_IN_CONTAINER, socketPath } from '../docker/sidecar-socket.ts';
 import type { SandboxContext } from './context.ts';
-import { containerEnv } from './env.ts';
+import { AGENT_UID, containerEnv } from './env.ts';
 import type { SandboxRecord } from './record.ts';
 
 const UNIX = 'unix:';
@@ -28,7 +28,7 @@ export function sandboxContainerEnv(
 
 /** Makes (or re-checks) the socket directory a start needs; undefined when the sandbox has a network. */
 export async function prepareSidecarSocket(ctx: SandboxContext, id: string): Promise<string | undefined> {
-  return noNetwork(ctx) ? prepareSocketDir(ctx.cfg.sidecarSocketDir, id) : undefined;
+  return noNetwork(ctx) ? prepareSocketDir(ctx.cfg.sidecarSocketDir, id, Number(AGENT_UID)) : undefined;
 }
 
 /** Where the host reaches the sidecar just started, and the sidecarUrl to record for it. */
