@@ -187,16 +187,17 @@ export class DockerDriver {
     }
   }
 
-  /** The image id, env names and networks a container was created with (undefined when it is gone). */
+  /** The image id, env names, networks and bind sources a container was created with (undefined when it is gone). */
   async containerSetup(
     id: string,
-  ): Promise<{ image: string; envKeys: string[]; networks: string[] } | undefined> {
+  ): Promise<{ image: string; envKeys: string[]; networks: string[]; binds: string[] } | undefined> {
     try {
       const info = await this.docker.getContainer(id).inspect();
       return {
         image: info.Image,
         envKeys: (info.Config?.Env ?? []).map((e) => e.split('=')[0] ?? ''),
         networks: Object.keys(info.NetworkSettings?.Networks ?? {}),
+        binds: (info.Mounts ?? []).filter((m) => m.Type === 'bind').map((m) => m.Source),
       };
     } catch (e) {
       if (dockerStatus(e) === 404) return undefined;

@@ -2,6 +2,7 @@
 // snapshot, and container recreation for phase-2 secrets. Callers hold the sandbox's lock.
 import { waitForHealth } from '../docker/health.ts';
 import { containerName } from '../docker/labels.ts';
+import { socketDir } from '../docker/sidecar-socket.ts';
 import { RuntimeError } from '../errors.ts';
 import { mustGet, type SandboxContext, transition } from './context.ts';
 import { containerEnv } from './env.ts';
@@ -88,7 +89,7 @@ export async function resumeSandbox(ctx: SandboxContext, id: string): Promise<Sa
   }
   const container = rec.containerId ? await ctx.driver.exists(rec.containerId) : undefined;
   const now = ctx.now();
-  if (container && rec.containerId && (await outdatedContainer(ctx, rec.containerId))) {
+  if (container && rec.containerId && (await outdatedContainer(ctx, id, rec.containerId))) {
     // Made before user env left the container config, or on another egress network: recreated
     // (same volume, snapshot image kept) rather than started as it was.
     ctx.log.info({ sandboxId: id }, 'stopped container predates the current isolation; recreating it');
@@ -135,7 +136,7 @@ export async function resumeSandbox(ctx: SandboxContext, id: string): Promise<Sa
 }
 
 /** Whether a stopped container carries env beyond the platform's and its image's, or sits on another network. */
-async function outdatedContainer(ctx: SandboxContext, containerId: string): Promise<boolean> {
+async function outdatedContainer(ctx: SandboxContext, id: string, containerId: string): Promise<boolean> {
   const setup = await ctx.driver.containerSetup(containerId);
   if (!setup) return false;
   const allowed = new Set([
@@ -143,7 +144,9 @@ async function outdatedContainer(ctx: SandboxContext, containerId: string): Prom
     ...(await ctx.driver.imageEnv(setup.image)).map((e) => e.split('=')[0]),
   ]);
   const network = ctx.network.name ?? 'bridge';
-  return setup.envKeys.some((k) => !allowed.has(k)) || !setup.networks.includes(network);
+  // Without a network, its socket directory must be this operator's (SANDBOX_SOCKET_DIR may have moved).
+  const socketMoved = noNetwork(ctx) && !setup.binds.includes(socketDir(ctx.cfg.sidecarSocketDir, id));
+  return setup.envKeys.some((k) => !allowed.has(k)) || !setup.networks.includes(network) || socketMoved;
 }
 
 /**

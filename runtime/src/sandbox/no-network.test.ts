@@ -225,6 +225,26 @@ describe('SANDBOX_EGRESS=none: no interface but loopback', () => {
     await rig.manager.delete(rec.id);
   });
 
+  it('a stopped sandbox resumed after SANDBOX_SOCKET_DIR moved is recreated on the new directory', async () => {
+    const rec = await rig.manager.create({ owner: account.address, serviceId: 1, callId: 'none-moved' });
+    await rig.manager.stop(rec.id);
+    const moved = `${SOCKET_ROOT}-m`;
+    rig.config.sidecarSocketDir = moved;
+    try {
+      await rig.reopen();
+      const back = await rig.manager.resume(rec.id);
+      expect(back.containerId).not.toBe(rec.containerId);
+      expect(rig.manager.sidecarEndpoint(rec.id).socketPath).toBe(`${socketDir(moved, rec.id)}/sidecar.sock`);
+      expect((await sidecarExec(rig.manager.sidecarEndpoint(rec.id), 'echo moved')).stdout).toBe('moved\n');
+      await rig.manager.delete(rec.id);
+      expect(existsSync(socketDir(moved, rec.id))).toBe(false);
+    } finally {
+      rig.config.sidecarSocketDir = SOCKET_ROOT;
+      await rig.reopen();
+      await rm(moved, { recursive: true, force: true });
+    }
+  });
+
   it('GC to warm removes the socket directory with the container; a resume from warm makes both again', async () => {
     const rec = await rig.manager.create({ owner: account.address, serviceId: 1, callId: 'none-gc' });
     await sidecarExec(rig.manager.sidecarEndpoint(rec.id), 'echo kept > /home/agent/k.txt');
