@@ -256,7 +256,7 @@ async function floorOnce(image: string, i: number): Promise<number> {
     image,
   ]);
   const deadline = Date.now() + 120_000;
-  while (!(await probeHealth('127.0.0.1', port, 1000))) {
+  while (!(await probeHealth({ host: '127.0.0.1', port }, 1000))) {
     if (Date.now() > deadline) throw new Error(`floor container ${name} never answered /health`);
     await sleep(10);
   }

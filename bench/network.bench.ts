@@ -5,7 +5,8 @@
 //     with it; its create + remove counted) — interleaved, N rounds;
 // (2) the product's create-to-ready (SandboxManager.create) before and after the change, in the
 //     same run: egress open (Docker's default bridge, no rules: the old behaviour) vs public
-//     (shared ICC-off bridge + the operator's egress rules), interleaved, with the ratio to (1)'s floor.
+//     (shared ICC-off bridge + the operator's egress rules) vs none (Docker's `none` network,
+//     loopback only, the sidecar on a Unix socket), interleaved, with the ratio to (1)'s floor.
 // Run: npx tsx bench/network.bench.ts [--n 15]
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -78,11 +79,14 @@ async function engineOnce(
   });
   const c = await docker.createContainer(spec);
   const started = await driver.start(c.id, 8080);
-  const health = await waitForHealth('127.0.0.1', started.hostPort, {
-    timeoutMs: 60_000,
-    intervalMs: 10,
-    maxIntervalMs: 25,
-  });
+  const health = await waitForHealth(
+    { host: '127.0.0.1', port: started.hostPort },
+    {
+      timeoutMs: 60_000,
+      intervalMs: 10,
+      maxIntervalMs: 25,
+    },
+  );
   started.cancel();
   if (!health.ok) throw new Error(health.reason);
   const up = performance.now() - t0;
@@ -106,11 +110,12 @@ async function main(): Promise<void> {
   const ids = {
     open: `bench-open-${randomBytes(4).toString('hex')}`,
     public: `bench-pub-${randomBytes(4).toString('hex')}`,
+    none: `bench-none-${randomBytes(4).toString('hex')}`,
   };
-  const managers: Record<'open' | 'public', SandboxManager> = {} as never;
+  const managers: Record<'open' | 'public' | 'none', SandboxManager> = {} as never;
   const stores: EncryptedStore[] = [];
   try {
-    for (const egress of ['open', 'public'] as const) {
+    for (const egress of ['open', 'public', 'none'] as const) {
       const store = await EncryptedStore.open({ dir: join(dir, egress), secret });
       stores.push(store);
       managers[egress] = await SandboxManager.open({
@@ -129,7 +134,7 @@ async function main(): Promise<void> {
     }
     let call = 0;
     const owner = '0x00000000000000000000000000000000000000be';
-    const create = async (egress: 'open' | 'public') => {
+    const create = async (egress: 'open' | 'public' | 'none') => {
       const t0 = performance.now();
       const rec = await managers[egress].create({ owner, serviceId: 1, callId: `net-${++call}` });
       const dt = performance.now() - t0;
@@ -142,18 +147,21 @@ async function main(): Promise<void> {
     await engineOnce(driver, image, 'w2', 'own');
     await create('open');
     await create('public');
+    await create('none');
 
     const floor: number[] = [];
     const sharedBridge: number[] = [];
     const own: number[] = [];
     const before: number[] = [];
     const after: number[] = [];
+    const isolated: number[] = [];
     for (let i = 0; i < N; i++) {
       floor.push(await engineOnce(driver, image, `f${i}`, undefined));
       sharedBridge.push(await engineOnce(driver, image, `s${i}`, shared.name));
       own.push(await engineOnce(driver, image, `o${i}`, 'own'));
       before.push(await create('open'));
       after.push(await create('public'));
+      isolated.push(await create('none'));
     }
     const f = quantile(floor, 0.5);
     console.log(
@@ -165,6 +173,7 @@ async function main(): Promise<void> {
     console.log(`create-to-ready (SandboxManager.create), ${N} each, interleaved with the above`);
     line('before: egress open (default bridge, no rules)', before, f);
     line('after: egress public (shared bridge + rules)', after, f);
+    line('egress none (no network, sidecar on a socket)', isolated, f);
   } finally {
     for (const m of Object.values(managers)) await m.close().catch(() => {});
     for (const s of stores) await s.close().catch(() => {});

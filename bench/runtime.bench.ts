@@ -90,7 +90,7 @@ async function floorOnce(image: string, i: number): Promise<number> {
     'AGENT_SUBPROCESS_GID=1000',
     image,
   ]);
-  while (!(await probeHealth('127.0.0.1', port, 1000))) await new Promise((r) => setTimeout(r, 10));
+  while (!(await probeHealth({ host: '127.0.0.1', port }, 1000))) await new Promise((r) => setTimeout(r, 10));
   const dt = performance.now() - t0;
   await run('docker', ['rm', '-f', '-v', name]);
   await run('docker', ['volume', 'rm', '-f', name]).catch(() => {});

@@ -515,7 +515,13 @@ export const VARIABLES = {
     group: 'Sandboxes',
     schema: z.enum(['public', 'none', 'open'], { message: 'expected public, none or open' }),
     def: 'public',
-    doc: 'Sandbox network: public (internet only; private/CGNAT/link-local/loopback addresses and the host refused), none (no connection out), open (Docker default bridge, no isolation). public and none need root and iptables',
+    doc: 'Sandbox network: public (internet only; private/CGNAT/link-local/loopback addresses and the host refused; needs root and iptables), none (no interface but loopback; the sidecar answers on a Unix socket; no exposed ports), open (Docker default bridge, no isolation)',
+  }),
+  SANDBOX_SOCKET_DIR: v({
+    group: 'Sandboxes',
+    schema: text,
+    def: '/run/agent-sandbox',
+    doc: 'Under SANDBOX_EGRESS=none: where each sandbox gets its 0700 sidecar socket directory (at most 57 characters, so the socket path fits a Unix socket address)',
   }),
   SIDECAR_PUBLIC_HOST: v({
     group: 'Sandboxes',

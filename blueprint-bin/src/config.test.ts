@@ -128,6 +128,11 @@ describe('loadConfig', () => {
     expect(problemsOf(() => loadConfig('run', { ...valid, SANDBOX_EXPOSED_PORTS: '8080' }))).toEqual([
       { variable: 'SANDBOX_EXPOSED_PORTS', problem: 'must not include SIDECAR_HTTP_PORT' },
     ]);
+    expect(
+      problemsOf(() =>
+        loadConfig('run', { ...valid, SANDBOX_EGRESS: 'none', SANDBOX_EXPOSED_PORTS: '3000' }),
+      ).map((x) => x.variable),
+    ).toEqual(['SANDBOX_EXPOSED_PORTS']);
   });
 
   it('needs only what the command needs', () => {

@@ -82,6 +82,12 @@ export function loadConfig(command: Command, source: EnvSource = process.env): O
   if (n.SANDBOX_EXPOSED_PORTS?.includes(n.SIDECAR_HTTP_PORT as number)) {
     problems.push({ variable: 'SANDBOX_EXPOSED_PORTS', problem: 'must not include SIDECAR_HTTP_PORT' });
   }
+  if (n.SANDBOX_EGRESS === 'none' && (n.SANDBOX_EXPOSED_PORTS as number[] | undefined)?.length) {
+    problems.push({
+      variable: 'SANDBOX_EXPOSED_PORTS',
+      problem: 'must be empty under SANDBOX_EGRESS=none (sandboxes have no network to expose a port on)',
+    });
+  }
   if (n.REGISTRATION_CAPTURE_ONLY && !n.REGISTRATION_OUTPUT_PATH) {
     problems.push({
       variable: 'REGISTRATION_OUTPUT_PATH',

@@ -145,6 +145,7 @@ export async function startOperator(cfg: OperatorConfig, log: Logger): Promise<R
         extraLabels: v.SANDBOX_EXTRA_LABELS ?? {},
         defaultExposedPorts: v.SANDBOX_EXPOSED_PORTS ?? [],
         egress: v.SANDBOX_EGRESS!,
+        sidecarSocketDir: v.SANDBOX_SOCKET_DIR!,
       },
     });
     // Last to run at shutdown: the egress rules stay while anything else is still stopping.

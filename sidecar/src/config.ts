@@ -7,6 +7,8 @@ const intFrom = (def: number) => z._default(z.coerce.number().check(z.int(), z.p
 const EnvSchema = z.object({
   SIDECAR_PORT: z._default(z.coerce.number().check(z.int(), z.minimum(0), z.maximum(65535)), 8080),
   SIDECAR_HOST: z._default(z.string(), '0.0.0.0'),
+  /** When set, the sidecar listens on this Unix socket only (no TCP): sandboxes without a network. */
+  SIDECAR_SOCKET: z.optional(z.string()),
   SIDECAR_AUTH_TOKEN: z
     .string({ error: 'SIDECAR_AUTH_TOKEN is required: the operator sets a per-sandbox bearer token' })
     .check(z.minLength(16, 'SIDECAR_AUTH_TOKEN must be at least 16 characters')),
@@ -32,6 +34,8 @@ const EnvSchema = z.object({
 export interface SidecarConfig {
   port: number;
   host: string;
+  /** Unix socket path to listen on instead of host:port (SANDBOX_EGRESS=none). */
+  socketPath: string | undefined;
   authToken: string;
   workspaceRoot: string;
   agentHome: string;
@@ -72,9 +76,13 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     throw new Error(`invalid sidecar environment: ${msg}`);
   }
   const e = parsed.data;
+  if (e.SIDECAR_SOCKET && !e.SIDECAR_SOCKET.startsWith('/')) {
+    throw new Error('invalid sidecar environment: SIDECAR_SOCKET must be an absolute path');
+  }
   return {
     port: e.SIDECAR_PORT,
     host: e.SIDECAR_HOST,
+    socketPath: e.SIDECAR_SOCKET || undefined,
     authToken: e.SIDECAR_AUTH_TOKEN,
     workspaceRoot: e.AGENT_WORKSPACE_ROOT,
     agentHome: e.AGENT_HOME,

@@ -1,8 +1,9 @@
 // Starts the sidecar HTTP server. /health is answered here; the rest of the app loads on first use, because
 // Debian's Node 18 compiles every builtin (crypto, child_process, ...) at load time, with no code cache.
-import { chownSync, mkdirSync } from 'node:fs';
+import { chmodSync, chownSync, lstatSync, mkdirSync, statSync, unlinkSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { dirname } from 'node:path';
 import type { Logger } from 'pino';
 import type { SidecarApp } from './app.ts';
 import type { SidecarConfig } from './config.ts';
@@ -60,16 +61,26 @@ export async function startSidecar(config: SidecarConfig, log: Logger): Promise<
     );
   });
   server.keepAliveTimeout = 65_000;
+  const socketPath = config.socketPath;
+  if (socketPath) removeStaleSocket(socketPath);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
-    server.listen(config.port, config.host, () => resolve());
+    if (socketPath) server.listen(socketPath, () => resolve());
+    else server.listen(config.port, config.host, () => resolve());
   });
-  const port = (server.address() as AddressInfo).port;
-  log.info({ port, workspace: config.workspaceRoot }, 'sidecar listening');
+  // Its directory (the operator's, 0700) already keeps the agent user out; the socket is 0600 and
+  // belongs to the directory's owner, so an operator that is not root can connect too.
+  if (socketPath) {
+    chmodSync(socketPath, 0o600);
+    const owner = statSync(dirname(socketPath));
+    if (process.getuid?.() === 0 && owner.uid !== 0) chownSync(socketPath, owner.uid, owner.gid);
+  }
+  const port = socketPath ? 0 : (server.address() as AddressInfo).port;
+  log.info({ port, socket: socketPath, workspace: config.workspaceRoot }, 'sidecar listening');
   return {
     server,
     port,
-    url: `http://127.0.0.1:${port}`,
+    url: socketPath ? 'http://localhost' : `http://127.0.0.1:${port}`,
     app: loadApp,
     async close() {
       if (appPromise) (await appPromise).close();
@@ -77,4 +88,16 @@ export async function startSidecar(config: SidecarConfig, log: Logger): Promise<
       await new Promise<void>((r) => server.close(() => r()));
     },
   };
+}
+
+/** A socket left by this sandbox's previous start (stop/resume) is replaced; anything else is refused. */
+function removeStaleSocket(path: string): void {
+  let st: ReturnType<typeof lstatSync> | undefined;
+  try {
+    st = lstatSync(path);
+  } catch {
+    return;
+  }
+  if (!st.isSocket()) throw new Error(`${path} exists and is not a socket; refusing to replace it`);
+  unlinkSync(path);
 }

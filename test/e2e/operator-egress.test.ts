@@ -1,6 +1,6 @@
 // End to end: the operator program refuses to start under SANDBOX_EGRESS=public when it cannot
 // install its egress rules (here: no iptables on its PATH), saying why and what to do, and leaves
-// no rule behind; with SANDBOX_EGRESS=open it starts without them.
+// no rule behind; with SANDBOX_EGRESS=none (loopback-only sandboxes) it starts without them.
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -95,5 +95,14 @@ describe('operator egress rules at start', () => {
     expect(r.code, r.out.slice(-2000)).toBe(0);
     const { forward } = chainNames(env['OPERATOR_ID']!);
     expect(execFileSync('iptables', ['-S']).toString()).not.toContain(forward);
+  });
+
+  it('under none without iptables: starts (no bridge, no rules: the sandboxes get no network at all)', async () => {
+    const env = await operatorEnv('none', dirname(process.execPath));
+    env['SANDBOX_SOCKET_DIR'] = `/run/${RUN}`;
+    dirs.push(env['SANDBOX_SOCKET_DIR']);
+    const r = await runOperator(env);
+    expect(r.ready, r.out.slice(-2000)).toBe(true);
+    expect(r.code, r.out.slice(-2000)).toBe(0);
   });
 });

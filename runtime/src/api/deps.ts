@@ -65,8 +65,11 @@ export interface ApiSandboxes {
    * it. Optional: without it the port proxy answers 404.
    */
   exposedPort?(id: string, containerPort: number): Awaitable<number | { port: number } | null | undefined>;
-  /** Where the sandbox's sidecar listens (loopback) and its bearer token. */
-  sidecarEndpoint(id: string): Awaitable<{ url: string; token: string }>;
+  /**
+   * Where the sandbox's sidecar listens (loopback URL, or with socketPath a Unix socket: the
+   * sandbox has no network) and its bearer token.
+   */
+  sidecarEndpoint(id: string): Awaitable<{ url: string; token: string; socketPath?: string }>;
 }
 
 /** The calls the routes make on one sandbox's sidecar (the real SidecarClient implements them). */

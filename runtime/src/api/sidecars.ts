@@ -18,11 +18,16 @@ export function createApiSidecars(
   return {
     async client(sandboxId: string): Promise<ApiSidecarClient> {
       const ep = await sandboxes.sidecarEndpoint(sandboxId);
-      const key = `${ep.url}|${ep.token}`;
+      const key = `${ep.socketPath ?? ep.url}|${ep.token}`;
       const cached = clients.get(sandboxId);
       if (cached?.key === key) return cached.client;
       const client = new SidecarClient(
-        { sandboxId, baseUrl: ep.url, token: ep.token },
+        {
+          sandboxId,
+          baseUrl: ep.url,
+          token: ep.token,
+          ...(ep.socketPath ? { socketPath: ep.socketPath } : {}),
+        },
         { breaker, ...(opts.timeouts ? { timeouts: opts.timeouts } : {}) },
       );
       clients.set(sandboxId, { key, client });

@@ -1,6 +1,8 @@
 // Builds the Docker create options for a sandbox container: sidecar env, resource limits,
-// loopback-only port publishing, labels, and the hardening every sandbox gets.
+// loopback-only port publishing (or, with no network, a socket directory), labels, and the
+// hardening every sandbox gets.
 import type Docker from 'dockerode';
+import { SOCKET_MOUNT } from './sidecar-socket.ts';
 
 /**
  * Capabilities the sidecar keeps after CapDrop ALL — the minimum found by running the real
@@ -42,8 +44,13 @@ export interface ContainerSpecInput {
   capAdd?: readonly string[];
   /** Extra container ports, each published like the sidecar's: 127.0.0.1, engine-chosen port. */
   exposedPorts?: readonly number[];
-  /** The sandbox network to join (undefined: the engine's default bridge). */
+  /** The sandbox network to join (undefined: the engine's default bridge; 'none': loopback only). */
   networkName?: string | undefined;
+  /**
+   * With networkName 'none': the host directory mounted at SOCKET_MOUNT, where the sidecar
+   * listens (no port is published: there is no interface to publish it on).
+   */
+  socketDir?: string | undefined;
   /** Overrides the image's command (tests only: a sidecar that never becomes healthy). */
   cmd?: string[];
 }
@@ -54,7 +61,8 @@ export function envList(env: Record<string, string>): string[] {
 
 export function buildContainerSpec(s: ContainerSpecInput): Docker.ContainerCreateOptions {
   const port = `${s.sidecarPort}/tcp`;
-  const ports = [port, ...(s.exposedPorts ?? []).map((p) => `${p}/tcp`)];
+  const isolated = s.networkName === 'none';
+  const ports = isolated ? [] : [port, ...(s.exposedPorts ?? []).map((p) => `${p}/tcp`)];
   const memory = s.memoryMb * 1024 * 1024;
   const hostConfig: Docker.HostConfig = {
     NanoCpus: Math.round(s.cpuCores * 1e9),
@@ -90,6 +98,9 @@ export function buildContainerSpec(s: ContainerSpecInput): Docker.ContainerCreat
             : {}),
         },
       } as unknown as Docker.MountSettings,
+      ...(isolated && s.socketDir
+        ? [{ Type: 'bind', Source: s.socketDir, Target: SOCKET_MOUNT } as Docker.MountSettings]
+        : []),
     ],
     RestartPolicy: { Name: 'no' },
     ...(s.networkName ? { NetworkMode: s.networkName } : {}),

@@ -87,13 +87,14 @@ export class DockerDriver extends DockerImages {
   }
 
   /**
-   * Starts the container and returns the loopback host port the engine bound to `port`. A wait for
-   * the container's exit is armed before start so a sidecar that crashes fails the health wait
-   * at once instead of at its deadline.
+   * Starts the container and returns the loopback host port the engine bound to `port` (none when
+   * `port` is undefined: a container without a network publishes nothing). A wait for the
+   * container's exit is armed before start so a sidecar that crashes fails the health wait at once
+   * instead of at its deadline.
    */
   async start(
     id: string,
-    port: number,
+    port: number | undefined,
   ): Promise<{
     hostPort: number;
     /** Every container TCP port bound on 127.0.0.1 → its host port (the sidecar's included). */
@@ -120,6 +121,7 @@ export class DockerDriver extends DockerImages {
         if (dockerStatus(e) !== 304) throw e;
       });
       for (const v of disks) await this.disks!.detachWhenUnmounted(v);
+      if (port === undefined) return { hostPort: 0, loopbackPorts: {}, exited, cancel: () => ac.abort() };
       const info = await c.inspect();
       const binding = info.NetworkSettings?.Ports?.[`${port}/tcp`]?.find((b) => b.HostIp === '127.0.0.1');
       const hostPort = Number(binding?.HostPort);
@@ -188,16 +190,17 @@ export class DockerDriver extends DockerImages {
     }
   }
 
-  /** The image id, env names and networks a container was created with (undefined when it is gone). */
+  /** The image id, env names, networks and bind sources a container was created with (undefined when it is gone). */
   async containerSetup(
     id: string,
-  ): Promise<{ image: string; envKeys: string[]; networks: string[] } | undefined> {
+  ): Promise<{ image: string; envKeys: string[]; networks: string[]; binds: string[] } | undefined> {
     try {
       const info = await this.docker.getContainer(id).inspect();
       return {
         image: info.Image,
         envKeys: (info.Config?.Env ?? []).map((e) => e.split('=')[0] ?? ''),
         networks: Object.keys(info.NetworkSettings?.Networks ?? {}),
+        binds: (info.Mounts ?? []).filter((m) => m.Type === 'bind').map((m) => m.Source),
       };
     } catch (e) {
       if (dockerStatus(e) === 404) return undefined;

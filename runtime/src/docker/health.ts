@@ -1,4 +1,4 @@
-// Polls a sidecar's unauthenticated GET /health on loopback until it answers 200, with a short
+// Polls a sidecar's unauthenticated GET /health (loopback port or Unix socket) until it answers 200, with a short
 // first interval (the fast path matters: a local container is up in tens of milliseconds) that
 // backs off, an overall deadline, and an optional early abort (the container died).
 import http from 'node:http';
@@ -11,15 +11,22 @@ export interface HealthPollOptions {
   abort?: Promise<string>;
 }
 
+/** Where the host reaches a sidecar: a loopback port, or a Unix socket (sandboxes without a network). */
+export type SidecarAddress = { host: string; port: number } | { socketPath: string };
+
+export function describeAddress(a: SidecarAddress): string {
+  return 'socketPath' in a ? a.socketPath : `${a.host}:${a.port}`;
+}
+
 export type HealthResult = { ok: true; attempts: number } | { ok: false; reason: string; attempts: number };
 
 // A fresh connection each probe: a keep-alive socket to a half-started server can hang.
 const agent = new http.Agent({ keepAlive: false });
 
 /** One GET /health; resolves true on HTTP 200 within `timeoutMs`. Never throws. */
-export function probeHealth(host: string, port: number, timeoutMs: number): Promise<boolean> {
+export function probeHealth(addr: SidecarAddress, timeoutMs: number): Promise<boolean> {
   return new Promise((resolve) => {
-    const req = http.get({ host, port, path: '/health', agent, timeout: timeoutMs }, (res) => {
+    const req = http.get({ ...addr, path: '/health', agent, timeout: timeoutMs }, (res) => {
       res.resume();
       resolve(res.statusCode === 200);
     });
@@ -31,11 +38,7 @@ export function probeHealth(host: string, port: number, timeoutMs: number): Prom
   });
 }
 
-export async function waitForHealth(
-  host: string,
-  port: number,
-  opts: HealthPollOptions,
-): Promise<HealthResult> {
+export async function waitForHealth(addr: SidecarAddress, opts: HealthPollOptions): Promise<HealthResult> {
   const deadline = Date.now() + opts.timeoutMs;
   let interval = opts.intervalMs;
   let attempts = 0;
@@ -51,7 +54,7 @@ export async function waitForHealth(
     const left = deadline - Date.now();
     if (left <= 0) break;
     attempts++;
-    if (await probeHealth(host, port, Math.min(left, 1000))) return { ok: true, attempts };
+    if (await probeHealth(addr, Math.min(left, 1000))) return { ok: true, attempts };
     if (aborted !== undefined) return { ok: false, reason: aborted, attempts };
     const wait = Math.min(interval, Math.max(0, deadline - Date.now()));
     if (wait <= 0) break;
@@ -60,7 +63,7 @@ export async function waitForHealth(
   }
   return {
     ok: false,
-    reason: `sidecar did not answer GET /health on 127.0.0.1:${port} within ${opts.timeoutMs} ms`,
+    reason: `sidecar did not answer GET /health on ${describeAddress(addr)} within ${opts.timeoutMs} ms`,
     attempts,
   };
 }

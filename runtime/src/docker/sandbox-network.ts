@@ -8,12 +8,15 @@ import { RuntimeError } from '../errors.ts';
 import { dockerMessage, dockerStatus } from './driver.ts';
 import { LABEL_MANAGED_BY, MANAGED_BY_VALUE } from './labels.ts';
 
-/** public: internet only; none: no connection out at all; open: Docker's default bridge, no rules. */
+/**
+ * public: internet only; none: Docker's `none` network (no interface but loopback, the sidecar on
+ * a Unix socket); open: Docker's default bridge, no rules.
+ */
 export type EgressPolicy = 'public' | 'none' | 'open';
 export const EGRESS_POLICIES = ['public', 'none', 'open'] as const;
 
 export interface SandboxNetwork {
-  /** Docker network name, or undefined for the engine's default bridge (egress open). */
+  /** Docker network name ('none': loopback only), or undefined for the engine's default bridge (egress open). */
   name: string | undefined;
   /** Host-side bridge interface (rules match on it), or undefined for the default bridge. */
   bridge: string | undefined;
@@ -21,7 +24,7 @@ export interface SandboxNetwork {
   gateway: string | undefined;
 }
 
-export function sandboxNetworkNames(policy: Exclude<EgressPolicy, 'open'>): { name: string; bridge: string } {
+export function sandboxNetworkNames(policy: 'public'): { name: string; bridge: string } {
   return { name: `agent-sandbox-${policy}`, bridge: `asbx-${policy}` };
 }
 
@@ -47,6 +50,8 @@ async function inspectNetwork(docker: Docker, name: string): Promise<NetworkInfo
  */
 export async function ensureSandboxNetwork(docker: Docker, policy: EgressPolicy): Promise<SandboxNetwork> {
   if (policy === 'open') return { name: undefined, bridge: undefined, gateway: undefined };
+  // No bridge, no rules: the container gets no interface to send anything on.
+  if (policy === 'none') return { name: 'none', bridge: undefined, gateway: undefined };
   const { name, bridge } = sandboxNetworkNames(policy);
   let info = await inspectNetwork(docker, name);
   if (!info) {

@@ -2,7 +2,11 @@
 // defaults of the operator's config table, and a reader for the SANDBOX_* environment variables.
 import { z } from 'zod';
 import { EGRESS_POLICIES } from '../docker/sandbox-network.ts';
+import { MAX_SOCKET_PATH, SOCKET_NAME } from '../docker/sidecar-socket.ts';
 import { RuntimeError } from '../errors.ts';
+
+// <dir>/sbx-<32 hex>/sidecar.sock must fit MAX_SOCKET_PATH.
+const MAX_SOCKET_DIR = MAX_SOCKET_PATH - '/sbx-00000000000000000000000000000000/'.length - SOCKET_NAME.length;
 
 export const SandboxRuntimeConfigSchema = z.object({
   /** Labels this operator's containers; reconcile only ever touches containers carrying it. */
@@ -69,6 +73,18 @@ export const SandboxRuntimeConfigSchema = z.object({
    * host refused), none (no connection out), open (Docker's default bridge, no isolation).
    */
   egress: z.enum(EGRESS_POLICIES).default('public'),
+  /**
+   * Under egress none: where each sandbox's sidecar socket directory is made (<dir>/<sandbox id>,
+   * 0700). Short enough that the socket path fits a Unix socket address (107 bytes).
+   */
+  sidecarSocketDir: z
+    .string()
+    .startsWith('/', 'must be an absolute path')
+    .max(
+      MAX_SOCKET_DIR,
+      `at most ${MAX_SOCKET_DIR} characters, or the socket path is too long for a Unix socket`,
+    )
+    .default('/run/agent-sandbox'),
   /** Extra labels on everything created (tests add agent-sandbox.test=1). */
   extraLabels: z.record(z.string(), z.string()).default({}),
 });
@@ -82,6 +98,12 @@ export function parseSandboxRuntimeConfig(input: SandboxRuntimeConfigInput): San
     throw new RuntimeError(
       'VALIDATION',
       `invalid sandbox runtime config at ${first?.path.join('.') || '(root)'}: ${first?.message}`,
+    );
+  }
+  if (r.data.egress === 'none' && r.data.defaultExposedPorts.length > 0) {
+    throw new RuntimeError(
+      'VALIDATION',
+      'invalid sandbox runtime config: SANDBOX_EGRESS=none gives sandboxes no network, so no port can be exposed; remove SANDBOX_EXPOSED_PORTS or pick another egress policy',
     );
   }
   return r.data;
@@ -113,6 +135,7 @@ const ENV_KEYS: Record<string, keyof SandboxRuntimeConfig> = {
   SANDBOX_SNAPSHOT_DIR: 'snapshotDir',
   SANDBOX_HEALTH_TIMEOUT_MS: 'healthTimeoutMs',
   SANDBOX_EGRESS: 'egress',
+  SANDBOX_SOCKET_DIR: 'sidecarSocketDir',
 };
 
 /** Reads SANDBOX_* / SIDECAR_* variables over `base` (e.g. {snapshotDir, operatorId}). */

@@ -3,6 +3,7 @@
 // user value is ever in the container's config (seen by tini and the root sidecar, and captured
 // by `docker commit`). Every start of a container goes through here before the sandbox is ready.
 import http from 'node:http';
+import type { SidecarAddress } from '../docker/health.ts';
 import { RuntimeError } from '../errors.ts';
 import { mergeEnv } from './env.ts';
 import type { SandboxRecord } from './record.ts';
@@ -10,8 +11,7 @@ import type { SandboxRecord } from './record.ts';
 const agent = new http.Agent({ keepAlive: false });
 
 export async function deliverUserEnv(
-  host: string,
-  port: number,
+  addr: SidecarAddress,
   rec: Pick<SandboxRecord, 'token' | 'baseEnv' | 'userEnv'>,
   timeoutMs: number,
 ): Promise<void> {
@@ -19,8 +19,7 @@ export async function deliverUserEnv(
   const status = await new Promise<{ code: number; text: string }>((resolve, reject) => {
     const req = http.request(
       {
-        host,
-        port,
+        ...addr,
         path: '/env',
         method: 'PUT',
         agent,

@@ -99,9 +99,15 @@ export function mergeEnv(
 }
 
 /** The platform's variables only: no user value ever reaches tini or the root sidecar. */
-export function containerEnv(p: { token: string; sidecarPort: number }): Record<string, string> {
+export function containerEnv(p: {
+  token: string;
+  sidecarPort: number;
+  /** The sidecar listens on this socket instead of the port (sandboxes without a network). */
+  socketPath?: string;
+}): Record<string, string> {
   return {
     SIDECAR_PORT: String(p.sidecarPort),
+    ...(p.socketPath ? { SIDECAR_SOCKET: p.socketPath } : {}),
     AGENT_WORKSPACE_ROOT: WORKSPACE_ROOT,
     AGENT_SUBPROCESS_UID: AGENT_UID,
     AGENT_SUBPROCESS_GID: AGENT_UID,

@@ -2,7 +2,8 @@
 // server on its bridge address, services on the host (on its bridge gateway: the operator API and
 // an anvil node listening on all interfaces), and the cloud metadata address. Under SANDBOX_EGRESS
 // public each is refused by the operator's rules, DNS still resolves, and the sidecar's published
-// port keeps working; under none nothing leaves the sandbox; the same targets answer a sandbox on
+// port keeps working; under none the sandbox has no interface but loopback (no-network.test.ts
+// covers the rest of none: the sidecar's socket, exec, runs, files); the same targets answer a sandbox on
 // Docker's default bridge (egress open), proving the listeners were there to be refused.
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { createServer, type Server } from 'node:net';
@@ -141,13 +142,14 @@ describe('hostile neighbour: network', () => {
     expect((await sidecarExec(pub.manager.sidecarEndpoint(b.id), 'echo ok')).stdout).toBe('ok\n');
   });
 
-  it('under none, nothing leaves the sandbox, not even DNS', async () => {
-    const b = await create(none);
-    const addr = await bridgeAddress(none, b);
-    expect(await probe(none, b, addr.gateway, apiPort)).toBe('EHOSTUNREACH');
-    expect(await probe(none, b, METADATA, 80)).toBe('EHOSTUNREACH');
+  it('under none, the sandbox has no interface but loopback: nothing leaves it, not even DNS', async () => {
+    const [b, p] = await Promise.all([create(none), create(pub)]);
+    expect((await sidecarExec(none.manager.sidecarEndpoint(b.id), 'ls /sys/class/net')).stdout).toBe('lo\n');
+    const gateway = (await bridgeAddress(pub, p)).gateway;
+    expect(await probe(none, b, gateway, apiPort)).toBe('ENETUNREACH');
+    expect(await probe(none, b, METADATA, 80)).toBe('ENETUNREACH');
     const ns = hostNameservers()[0];
-    if (ns) expect(await probe(none, b, ns, 53)).toBe('EHOSTUNREACH');
+    if (ns) expect(await probe(none, b, ns, 53)).toBe('ENETUNREACH');
   });
 
   it("the same targets answer a sandbox with egress open (Docker's default bridge, today's behaviour): the rules, not absent routes, refuse them", async () => {

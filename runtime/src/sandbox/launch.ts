@@ -3,12 +3,13 @@
 import { WORKSPACE_PATH } from '../docker/container-spec.ts';
 import { waitForHealth } from '../docker/health.ts';
 import { containerName, sandboxLabels } from '../docker/labels.ts';
+import { removeSocketDir } from '../docker/sidecar-socket.ts';
 import { restoreIntoVolume } from '../docker/workspace-restore.ts';
 import { RuntimeError } from '../errors.ts';
 import type { SandboxContext } from './context.ts';
-import { containerEnv } from './env.ts';
 import { deliverUserEnv } from './env-delivery.ts';
 import type { SandboxRecord } from './record.ts';
+import { noNetwork, prepareSidecarSocket, sandboxContainerEnv, startedAddress } from './sidecar-address.ts';
 
 export interface LaunchOptions {
   image: string;
@@ -25,7 +26,8 @@ export interface LaunchOptions {
 
 export interface Launched {
   containerId: string;
-  hostPort: number;
+  /** null for a sandbox without a network (its sidecarUrl is `unix:<socket>`). */
+  hostPort: number | null;
   sidecarUrl: string;
   exposedHostPorts: Record<string, number>;
 }
@@ -52,10 +54,11 @@ export async function launchContainer(
   let containerId: string | undefined;
   try {
     await opts.onPhase?.('container_create');
+    const socketDir = await prepareSidecarSocket(ctx, rec.id);
     containerId = await driver.createContainer({
       name: containerName(rec.id),
       image: opts.image,
-      env: containerEnv({ token: rec.token, sidecarPort: cfg.sidecarPort }),
+      env: sandboxContainerEnv(ctx, rec),
       labels: sandboxLabels(rec, 'sandbox', cfg.extraLabels),
       volumeName: rec.volumeName,
       volumeLabels: sandboxLabels(rec, 'workspace', cfg.extraLabels),
@@ -69,6 +72,7 @@ export async function launchContainer(
       tmpfsSizeMb: cfg.tmpfsSizeMb,
       exposedPorts: rec.exposedPorts ?? [],
       networkName: ctx.network.name,
+      socketDir,
       ...(opts.cmd ? { cmd: opts.cmd } : {}),
     });
     await opts.onCreated?.(containerId);
@@ -82,9 +86,10 @@ export async function launchContainer(
       });
     }
     await opts.onPhase?.('container_start');
-    const started = await driver.start(containerId, cfg.sidecarPort);
+    const started = await driver.start(containerId, noNetwork(ctx) ? undefined : cfg.sidecarPort);
+    const at = startedAddress(ctx, rec.id, started.hostPort);
     await opts.onPhase?.('health_check');
-    const health = await waitForHealth('127.0.0.1', started.hostPort, {
+    const health = await waitForHealth(at.addr, {
       timeoutMs: cfg.healthTimeoutMs,
       intervalMs: cfg.healthIntervalMs,
       maxIntervalMs: cfg.healthMaxIntervalMs,
@@ -95,11 +100,11 @@ export async function launchContainer(
       const timedOut = health.reason.startsWith('sidecar did not answer');
       throw new RuntimeError(timedOut ? 'HEALTH_CHECK_TIMEOUT' : 'PROVISION_FAILED', health.reason);
     }
-    await deliverUserEnv('127.0.0.1', started.hostPort, rec, cfg.healthTimeoutMs);
+    await deliverUserEnv(at.addr, rec, cfg.healthTimeoutMs);
     return {
       containerId,
-      hostPort: started.hostPort,
-      sidecarUrl: `http://${cfg.publicHost}:${started.hostPort}`,
+      hostPort: at.hostPort,
+      sidecarUrl: at.sidecarUrl,
       exposedHostPorts: pickExposed(rec, started.loopbackPorts),
     };
   } catch (e) {
@@ -107,6 +112,7 @@ export async function launchContainer(
     if (containerId) await driver.removeContainer(containerId).catch((err) => logCleanup(ctx, rec.id, err));
     if (opts.removeVolumeOnFailure) {
       await driver.removeVolume(rec.volumeName).catch((err) => logCleanup(ctx, rec.id, err));
+      await removeSocketDir(cfg.sidecarSocketDir, rec.id).catch((err) => logCleanup(ctx, rec.id, err));
     }
     throw e;
   }

@@ -2,12 +2,14 @@
 // snapshot, and container recreation for phase-2 secrets. Callers hold the sandbox's lock.
 import { waitForHealth } from '../docker/health.ts';
 import { containerName } from '../docker/labels.ts';
+import { socketDir } from '../docker/sidecar-socket.ts';
 import { RuntimeError } from '../errors.ts';
 import { mustGet, type SandboxContext, transition } from './context.ts';
 import { containerEnv } from './env.ts';
 import { deliverUserEnv } from './env-delivery.ts';
 import { launchContainer, pickExposed } from './launch.ts';
 import type { SandboxRecord } from './record.ts';
+import { noNetwork, prepareSidecarSocket, startedAddress } from './sidecar-address.ts';
 import { dropArchives, hasSnapshot, purgeArtifacts, restoreSource, takeSnapshot } from './storage.ts';
 
 type StopReason = NonNullable<SandboxRecord['stopReason']>;
@@ -87,15 +89,18 @@ export async function resumeSandbox(ctx: SandboxContext, id: string): Promise<Sa
   }
   const container = rec.containerId ? await ctx.driver.exists(rec.containerId) : undefined;
   const now = ctx.now();
-  if (container && rec.containerId && (await outdatedContainer(ctx, rec.containerId))) {
+  if (container && rec.containerId && (await outdatedContainer(ctx, id, rec.containerId))) {
     // Made before user env left the container config, or on another egress network: recreated
     // (same volume, snapshot image kept) rather than started as it was.
     ctx.log.info({ sandboxId: id }, 'stopped container predates the current isolation; recreating it');
     return recreate(ctx, rec, 'running');
   }
   if (container && rec.containerId) {
-    const started = await ctx.driver.start(rec.containerId, ctx.cfg.sidecarPort);
-    const health = await waitForHealth('127.0.0.1', started.hostPort, {
+    // The socket directory is a bind mount source: re-made if it went (e.g. /run after a reboot).
+    await prepareSidecarSocket(ctx, id);
+    const started = await ctx.driver.start(rec.containerId, noNetwork(ctx) ? undefined : ctx.cfg.sidecarPort);
+    const at = startedAddress(ctx, id, started.hostPort);
+    const health = await waitForHealth(at.addr, {
       timeoutMs: ctx.cfg.healthTimeoutMs,
       intervalMs: ctx.cfg.healthIntervalMs,
       maxIntervalMs: ctx.cfg.healthMaxIntervalMs,
@@ -110,15 +115,15 @@ export async function resumeSandbox(ctx: SandboxContext, id: string): Promise<Sa
       );
     }
     try {
-      await deliverUserEnv('127.0.0.1', started.hostPort, rec, ctx.cfg.healthTimeoutMs);
+      await deliverUserEnv(at.addr, rec, ctx.cfg.healthTimeoutMs);
     } catch (e) {
       await ctx.driver.stop(rec.containerId, 0);
       throw e;
     }
     await dropArchives(rec);
     return transition(ctx, id, 'running', {
-      hostPort: started.hostPort,
-      sidecarUrl: `http://${ctx.cfg.publicHost}:${started.hostPort}`,
+      hostPort: at.hostPort,
+      sidecarUrl: at.sidecarUrl,
       exposedHostPorts: pickExposed(rec, started.loopbackPorts),
       tier: null,
       tierSince: null,
@@ -131,15 +136,17 @@ export async function resumeSandbox(ctx: SandboxContext, id: string): Promise<Sa
 }
 
 /** Whether a stopped container carries env beyond the platform's and its image's, or sits on another network. */
-async function outdatedContainer(ctx: SandboxContext, containerId: string): Promise<boolean> {
+async function outdatedContainer(ctx: SandboxContext, id: string, containerId: string): Promise<boolean> {
   const setup = await ctx.driver.containerSetup(containerId);
   if (!setup) return false;
   const allowed = new Set([
-    ...Object.keys(containerEnv({ token: '', sidecarPort: ctx.cfg.sidecarPort })),
+    ...Object.keys(containerEnv({ token: '', sidecarPort: ctx.cfg.sidecarPort, socketPath: '/' })),
     ...(await ctx.driver.imageEnv(setup.image)).map((e) => e.split('=')[0]),
   ]);
   const network = ctx.network.name ?? 'bridge';
-  return setup.envKeys.some((k) => !allowed.has(k)) || !setup.networks.includes(network);
+  // Without a network, its socket directory must be this operator's (SANDBOX_SOCKET_DIR may have moved).
+  const socketMoved = noNetwork(ctx) && !setup.binds.includes(socketDir(ctx.cfg.sidecarSocketDir, id));
+  return setup.envKeys.some((k) => !allowed.has(k)) || !setup.networks.includes(network) || socketMoved;
 }
 
 /**

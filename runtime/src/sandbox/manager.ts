@@ -33,6 +33,10 @@ import { gcTick, reaperTick, type TickResult } from './reaper.ts';
 import { type ReconcileReport, reconcile } from './reconcile.ts';
 import { type SandboxRecord, SandboxRecordSchema } from './record.ts';
 import { type CreateSandboxParams, resolveCreate } from './request.ts';
+import { endpointOf } from './sidecar-address.ts';
+
+const NO_NETWORK_PORTS =
+  'this sandbox has no network: SANDBOX_EGRESS=none; its ports cannot be reached (use exec or files instead)';
 
 export interface SandboxManagerOptions {
   config: SandboxRuntimeConfigInput;
@@ -235,8 +239,11 @@ export class SandboxManager {
     }));
   }
 
-  /** Where the API layer reaches the sidecar. Internal: never log or return the token. */
-  sidecarEndpoint(id: string): { url: string; token: string } {
+  /**
+   * Where the API layer reaches the sidecar (socketPath set: HTTP over that Unix socket, the
+   * sandbox has no network). Internal: never log or return the token.
+   */
+  sidecarEndpoint(id: string): { url: string; token: string; socketPath?: string } {
     const r = mustGet(this.#ctx, id);
     if (r.state !== 'running' || !r.sidecarUrl) {
       throw new RuntimeError(
@@ -244,7 +251,7 @@ export class SandboxManager {
         `sandbox ${id} is ${r.state}; ${r.state === 'stopped' ? 'resume it first' : 'it has no sidecar to reach'}`,
       );
     }
-    return { url: r.sidecarUrl, token: r.token };
+    return endpointOf(r.sidecarUrl, r.token);
   }
 
   /**
@@ -255,6 +262,9 @@ export class SandboxManager {
    */
   async exposedPort(id: string, containerPort: number): Promise<{ host: '127.0.0.1'; port: number }> {
     const r = mustGet(this.#ctx, id);
+    if (this.config.egress === 'none' || r.sidecarUrl?.startsWith('unix:')) {
+      throw new RuntimeError('CONFLICT', NO_NETWORK_PORTS);
+    }
     const notFound = (why = '') =>
       new RuntimeError('NOT_FOUND', `sandbox ${id} does not expose port ${containerPort}${why}`);
     if (!(r.exposedPorts ?? []).includes(containerPort)) throw notFound();

@@ -8,6 +8,7 @@
 // Each action re-reads the record under the sandbox's lock, so a user's resume racing a tick ends
 // consistent: whichever runs second sees the other's result.
 import { rm } from 'node:fs/promises';
+import { removeSocketDir } from '../docker/sidecar-socket.ts';
 import { type SandboxContext, transition } from './context.ts';
 import { containerVanished, stopSandbox } from './lifecycle.ts';
 import type { SandboxRecord } from './record.ts';
@@ -97,6 +98,7 @@ async function demote(ctx: SandboxContext, r: SandboxRecord, from: 'hot' | 'warm
   }
   if (r.snapshotArchiveDir) await rm(r.snapshotArchiveDir, { recursive: true, force: true });
   await ctx.driver.removeVolume(r.volumeName);
+  await removeSocketDir(ctx.cfg.sidecarSocketDir, r.id);
   await transition(ctx, r.id, 'expired', {
     tier: null,
     tierSince: null,

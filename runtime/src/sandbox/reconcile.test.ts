@@ -4,7 +4,9 @@ import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
 import { DockerDriver } from '../docker/driver.ts';
+import { waitForHealth } from '../docker/health.ts';
 import { sandboxLabels } from '../docker/labels.ts';
+import { socketPath } from '../docker/sidecar-socket.ts';
 import { makeRig, sidecarExec, TEST_LABELS, type TestRig } from './test-support.ts';
 
 // Real containers on a shared 2-core machine: allow for a slow engine.
@@ -226,6 +228,32 @@ describe('operator killed mid-provision and restarted', () => {
       const rec = m.get(p.sandboxId);
       expect(rec.state).toBe('running');
       expect((await sidecarExec(m.sidecarEndpoint(rec.id), 'id -u')).stdout).toBe('1000\n');
+    } finally {
+      await child.cleanup();
+    }
+  });
+
+  it('under egress none, finishes such a provision through the sidecar socket', async () => {
+    const child = await makeRig(image, { healthTimeoutMs: 60_000, egress: 'none' }, { openManager: false });
+    try {
+      await killMidProvision(child, 'crash-none', [
+        'sh',
+        '-c',
+        'sleep 2; exec node /opt/sidecar/sidecar.cjs',
+      ]);
+      const [c] = await new DockerDriver().listManaged(child.operatorId);
+      const sock = socketPath(child.config.sidecarSocketDir!, c!.sandboxId!);
+      // The sidecar comes up on its socket after the crash; reconcile then finds it healthy.
+      await expect(
+        waitForHealth({ socketPath: sock }, { timeoutMs: 30_000, intervalMs: 50, maxIntervalMs: 200 }),
+      ).resolves.toMatchObject({ ok: true });
+      const m = await child.reopen();
+      const report = await m.reconcile();
+      const p = await m.getProvision('crash-none');
+      expect(report.finished).toEqual([p.sandboxId]);
+      const rec = m.get(p.sandboxId);
+      expect([rec.state, rec.hostPort, rec.sidecarUrl]).toEqual(['running', null, `unix:${sock}`]);
+      expect((await sidecarExec(m.sidecarEndpoint(rec.id), 'ls /sys/class/net')).stdout).toBe('lo\n');
     } finally {
       await child.cleanup();
     }

@@ -17,6 +17,7 @@ import { containerVanished } from './lifecycle.ts';
 import { provisionKey } from './provision.ts';
 import type { LockFn } from './reaper.ts';
 import type { SandboxRecord } from './record.ts';
+import { noNetwork, startedAddress } from './sidecar-address.ts';
 
 /** A cut-short provision is started over only this long after it began (1 hour). */
 export const RESUME_WINDOW_MS = 3_600_000;
@@ -160,12 +161,14 @@ async function finishOrFail(
   const now = ctx.now();
   if (c && c.state === 'running') {
     const port = c.loopbackPorts[ctx.cfg.sidecarPort] ?? 0;
-    if (port > 0 && (await probeHealth('127.0.0.1', port, 1000))) {
+    // A sandbox without a network publishes no port: its sidecar is on its socket.
+    const at = port > 0 || noNetwork(ctx) ? startedAddress(ctx, r.id, port) : undefined;
+    if (at && (await probeHealth(at.addr, 1000))) {
       await transition(ctx, r.id, r.state === 'pending' ? 'provisioning' : r.state).catch(() => {});
       await transition(ctx, r.id, 'running', {
         containerId: c.id,
-        hostPort: port,
-        sidecarUrl: `http://${ctx.cfg.publicHost}:${port}`,
+        hostPort: at.hostPort,
+        sidecarUrl: at.sidecarUrl,
         exposedHostPorts: pickExposed(r, c.loopbackPorts),
         startedAt: now,
         lastActivityAt: now,

@@ -104,6 +104,31 @@ describe('sandbox env', () => {
   });
 });
 
+describe('egress none (no network)', () => {
+  it('refuses exposed ports at create, operator default ports at config, and a socket dir too long for sun_path', () => {
+    const none = parseSandboxRuntimeConfig({ image: 'img:1', snapshotDir: '/tmp/x', egress: 'none' });
+    expect(resolveCreate(req, none).exposedPorts).toEqual([]);
+    expect(() => resolveCreate({ ...req, exposedPorts: [3000] }, none)).toThrow(
+      expect.objectContaining({
+        code: 'VALIDATION',
+        message: expect.stringMatching(/SANDBOX_EGRESS=none.*3000/),
+      }),
+    );
+    expect(() =>
+      parseSandboxRuntimeConfig({
+        image: 'i',
+        snapshotDir: '/x',
+        egress: 'none',
+        defaultExposedPorts: [3000],
+      }),
+    ).toThrow(/SANDBOX_EGRESS=none gives sandboxes no network/);
+    expect(() =>
+      parseSandboxRuntimeConfig({ image: 'i', snapshotDir: '/x', sidecarSocketDir: `/${'d'.repeat(60)}` }),
+    ).toThrow(/sidecarSocketDir.*too long for a Unix socket/);
+    expect(none.sidecarSocketDir).toBe('/run/agent-sandbox');
+  });
+});
+
 describe('config from env', () => {
   it('reads SANDBOX_* numbers and booleans and rejects garbage', () => {
     const c = sandboxRuntimeConfigFromEnv(

@@ -102,6 +102,12 @@ export function resolveCreate(input: unknown, cfg: SandboxRuntimeConfig): Resolv
 /** The request's ports plus the operator's defaults, de-duplicated and sorted. */
 export function resolveExposedPorts(asked: readonly number[], cfg: SandboxRuntimeConfig): number[] {
   const ports = [...new Set([...asked, ...cfg.defaultExposedPorts])].sort((a, b) => a - b);
+  if (cfg.egress === 'none' && ports.length > 0) {
+    throw new RuntimeError(
+      'VALIDATION',
+      `this operator runs sandboxes with no network (SANDBOX_EGRESS=none), so port ${ports[0]} cannot be exposed; create the sandbox without exposed ports`,
+    );
+  }
   if (ports.includes(cfg.sidecarPort)) {
     throw new RuntimeError(
       'VALIDATION',

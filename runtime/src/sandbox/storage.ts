@@ -8,9 +8,10 @@ import { join } from 'node:path';
 import { WORKSPACE_PATH } from '../docker/container-spec.ts';
 import { SizeLimitExceeded } from '../docker/driver.ts';
 import { LABEL_ID, SNAPSHOT_REPO, sandboxLabels } from '../docker/labels.ts';
+import { removeSocketDir } from '../docker/sidecar-socket.ts';
 import type { SandboxContext } from './context.ts';
-import { containerEnv } from './env.ts';
 import type { SandboxRecord } from './record.ts';
+import { sandboxContainerEnv } from './sidecar-address.ts';
 import { type Allowance, allowance } from './storage-budget.ts';
 
 export const WORKSPACE_TAR = 'workspace.tar';
@@ -72,7 +73,7 @@ export async function takeSnapshot(
   const ws = await bounded(allowed, allowed.bytes, 'a snapshot', () =>
     driver.archivePath(rec.containerId!, WORKSPACE_PATH, tmp, allowed.bytes - layer),
   );
-  const env = containerEnv({ token: rec.token, sidecarPort: cfg.sidecarPort });
+  const env = sandboxContainerEnv(ctx, rec);
   let imageId: string;
   try {
     const committed = await driver.commit(rec.containerId, SNAPSHOT_REPO, rec.id, {
@@ -149,6 +150,8 @@ export async function demoteHotToWarm(
   }
   if (rec.containerId) await driver.removeContainer(rec.containerId);
   await driver.removeVolume(rec.volumeName);
+  // No container is left to bind it; a resume makes it again.
+  await removeSocketDir(ctx.cfg.sidecarSocketDir, rec.id);
   return { ...snap, containerId: null, tier: 'warm', tierSince: ctx.now() };
 }
 
@@ -184,6 +187,7 @@ export async function purgeArtifacts(ctx: SandboxContext, rec: SandboxRecord): P
   if (rec.snapshotImageId) images.add(rec.snapshotImageId);
   for (const img of images) await driver.removeImage(img);
   await rm(archiveDirOf(ctx, rec.id), { recursive: true, force: true });
+  await removeSocketDir(ctx.cfg.sidecarSocketDir, rec.id);
 }
 
 /**

@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { Registry } from 'prom-client';
 import { DockerDriver } from '../docker/driver.ts';
 import { LABEL_OPERATOR } from '../docker/labels.ts';
+import { socketDispatcher } from '../sidecar-client/socket.ts';
 import { EncryptedStore } from '../store/store.ts';
 import type { SandboxRuntimeConfigInput } from './config.ts';
 import { SandboxManager } from './manager.ts';
@@ -46,6 +47,8 @@ export async function makeRig(
     healthTimeoutMs: 20_000,
     defaultMemoryMb: 256,
     stopTimeoutSeconds: 1,
+    // Sidecar sockets (egress none) in a directory of this rig's own, short enough for sun_path.
+    sidecarSocketDir: `/run/asbx-t-${randomBytes(6).toString('hex')}`,
     ...overrides,
   };
   const clock = { now: Date.now() };
@@ -85,6 +88,7 @@ export async function makeRig(
       await rig.close();
       await removeOperatorObjects(driver, operatorId);
       await rm(dir, { recursive: true, force: true });
+      if (config.sidecarSocketDir) await rm(config.sidecarSocketDir, { recursive: true, force: true });
     },
   };
   return rig;
@@ -100,9 +104,9 @@ export async function removeOperatorObjects(driver: DockerDriver, operatorId: st
   for (const i of await driver.docker.listImages({ filters })) await driver.removeImage(i.Id);
 }
 
-/** Runs a command in the sandbox through its sidecar (the real HTTP contract). */
+/** Runs a command in the sandbox through its sidecar (the real HTTP contract, over its socket if it has one). */
 export async function sidecarExec(
-  endpoint: { url: string; token: string },
+  endpoint: { url: string; token: string; socketPath?: string },
   command: string,
   timeout?: number,
 ): Promise<{ exitCode: number; stdout: string; stderr: string }> {
@@ -110,7 +114,8 @@ export async function sidecarExec(
     method: 'POST',
     headers: { authorization: `Bearer ${endpoint.token}`, 'content-type': 'application/json' },
     body: JSON.stringify({ command, ...(timeout ? { timeout } : {}) }),
-  });
+    ...(endpoint.socketPath ? { dispatcher: socketDispatcher(endpoint.socketPath) } : {}),
+  } as RequestInit);
   const body = (await res.json()) as { result: { exitCode: number; stdout: string; stderr: string } };
   if (!res.ok) throw new Error(`exec failed with ${res.status}: ${JSON.stringify(body)}`);
   return body.result;

@@ -1,8 +1,10 @@
 // Client for one sandbox's sidecar (see spec/sidecar-api.md): bearer auth, per-operation timeouts,
 // x-request-id forwarding, bounded responses, and a per-sandbox circuit breaker.
+import type { Dispatcher } from 'undici';
 import { RuntimeError } from '../errors.ts';
 import type { CircuitBreaker } from './circuit-breaker.ts';
 import { Deadline, isSidecarHealthFailure, readBounded, statusError, transportError } from './http.ts';
+import { socketDispatcher } from './socket.ts';
 import { parseSse, type SseEvent } from './sse.ts';
 
 export interface SidecarTimeouts {
@@ -28,6 +30,11 @@ export interface SidecarEndpoint {
   baseUrl: string;
   /** The sandbox's SIDECAR_AUTH_TOKEN. Never logged, never in an error. */
   token: string;
+  /**
+   * Transport: HTTP over this Unix socket instead of TCP to baseUrl's host (a sandbox without a
+   * network, SANDBOX_EGRESS=none); baseUrl then only names the Host header.
+   */
+  socketPath?: string;
 }
 
 export interface SidecarClientOptions {
@@ -102,6 +109,7 @@ export class SidecarClient {
   readonly #timeouts: SidecarTimeouts;
   readonly #maxBytes: number;
   readonly #maxEvent: number;
+  readonly #dispatcher: Dispatcher | undefined;
 
   constructor(endpoint: SidecarEndpoint, opts: SidecarClientOptions = {}) {
     let url: URL;
@@ -132,6 +140,7 @@ export class SidecarClient {
     // A sidecar's `result` carries its whole final text twice (finalText, response): up to 2 ×
     // SIDECAR_OUTPUT_LIMIT_BYTES (1 MiB) plus JSON escaping; 1 MiB failed every such run.
     this.#maxEvent = opts.maxEventBytes ?? 6 * 1024 * 1024;
+    this.#dispatcher = endpoint.socketPath ? socketDispatcher(endpoint.socketPath) : undefined;
   }
 
   // ---- routes ----
@@ -341,7 +350,8 @@ export class SidecarClient {
       signal,
       redirect: 'manual',
       ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
-    };
+      ...(this.#dispatcher ? { dispatcher: this.#dispatcher } : {}),
+    } as RequestInit;
   }
 
   readonly #redact = (s: string): string =>

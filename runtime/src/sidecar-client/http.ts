@@ -93,7 +93,8 @@ export function transportError(
     });
   }
   const code = (e as { cause?: { code?: string } }).cause?.code ?? (e as { code?: string }).code;
-  const refused = code === 'ECONNREFUSED';
+  // ENOENT: the Unix socket of a sandbox without a network is not there (never started, or deleted).
+  const refused = code === 'ECONNREFUSED' || code === 'ENOENT';
   return healthFailure(
     new RuntimeError(
       'SIDECAR_ERROR',

@@ -97,6 +97,12 @@ export function registerPortProxy(app: OpenAPIHono<ApiEnv>, d: SandboxRouteDeps)
         `sandbox is ${record.state}`,
       );
     }
+    if (record.sidecarUrl?.startsWith('unix:')) {
+      throw new RuntimeError(
+        'CONFLICT',
+        'this sandbox has no network: SANDBOX_EGRESS=none; it has no ports to proxy',
+      );
+    }
     const raw = c.req.raw.url;
     const pathStart = raw.indexOf('/', raw.indexOf('//') + 2);
     const pathAndQuery = pathStart < 0 ? '/' : raw.slice(pathStart);
