@@ -2,11 +2,11 @@
 import { AttestationError } from '@agent-sandbox/attestation';
 import { BlueprintError } from '@agent-sandbox/blueprint-lib';
 import { ClientError } from '@agent-sandbox/client';
+import { BaseError, isBaseError, walkCauses } from '@agent-sandbox/errors';
 import { RuntimeError } from '@agent-sandbox/runtime';
 import { SdkError } from '@agent-sandbox/sdk';
 import { describe, expect, it } from 'vitest';
 import { DevnetError } from '../scripts/devnet/errors.ts';
-import { BaseError, isBaseError, walkCauses } from '@agent-sandbox/errors';
 
 describe('BaseError', () => {
   it('is the base of each layer’s error, with code, short message, details and cause', () => {
@@ -36,7 +36,9 @@ describe('BaseError', () => {
 
   it('walk(fn) finds the first matching error down the chain and stops on a cycle', () => {
     const inner = new RuntimeError('CAPACITY_EXHAUSTED', 'full');
-    const outer = new BlueprintError('RUNTIME', 'runtime failed', { cause: new Error('lib', { cause: inner }) });
+    const outer = new BlueprintError('RUNTIME', 'runtime failed', {
+      cause: new Error('lib', { cause: inner }),
+    });
     expect(outer.walk((e) => e instanceof RuntimeError)).toBe(inner);
     expect(outer.walk((e) => e instanceof SdkError)).toBeUndefined();
     expect(outer.walk()).toBe(inner);

@@ -6,8 +6,8 @@ import { z } from 'zod';
 import { ConfigError } from './config-error.ts';
 import { type Command, VARIABLES, type Var, type VariableName } from './config-vars.ts';
 
-export { type Command, VARIABLES, type VariableName } from './config-vars.ts';
 export { ConfigError } from './config-error.ts';
+export { type Command, VARIABLES, type VariableName } from './config-vars.ts';
 
 type Values = { [K in VariableName]: z.output<(typeof VARIABLES)[K]['schema']> | undefined };
 

@@ -10,7 +10,13 @@ describe('BaseError', () => {
   it('carries code, short message, details and cause', () => {
     const cause = new Error('below');
     const e = new ToyError('A', 'do this', { cause, details: { n: 1 } });
-    expect([e.code, e.message, e.shortMessage, e.details, e.cause]).toEqual(['A', 'do this', 'do this', { n: 1 }, cause]);
+    expect([e.code, e.message, e.shortMessage, e.details, e.cause]).toEqual([
+      'A',
+      'do this',
+      'do this',
+      { n: 1 },
+      cause,
+    ]);
     expect(isBaseError(e, 'A')).toBe(true);
     expect(isBaseError(e, 'B')).toBe(false);
     expect(new ToyError('B', 'x').cause).toBeUndefined();

@@ -61,5 +61,4 @@ describe('describeFailure', () => {
     const runtimeLike = Object.assign(new Error(engineText), { name: 'RuntimeError', code: 'DOCKER_ERROR' });
     expect(describeFailure(runtimeLike).code).toBe('INTERNAL');
   });
-
 });
