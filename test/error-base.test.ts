@@ -5,6 +5,7 @@ import { ClientError } from '@agent-sandbox/client';
 import { BaseError, isBaseError, walkCauses } from '@agent-sandbox/errors';
 import { RuntimeError } from '@agent-sandbox/runtime';
 import { SdkError } from '@agent-sandbox/sdk';
+import { SidecarError } from '@agent-sandbox/sidecar';
 import { describe, expect, it } from 'vitest';
 import { DevnetError } from '../scripts/devnet/errors.ts';
 
@@ -18,6 +19,7 @@ describe('BaseError', () => {
       new ClientError('NETWORK', 'operator unreachable', { cause, details: { url: 'x' } }),
       new AttestationError('SIGNATURE', 'bad signature', { cause }),
       new DevnetError('ANVIL_MISSING', 'anvil missing', { cause }),
+      new SidecarError('SPAWN_FAILED', 'could not start the command', 500, { cause }),
     ];
     for (const e of errors) {
       expect(e).toBeInstanceOf(BaseError);
