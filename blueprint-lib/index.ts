@@ -35,6 +35,7 @@ export {
 } from './src/instance.ts';
 export * from './src/jobs.ts';
 export { type BlueprintRouter, blueprintRouter } from './src/router.ts';
+export { apiSandboxes, jobSandboxes, sidecarExec } from './src/runtime-adapters.ts';
 export { openTeeInstance, type TeeInstance, type TeeInstanceOptions } from './src/tee.ts';
 export {
   type CreatePolicy,

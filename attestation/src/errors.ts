@@ -1,5 +1,6 @@
 // The attestation package's one error type: a code the caller can match, a message that says
 // what failed and, where it helps, what to do.
+import { BaseError } from '@agent-sandbox/errors';
 
 export type AttestationErrorCode =
   | 'BAD_INPUT' // malformed evidence, collateral, document or parameter
@@ -10,13 +11,9 @@ export type AttestationErrorCode =
   | 'MEASUREMENT' // measurements not in the caller's allow-list
   | 'SEALED'; // a sealed body could not be opened (deliberately vague)
 
-export class AttestationError extends Error {
+export class AttestationError extends BaseError<AttestationErrorCode> {
   override readonly name = 'AttestationError';
-  constructor(
-    readonly code: AttestationErrorCode,
-    message: string,
-    options?: { cause?: unknown },
-  ) {
-    super(message, options);
+  constructor(code: AttestationErrorCode, message: string, options?: { cause?: unknown }) {
+    super(code, message, options);
   }
 }

@@ -3,23 +3,11 @@
 // generated from the same table (configMarkdown), and a test keeps the two equal.
 import { type BlueprintEnvironment, isSdkError, loadEnvironment } from '@agent-sandbox/sdk';
 import { z } from 'zod';
+import { ConfigError } from './config-error.ts';
 import { type Command, VARIABLES, type Var, type VariableName } from './config-vars.ts';
 
+export { ConfigError } from './config-error.ts';
 export { type Command, VARIABLES, type VariableName } from './config-vars.ts';
-
-export class ConfigError extends Error {
-  override readonly name = 'ConfigError';
-  readonly code = 'CONFIG';
-  readonly problems: Array<{ variable: string; problem: string }>;
-  constructor(problems: Array<{ variable: string; problem: string }>) {
-    const list = problems.map((p) => `  - ${p.variable} ${p.problem}`).join('\n');
-    super(
-      `The operator configuration is invalid (${problems.length} problem${problems.length === 1 ? '' : 's'}); ` +
-        `set or fix these variables and start again (see the README's Configuration table):\n${list}`,
-    );
-    this.problems = problems;
-  }
-}
 
 type Values = { [K in VariableName]: z.output<(typeof VARIABLES)[K]['schema']> | undefined };
 

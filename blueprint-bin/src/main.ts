@@ -1,6 +1,7 @@
 // agent-sandbox-operator: the operator program's entry point and subcommands
 // (run, register, keys, devnet, status). Each validates its whole configuration before acting.
 import { parseArgs } from 'node:util';
+import { ConfigError } from './config-error.ts';
 
 const HELP: Record<string, string> = {
   main: `agent-sandbox-operator — the Tangle operator that rents out AI-agent sandboxes
@@ -111,8 +112,7 @@ main(process.argv.slice(2)).then(
       setTimeout(() => process.exit(code), 200).unref();
   },
   (e: unknown) => {
-    // By name: importing config.ts here would load the whole sdk just to print help.
-    if (e instanceof Error && e.name === 'ConfigError') {
+    if (e instanceof ConfigError) {
       process.stderr.write(`${e.message}\n`);
       process.exitCode = 2;
       return;

@@ -1,6 +1,13 @@
-// What the job handlers need from the runtime, the chain and the store: narrow interfaces that the
-// real runtime modules (SandboxManager, EncryptedStore) and BlueprintChain implement.
-import type { StoreCollection } from '@agent-sandbox/runtime';
+// What the job handlers need from the runtime, the chain and the store: narrow views derived from
+// the runtime's own exported types, which the real modules (SandboxManager, EncryptedStore) and
+// BlueprintChain implement.
+import type {
+  CreateSandboxParams,
+  ProvisionProgress,
+  SandboxManager,
+  SandboxRecord,
+  StoreCollection,
+} from '@agent-sandbox/runtime';
 import type { Logger } from 'pino';
 import type { Address } from 'viem';
 import type { ChainReader } from './chain.ts';
@@ -9,49 +16,26 @@ import type { CreatePolicy } from './validate.ts';
 export type OperatorMode = 'cloud' | 'instance' | 'tee-instance';
 
 /** The fields of a runtime sandbox record the handlers read (never the token). */
-export interface SandboxFacts {
-  id: string;
-  owner: string;
-  serviceId: string;
-  callId: string;
-  name: string;
-  state: string;
-  image: string;
-  resources: { cpuCores: number; memoryMb: number; diskGb: number; diskEnforced?: boolean };
-  timers: { idleTimeoutSeconds: number; maxLifetimeSeconds: number };
-  createdAt: number;
-}
+export type SandboxFacts = Pick<
+  SandboxRecord,
+  'id' | 'owner' | 'serviceId' | 'callId' | 'name' | 'state' | 'image' | 'resources' | 'timers' | 'createdAt'
+>;
 
-export interface RuntimeCreateParams {
-  owner: string;
-  serviceId: string;
-  callId: string;
-  name: string;
-  image: string;
-  cpuCores: number;
-  memoryMb: number;
-  diskGb: number;
-  idleTimeoutSeconds: number;
-  maxLifetimeSeconds: number;
-  env: Record<string, string>;
-  metadata: Record<string, unknown>;
-  /** Container ports to publish on 127.0.0.1 for the operator API's port proxy. */
-  exposedPorts?: number[];
-}
+/** The runtime's create request, as the create job fills it (one definition: the runtime's). */
+export type RuntimeCreateParams = CreateSandboxParams;
 
-/** The subset of the runtime's SandboxManager the handlers call. */
-export interface SandboxRuntime {
-  /** Idempotent by call id: a repeat returns the same record or throws the same failure. */
-  create(params: RuntimeCreateParams): Promise<SandboxFacts>;
-  /** Throws (RuntimeError NOT_FOUND) for an unknown or deleted sandbox. */
-  get(id: string): SandboxFacts;
+/**
+ * The subset of the runtime's SandboxManager the handlers call, typed from it (SandboxManager
+ * itself satisfies it). `create` is idempotent by call id (a repeat returns the same record or
+ * throws the same failure) and reports each provisioning phase through `hooks.onPhase`; `get`
+ * throws RuntimeError NOT_FOUND for an unknown or deleted sandbox; `sidecarEndpoint` (loopback URL
+ * and token) is used only to exec a workflow, never logged or returned.
+ */
+export type SandboxRuntime = Pick<SandboxManager, 'create' | 'get' | 'sidecarEndpoint'> & {
   delete(id: string): Promise<unknown>;
-  getProvision(
-    callId: string,
-  ): Promise<{ phase: string; failedPhase?: string | null; error?: string | null }>;
-  /** Loopback sidecar URL and token: used only to exec a workflow, never logged or returned. */
-  sidecarEndpoint(id: string): { url: string; token: string };
-}
+  /** Progress of the create job `callId` of service `serviceId`. */
+  getProvision(callId: string, serviceId: string): Promise<ProvisionProgress>;
+};
 
 export interface ExecOutcome {
   exitCode: number;

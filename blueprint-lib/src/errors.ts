@@ -1,4 +1,5 @@
 // The blueprint layer's one error type: a stable code and a message that says what to do.
+import { BaseError } from '@agent-sandbox/errors';
 
 export const BlueprintErrorCodes = [
   /** A job's request is invalid (bad JSON, too long, unknown field value). */
@@ -23,20 +24,8 @@ export const BlueprintErrorCodes = [
 
 export type BlueprintErrorCode = (typeof BlueprintErrorCodes)[number];
 
-export class BlueprintError extends Error {
+export class BlueprintError extends BaseError<BlueprintErrorCode> {
   override readonly name = 'BlueprintError';
-  readonly code: BlueprintErrorCode;
-  readonly details: Record<string, unknown> | undefined;
-
-  constructor(
-    code: BlueprintErrorCode,
-    message: string,
-    options: { cause?: unknown; details?: Record<string, unknown> } = {},
-  ) {
-    super(message, { cause: options.cause });
-    this.code = code;
-    this.details = options.details;
-  }
 }
 
 export function isBlueprintError(e: unknown, code?: BlueprintErrorCode): e is BlueprintError {

@@ -21,7 +21,6 @@ import { privateKeyToAccount } from 'viem/accounts';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { BlueprintChain } from './chain.ts';
 import { BlueprintWriter } from './chain-writes.ts';
-import type { SandboxRuntime } from './deps.ts';
 import { afterJob, GoneReporter } from './follow-ups.ts';
 import { JOB_SANDBOX_CREATE, SANDBOX_CREATE_INPUT, SANDBOX_CREATE_OUTPUT } from './jobs.ts';
 import { blueprintRouter } from './router.ts';
@@ -108,7 +107,7 @@ function routerFor(operator: Address) {
     operator,
     mode: 'cloud',
     chain: new BlueprintChain({ httpRpcUrl: devnet.rpcUrl, blueprint: devnet.contracts.cloud }),
-    sandboxes: manager as unknown as SandboxRuntime,
+    sandboxes: manager,
     store,
     policy: {
       defaultImage: image,

@@ -21,7 +21,6 @@ import { privateKeyToAccount } from 'viem/accounts';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { createSevTestPki, saveSevTestPki } from '../../attestation/testing/index.ts';
 import { FakeTsmFirmware } from '../../runtime/testing.ts';
-import type { SandboxRuntime } from './deps.ts';
 import { instanceCallId, provisionInstance, teeContextFor } from './instance.ts';
 import { SANDBOX_CREATE_INPUT } from './jobs.ts';
 import { openTeeInstance } from './tee.ts';
@@ -102,7 +101,7 @@ describe('instance mode', () => {
       blueprint: devnet.contracts.instance,
       serviceId,
       account,
-      sandboxes: manager as unknown as SandboxRuntime,
+      sandboxes: manager,
       policy,
       operatorApiUrl: 'http://127.0.0.1:9191',
       log: pino({ level: 'silent' }),
@@ -136,7 +135,7 @@ describe('instance mode', () => {
         blueprint: devnet.contracts.teeInstance,
         serviceId: BigInt(devnet.services.teeInstance),
         account: privateKeyToAccount(devnet.accounts.operator1.privateKey),
-        sandboxes: manager as unknown as SandboxRuntime,
+        sandboxes: manager,
         policy,
         operatorApiUrl: 'http://127.0.0.1:9191',
         log: pino({ level: 'silent' }),
@@ -176,7 +175,7 @@ describe('instance mode', () => {
         blueprint: devnet.contracts.teeInstance,
         serviceId,
         account,
-        sandboxes: manager as unknown as SandboxRuntime,
+        sandboxes: manager,
         policy: { ...policy, teeAvailable: true },
         operatorApiUrl: 'http://127.0.0.1:9192',
         log: pino({ level: 'silent' }),

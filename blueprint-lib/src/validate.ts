@@ -1,5 +1,6 @@
 // Checks a decoded SandboxCreateRequest against this operator's policy (caps, image allow-list,
 // JSON fields, lengths) before anything is created, and turns it into runtime create parameters.
+import type { CreateSandboxParams } from '@agent-sandbox/runtime';
 import type { JobValue } from '@agent-sandbox/sdk';
 import { BlueprintError } from './errors.ts';
 import type { SANDBOX_CREATE_INPUT } from './jobs.ts';
@@ -34,21 +35,10 @@ export const LIMITS = {
 } as const;
 
 /** The runtime's create parameters minus owner/serviceId/callId, plus the public facts to report. */
-export interface ValidatedCreate {
-  name: string;
-  image: string;
-  cpuCores: number;
-  memoryMb: number;
-  diskGb: number;
-  idleTimeoutSeconds: number;
-  maxLifetimeSeconds: number;
-  env: Record<string, string>;
-  metadata: Record<string, unknown>;
-  /** Container ports to publish for the operator API's port proxy (metadata_json "ports"). */
-  exposedPorts: number[];
+export type ValidatedCreate = Required<Omit<CreateSandboxParams, 'owner' | 'serviceId' | 'callId'>> & {
   /** Public, non-secret facts from the request echoed in the result. */
   facts: { stack: string; agentIdentifier: string; sshEnabled: boolean; webTerminalEnabled: boolean };
-}
+};
 
 const invalid = (field: string, why: string): BlueprintError =>
   new BlueprintError('INVALID_REQUEST', `${field} ${why}`, { details: { field } });

@@ -1,5 +1,6 @@
 // The client layer's one error type: a stable code, the operator's status/request id when the
 // error came from the API, a message that says what to do, and the CLI exit code it maps to.
+import { BaseError } from '@agent-sandbox/errors';
 
 /** Exit codes a script can rely on (documented in client/README.md). */
 export const ExitCode = {
@@ -49,20 +50,16 @@ export interface ClientErrorOptions {
   exitCode?: ExitCode;
 }
 
-export class ClientError extends Error {
+export class ClientError extends BaseError<ClientErrorCode> {
   override readonly name = 'ClientError';
-  readonly code: ClientErrorCode;
   readonly status: number | undefined;
   readonly requestId: string | undefined;
-  readonly details: Record<string, unknown> | undefined;
   readonly exitCode: ExitCode;
 
   constructor(code: ClientErrorCode, message: string, options: ClientErrorOptions = {}) {
-    super(message, options.cause === undefined ? undefined : { cause: options.cause });
-    this.code = code;
+    super(code, message, options);
     this.status = options.status;
     this.requestId = options.requestId;
-    this.details = options.details;
     this.exitCode = options.exitCode ?? exitCodeFor(code, options.status);
   }
 

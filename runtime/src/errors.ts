@@ -1,5 +1,6 @@
 // The runtime layer's one error type: a stable code, the HTTP status it maps to, and a message
 // that says what to do. Causes stay server-side (logged), never in a response.
+import { BaseError } from '@agent-sandbox/errors';
 
 export const RuntimeErrorCodes = {
   VALIDATION: 400,
@@ -37,22 +38,18 @@ export const RuntimeErrorCodes = {
 
 export type RuntimeErrorCode = keyof typeof RuntimeErrorCodes;
 
-export class RuntimeError extends Error {
+export class RuntimeError extends BaseError<RuntimeErrorCode> {
   override readonly name = 'RuntimeError';
-  readonly code: RuntimeErrorCode;
   readonly status: number;
-  /** Extra public facts for the response (e.g. retry_after_ms); never secrets. */
-  readonly details: Record<string, unknown> | undefined;
 
+  /** `details`: extra public facts for the response (e.g. retry_after_ms); never secrets. */
   constructor(
     code: RuntimeErrorCode,
     message: string,
     options: { cause?: unknown; details?: Record<string, unknown> } = {},
   ) {
-    super(message, { cause: options.cause });
-    this.code = code;
+    super(code, message, options);
     this.status = RuntimeErrorCodes[code];
-    this.details = options.details;
   }
 }
 

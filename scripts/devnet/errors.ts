@@ -1,6 +1,7 @@
 // The devnet scripts' one error type (stable code, message saying what to do) and shared paths.
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { BaseError } from '@agent-sandbox/errors';
 
 export type DevnetErrorCode =
   | 'ANVIL_MISSING'
@@ -11,14 +12,10 @@ export type DevnetErrorCode =
   | 'DEPLOY_FAILED'
   | 'STATE_INVALID';
 
-export class DevnetError extends Error {
+export class DevnetError extends BaseError<DevnetErrorCode> {
   override readonly name = 'DevnetError';
-  constructor(
-    readonly code: DevnetErrorCode,
-    message: string,
-    options?: { cause?: unknown },
-  ) {
-    super(message, options);
+  constructor(code: DevnetErrorCode, message: string, options?: { cause?: unknown }) {
+    super(code, message, options);
   }
 }
 

@@ -1,4 +1,5 @@
 // The SDK's one error type: a stable machine-readable code and a message that says what to do.
+import { BaseError } from '@agent-sandbox/errors';
 
 export const SdkErrorCodes = [
   /** The environment is missing or has malformed variables (all of them are listed at once). */
@@ -25,21 +26,8 @@ export const SdkErrorCodes = [
 
 export type SdkErrorCode = (typeof SdkErrorCodes)[number];
 
-export class SdkError extends Error {
+export class SdkError extends BaseError<SdkErrorCode> {
   override readonly name = 'SdkError';
-  readonly code: SdkErrorCode;
-  /** Public facts about the failure (never secrets), e.g. the list of bad env variables. */
-  readonly details: Record<string, unknown> | undefined;
-
-  constructor(
-    code: SdkErrorCode,
-    message: string,
-    options: { cause?: unknown; details?: Record<string, unknown> } = {},
-  ) {
-    super(message, { cause: options.cause });
-    this.code = code;
-    this.details = options.details;
-  }
 }
 
 export function isSdkError(e: unknown, code?: SdkErrorCode): e is SdkError {

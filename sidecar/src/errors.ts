@@ -1,4 +1,6 @@
 // The one error type of the sidecar package (server and image builder): stable code, HTTP status, actionable message.
+import { BaseError } from '@agent-sandbox/errors';
+
 export type SidecarErrorCode =
   | 'UNAUTHORIZED'
   | 'FORBIDDEN'
@@ -26,15 +28,12 @@ export type SidecarErrorCode =
   | 'IMAGE_BUILD_FAILED'
   | 'NOT_ROOT';
 
-export class SidecarError extends Error {
+export class SidecarError extends BaseError<SidecarErrorCode> {
   override readonly name = 'SidecarError';
-  constructor(
-    readonly code: SidecarErrorCode,
-    message: string,
-    readonly status = 500,
-    options?: { cause?: unknown },
-  ) {
-    super(message, options);
+  readonly status: number;
+  constructor(code: SidecarErrorCode, message: string, status = 500, options?: { cause?: unknown }) {
+    super(code, message, options);
+    this.status = status;
   }
 }
 

@@ -47,4 +47,18 @@ describe('describeFailure', () => {
       });
     }
   });
+
+  it('matches by class, never by name: a foreign error dressed as ours keeps its text off chain', () => {
+    // A library error that happens to carry our name and a code-shaped field.
+    const dressed = Object.assign(new Error(`chain read failed: ${engineText}`), {
+      name: 'BlueprintError',
+      code: 'INVALID_REQUEST',
+    });
+    expect(describeFailure(dressed)).toEqual({
+      code: 'INTERNAL',
+      message: 'the operator failed unexpectedly; its logs have the details',
+    });
+    const runtimeLike = Object.assign(new Error(engineText), { name: 'RuntimeError', code: 'DOCKER_ERROR' });
+    expect(describeFailure(runtimeLike).code).toBe('INTERNAL');
+  });
 });

@@ -1,7 +1,10 @@
 // What a failure result posts on chain: `{ code, message }` with a stable code and a short text of
 // our own. Engine and library messages never go on chain (they can carry host paths, image
 // internals or request values); the operator logs them. Only the blueprint's own request errors,
-// written for the user, keep their text.
+// written for the user, keep their text. Errors are recognised by class, never by name.
+import { RuntimeError } from '@agent-sandbox/runtime';
+import { SdkError } from '@agent-sandbox/sdk';
+import { BlueprintError } from '../errors.ts';
 
 const MAX_MESSAGE = 200;
 
@@ -41,10 +44,10 @@ export function describeFailure(e: unknown): { code: string; message: string } {
   const code = codeOf(e);
   if (!code) return INTERNAL;
   // The blueprint's own errors describe the request (limits, fields, ownership) in our words.
-  if (e.name === 'BlueprintError' && code !== 'CHAIN' && code !== 'RUNTIME') {
+  if (e instanceof BlueprintError && code !== 'CHAIN' && code !== 'RUNTIME') {
     return { code, message: short(e.message) };
   }
-  if (e.name === 'BlueprintError') {
+  if (e instanceof BlueprintError) {
     return {
       code,
       message:
@@ -53,7 +56,7 @@ export function describeFailure(e: unknown): { code: string; message: string } {
           : 'the operator’s runtime failed the job; its logs have the details',
     };
   }
-  if (e.name === 'RuntimeError' || e.name === 'SdkError') {
+  if (e instanceof RuntimeError || e instanceof SdkError) {
     return {
       code,
       message:

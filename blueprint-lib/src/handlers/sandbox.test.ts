@@ -10,7 +10,6 @@ import pino from 'pino';
 import { type Address, encodeAbiParameters, type Hex } from 'viem';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { BlueprintChain } from '../chain.ts';
-import type { SandboxRuntime } from '../deps.ts';
 import {
   JOB_SANDBOX_CREATE,
   JOB_SANDBOX_DELETE,
@@ -88,7 +87,7 @@ function routerFor(op: Op, operator: Address) {
     operator,
     mode: 'cloud',
     chain,
-    sandboxes: op.manager as unknown as SandboxRuntime,
+    sandboxes: op.manager,
     store: op.store,
     policy: {
       defaultImage: image,
@@ -105,6 +104,7 @@ function routerFor(op: Op, operator: Address) {
 function ctx(
   call: { callId: bigint; blockNumber: bigint; transactionHash: Hex },
   jobIndex: number,
+  log: JobContext['log'] = pino({ level: 'silent' }),
 ): JobContext {
   return {
     serviceId: jobs.serviceId,
@@ -113,17 +113,17 @@ function ctx(
     caller: jobs.caller.address,
     blockNumber: call.blockNumber,
     transactionHash: call.transactionHash,
-    log: pino({ level: 'silent' }),
+    log,
     signal: new AbortController().signal,
   };
 }
 
-async function create(input: Hex, op: Op = main, as?: Address) {
+async function create(input: Hex, op: Op = main, as?: Address, log?: JobContext['log']) {
   const call = await jobs.submit(JOB_SANDBOX_CREATE, input);
   const operator = as ?? call.operator!;
   const outcome = await routerFor(op, operator).dispatch(
     { jobIndex: JOB_SANDBOX_CREATE, input },
-    ctx(call, JOB_SANDBOX_CREATE),
+    ctx(call, JOB_SANDBOX_CREATE, log),
   );
   return { call, operator, outcome };
 }
@@ -267,6 +267,21 @@ describe('SANDBOX_CREATE and SANDBOX_DELETE', () => {
     const p = await main.manager.getProvision(`${call.callId}`);
     expect(p.phase).toBe('failed');
     expect(p.error).toContain('agent-sandbox-allowed-but-absent:1');
+  });
+
+  it('logs every provisioning phase as the runtime enters it, in order (pushed by the runtime, not polled)', async () => {
+    const lines: Array<{ msg: string; phase?: string }> = [];
+    const log = pino({ level: 'info' }, { write: (l: string) => void lines.push(JSON.parse(l)) });
+    const { call, outcome } = await create(flat(request({ name: 'phases' })), main, undefined, log);
+    const out = createOutput(outcome);
+    const logged = lines.filter((l) => l.msg === 'provisioning progress').map((l) => l.phase);
+    // Every phase the runtime recorded after admission, none missed between two polls.
+    const recorded = (await main.manager.getProvision(`${call.callId}`, `${jobs.serviceId}`)).phases
+      .map((p) => p.phase)
+      .filter((p) => p !== 'queued');
+    expect(recorded).toEqual(['image_pull', 'container_create', 'container_start', 'health_check', 'ready']);
+    expect(logged).toEqual(recorded);
+    await main.manager.delete(out.sandboxId);
   });
 
   it('skips input that is neither encoding, without touching anything', async () => {

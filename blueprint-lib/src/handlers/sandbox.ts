@@ -118,44 +118,32 @@ export function sandboxHandlers(deps: BlueprintDeps) {
       'provisioning sandbox',
     );
     let rec: SandboxFacts;
-    // Provisioning can take a while (image checks, container start, health): log each phase as
-    // the runtime records it, so an operator watching the logs sees where a create is.
-    let lastPhase = '';
-    const progress = setInterval(() => {
-      deps.sandboxes
-        .getProvision(`${ctx.callId}`)
-        .then((p) => {
-          if (p.phase !== lastPhase) {
-            lastPhase = p.phase;
-            ctx.log.info({ phase: p.phase }, 'provisioning progress');
-          }
-        })
-        .catch(() => {});
-    }, 250);
-    progress.unref();
     try {
-      rec = await deps.sandboxes.create({
-        owner: ctx.caller,
-        serviceId: `${ctx.serviceId}`,
-        callId: `${ctx.callId}`,
-        name: v.name,
-        image: v.image,
-        cpuCores: v.cpuCores,
-        memoryMb: v.memoryMb,
-        diskGb: v.diskGb,
-        idleTimeoutSeconds: v.idleTimeoutSeconds,
-        maxLifetimeSeconds: v.maxLifetimeSeconds,
-        env: v.env,
-        metadata: v.metadata,
-        exposedPorts: v.exposedPorts,
-      });
+      // Provisioning can take a while (image checks, container start, health): the runtime
+      // reports each phase as it records it, so an operator watching the logs sees where a create is.
+      rec = await deps.sandboxes.create(
+        {
+          owner: ctx.caller,
+          serviceId: `${ctx.serviceId}`,
+          callId: `${ctx.callId}`,
+          name: v.name,
+          image: v.image,
+          cpuCores: v.cpuCores,
+          memoryMb: v.memoryMb,
+          diskGb: v.diskGb,
+          idleTimeoutSeconds: v.idleTimeoutSeconds,
+          maxLifetimeSeconds: v.maxLifetimeSeconds,
+          env: v.env,
+          metadata: v.metadata,
+          exposedPorts: v.exposedPorts,
+        },
+        { onPhase: (phase) => ctx.log.info({ phase }, 'provisioning progress') },
+      );
     } catch (e) {
-      clearInterval(progress);
       if (ctx.signal.aborted) throw e;
-      const p = await deps.sandboxes.getProvision(`${ctx.callId}`).catch(() => undefined);
+      const p = await deps.sandboxes.getProvision(`${ctx.callId}`, `${ctx.serviceId}`).catch(() => undefined);
       return fail(e, p?.failedPhase ?? p?.phase ?? 'admission');
     }
-    clearInterval(progress);
     ctx.log.info({ sandboxId: rec.id }, 'sandbox running');
     return answer(ctx, 0, {
       sandboxId: rec.id,

@@ -9,7 +9,7 @@ import pino from 'pino';
 import { type Address, encodeAbiParameters, type Hex, toFunctionSelector } from 'viem';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { BlueprintChain } from '../chain.ts';
-import type { BlueprintDeps, SandboxRuntime } from '../deps.ts';
+import type { BlueprintDeps } from '../deps.ts';
 import {
   JOB_SANDBOX_CREATE,
   JOB_WORKFLOW_CANCEL,
@@ -45,7 +45,7 @@ function router(
     operator,
     mode: 'cloud',
     chain: new BlueprintChain({ httpRpcUrl: devnet.rpcUrl, blueprint: devnet.contracts.cloud }),
-    sandboxes: own.manager as unknown as SandboxRuntime,
+    sandboxes: own.manager,
     store: own.store,
     policy: {
       defaultImage: image,

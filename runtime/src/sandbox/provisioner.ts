@@ -11,7 +11,10 @@ import type { ResolvedCreate } from './request.ts';
 export interface ProvisionHooks {
   /** Test hook: replaces the image command (e.g. a sidecar that never becomes healthy). */
   cmd?: string[];
-  /** Test hook: called once each phase is recorded (the crash tests kill the process here). */
+  /**
+   * Called once each phase is recorded, before the next starts: the create job logs progress from
+   * it (pushed, never polled); the crash tests kill the process here.
+   */
   onPhase?: (phase: string) => void | Promise<void>;
 }
 

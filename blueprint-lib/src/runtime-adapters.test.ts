@@ -5,10 +5,10 @@ import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { HandledCalls } from '@agent-sandbox/blueprint-lib';
 import { EncryptedStore, SandboxManager } from '@agent-sandbox/runtime';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { apiSandboxes } from './operator.ts';
+import { HandledCalls } from './handled-calls.ts';
+import { apiSandboxes } from './runtime-adapters.ts';
 
 describe('apiSandboxes.getProvision', () => {
   let dir: string;

@@ -1,0 +1,111 @@
+// The operator's configuration turned into each part's options: the sandbox manager's config, the
+// TEE backend's settings, the API's capabilities and options, the job runner's. Pure mapping, no I/O.
+
+import { join } from 'node:path';
+import type { TeeInstanceOptions } from '@agent-sandbox/blueprint-lib';
+import type { ApiConfigInput, SandboxRuntimeConfigInput } from '@agent-sandbox/runtime';
+import type { OperatorKey } from '@agent-sandbox/sdk';
+import type { OperatorConfig } from './config.ts';
+
+type Values = OperatorConfig['values'];
+
+/** The sandbox manager's configuration (workspaceDisk resolved by the caller for `auto`). */
+export function managerConfig(
+  v: Values,
+  dataDir: string,
+  opts: { operatorId: string; image: string; workspaceDisk: 'loop' | 'none' },
+): SandboxRuntimeConfigInput {
+  return {
+    operatorId: opts.operatorId,
+    image: opts.image,
+    sidecarPort: v.SIDECAR_HTTP_PORT!,
+    publicHost: v.SIDECAR_PUBLIC_HOST!,
+    defaultCpuCores: v.SANDBOX_DEFAULT_CPU_CORES!,
+    defaultMemoryMb: v.SANDBOX_DEFAULT_MEMORY_MB!,
+    defaultDiskGb: v.SANDBOX_DEFAULT_DISK_GB!,
+    maxCpuCores: v.SANDBOX_MAX_CPU_CORES!,
+    maxMemoryMb: v.SANDBOX_MAX_MEMORY_MB!,
+    maxDiskGb: v.SANDBOX_MAX_DISK_GB!,
+    pidsLimit: v.SANDBOX_PIDS_LIMIT!,
+    maxSandboxes: v.OPERATOR_MAX_CAPACITY!,
+    defaultIdleTimeoutSeconds: v.SANDBOX_DEFAULT_IDLE_TIMEOUT!,
+    defaultMaxLifetimeSeconds: v.SANDBOX_DEFAULT_MAX_LIFETIME!,
+    maxIdleTimeoutSeconds: v.SANDBOX_MAX_IDLE_TIMEOUT!,
+    maxMaxLifetimeSeconds: v.SANDBOX_MAX_MAX_LIFETIME!,
+    reaperIntervalSeconds: v.SANDBOX_REAPER_INTERVAL!,
+    gcIntervalSeconds: v.SANDBOX_GC_INTERVAL!,
+    gcHotRetentionSeconds: v.SANDBOX_GC_HOT_RETENTION!,
+    gcWarmRetentionSeconds: v.SANDBOX_GC_WARM_RETENTION!,
+    gcColdRetentionSeconds: v.SANDBOX_GC_COLD_RETENTION!,
+    snapshotAutoCommit: v.SANDBOX_SNAPSHOT_AUTO_COMMIT!,
+    snapshotDir: v.SANDBOX_SNAPSHOT_DIR ?? join(dataDir, 'snapshots'),
+    workspaceDisk: opts.workspaceDisk,
+    diskDir: join(dataDir, 'disks'),
+    snapshotMaxBytes: v.SANDBOX_SNAPSHOT_MAX_MB! * 1024 * 1024,
+    storageBudgetBytes: v.SANDBOX_STORAGE_BUDGET_MB! * 1024 * 1024,
+    healthTimeoutMs: v.SANDBOX_HEALTH_TIMEOUT_MS!,
+    extraLabels: v.SANDBOX_EXTRA_LABELS ?? {},
+    defaultExposedPorts: v.SANDBOX_EXPOSED_PORTS ?? [],
+    egress: v.SANDBOX_EGRESS!,
+    sidecarSocketDir: v.SANDBOX_SOCKET_DIR!,
+  };
+}
+
+/** The TEE backend's settings and measurement policy (everything but the live parts). */
+export function teeOptions(
+  v: Values,
+  testMode: boolean,
+): Pick<TeeInstanceOptions, 'settings' | 'expectedMeasurements' | 'requirePinned' | 'acceptedTcbStatuses'> {
+  return {
+    settings: {
+      backend: v.TEE_BACKEND,
+      directType: v.TEE_DIRECT_TYPE,
+      tsmRoot: v.TEE_TSM_REPORT_ROOT!,
+      pccsUrl: v.TEE_PCCS_URL!,
+      testAnchorsDir: v.TEE_TEST_ANCHORS_DIR,
+      testMode,
+    },
+    expectedMeasurements: v.SANDBOX_TEE_EXPECTED_MEASUREMENTS ?? [],
+    requirePinned: v.SANDBOX_TEE_REQUIRE_PINNED_MEASUREMENT ?? true,
+    acceptedTcbStatuses: v.TEE_ACCEPTED_TCB_STATUSES ?? ['UpToDate'],
+  };
+}
+
+/** What `GET /api/capabilities` reports. */
+export function capabilities(
+  cfg: OperatorConfig,
+  key: OperatorKey,
+  image: string,
+  tee: unknown,
+): Record<string, unknown> {
+  const v = cfg.values;
+  return {
+    operator: key.address,
+    blueprintId: `${cfg.env!.blueprintId}`,
+    serviceId: `${cfg.env!.serviceId}`,
+    backends: ['docker'],
+    tee,
+    images: [image, ...(v.SANDBOX_IMAGE_ALLOWLIST ?? [])],
+    limits: {
+      maxCpuCores: v.SANDBOX_MAX_CPU_CORES,
+      maxMemoryMb: v.SANDBOX_MAX_MEMORY_MB,
+      maxDiskGb: v.SANDBOX_MAX_DISK_GB,
+      maxSandboxes: v.OPERATOR_MAX_CAPACITY,
+    },
+  };
+}
+
+/** The operator API's HTTP options (CORS, proxies, TLS, agent-run retention). */
+export function apiOptions(v: Values): ApiConfigInput {
+  return {
+    corsAllowedOrigins: v.CORS_ALLOWED_ORIGINS ?? [],
+    trustedProxies: v.TRUSTED_PROXIES ?? [],
+    tls: v.OPERATOR_API_TLS ?? false,
+    runs: {
+      maxEvents: v.RUN_MAX_EVENTS!,
+      maxBytes: v.RUN_MAX_BYTES!,
+      maxTextChars: v.RUN_MAX_TEXT_CHARS!,
+      retentionMs: v.RUN_RETENTION! * 1000,
+    },
+  };
+}
