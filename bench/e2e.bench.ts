@@ -25,6 +25,7 @@ import { loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { agentSandboxBlueprintAbi, iTangleAbi, localTangleAbi } from '@agent-sandbox/contracts';
+import { type StartedDevnet, startDevnet } from '@agent-sandbox/devnet';
 import { ensureSandboxImage } from '@agent-sandbox/sidecar';
 import {
   type Address,
@@ -48,7 +49,6 @@ import {
 } from '../client/index.ts';
 import { SIDECAR_CAPS } from '../runtime/src/docker/container-spec.ts';
 import { probeHealth } from '../runtime/src/docker/health.ts';
-import { type StartedDevnet, startDevnet } from '../scripts/devnet/index.ts';
 
 const exec = promisify(execFile);
 const arg = (name: string, def: number) => {

@@ -7,12 +7,12 @@ import { randomBytes } from 'node:crypto';
 import { mkdirSync, openSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { localTangleAbi } from '@agent-sandbox/contracts';
+import type { DevnetInfo } from '@agent-sandbox/devnet';
 import { encodeAbiParameters, parseEventLogs } from 'viem';
 import { createSevTestPki, saveSevTestPki } from '../../attestation/testing/index.ts';
 import { SANDBOX_CREATE_INPUT } from '../../blueprint-lib/index.ts';
 import { DevnetJobs } from '../../blueprint-lib/src/testing/devnet-service.ts';
 import { FakeTsmFirmware } from '../../runtime/testing.ts';
-import type { DevnetInfo } from '../devnet/index.ts';
 import { OPERATOR_BIN, ROOT } from './stack.ts';
 import { cli, header, must, say } from './walkthrough.ts';
 
