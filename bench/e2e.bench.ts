@@ -26,7 +26,7 @@ import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { agentSandboxBlueprintAbi, iTangleAbi, localTangleAbi } from '@agent-sandbox/contracts';
 import { type StartedDevnet, startDevnet } from '@agent-sandbox/devnet';
-import { ensureSandboxImage } from '@agent-sandbox/sidecar';
+import { ensureSandboxImage } from '@agent-sandbox/sandbox-image';
 import {
   type Address,
   createPublicClient,

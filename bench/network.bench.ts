@@ -12,7 +12,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ensureSandboxImage } from '@agent-sandbox/sidecar';
+import { ensureSandboxImage } from '@agent-sandbox/sandbox-image';
 import type Docker from 'dockerode';
 import { buildContainerSpec } from '../runtime/src/docker/container-spec.ts';
 import { DockerDriver } from '../runtime/src/docker/driver.ts';

@@ -5,7 +5,7 @@
 // Run: npx tsx bench/port-proxy.bench.ts [--requests 300]
 import { request } from 'node:http';
 import { cpus, loadavg } from 'node:os';
-import { ensureSandboxImage } from '@agent-sandbox/sidecar';
+import { ensureSandboxImage } from '@agent-sandbox/sandbox-image';
 import pino from 'pino';
 import { Registry } from 'prom-client';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';

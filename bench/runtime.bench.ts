@@ -12,7 +12,7 @@ import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { ensureSandboxImage } from '@agent-sandbox/sidecar';
+import { ensureSandboxImage } from '@agent-sandbox/sandbox-image';
 import { Registry } from 'prom-client';
 import { SIDECAR_CAPS } from '../runtime/src/docker/container-spec.ts';
 import { DockerDriver } from '../runtime/src/docker/driver.ts';

@@ -11,6 +11,7 @@ const packages = [
   'attestation',
   'runtime',
   'sidecar',
+  'sandbox-image',
   'blueprint-lib',
   'blueprint-bin',
   'client',
@@ -41,7 +42,7 @@ function sourceFiles(dir: string): string[] {
   return out;
 }
 
-/** Test-only code: tests, benches, and helpers under a `testing` folder or `testing.ts`. */
+/** Test-only code: tests, benches, vitest configs, helpers under a `testing/` folder and a package's `testing.ts` door. */
 const isTestOnly = (file: string): boolean =>
   /(^|\/)vitest\.config\.ts$/.test(file) ||
   /\.(test|serial-test|bench)\.ts$/.test(file) ||
@@ -67,13 +68,21 @@ const packageOf = (spec: string): string =>
     .join('/');
 
 describe('workspace', () => {
-  it.each(packages)('%s has a package.json whose only export is index.ts', (dir) => {
-    const pkg = manifest(dir);
-    expect(pkg.name).toBe(`@agent-sandbox/${dir}`);
-    expect(pkg.type).toBe('module');
-    expect(pkg.exports).toEqual({ '.': './index.ts' });
-    expect(existsSync(`${dir}/index.ts`)).toBe(true);
-  });
+  it.each(packages)(
+    '%s has a package.json whose exports are index.ts and at most a testing.ts door',
+    (dir) => {
+      const pkg = manifest(dir);
+      expect(pkg.name).toBe(`@agent-sandbox/${dir}`);
+      expect(pkg.type).toBe('module');
+      const { './testing': testing, ...rest } = pkg.exports;
+      expect(rest).toEqual({ '.': './index.ts' });
+      expect(existsSync(`${dir}/index.ts`)).toBe(true);
+      if (testing !== undefined) {
+        expect(testing).toBe('./testing.ts');
+        expect(existsSync(`${dir}/testing.ts`)).toBe(true);
+      }
+    },
+  );
 
   it.each(packages)('%s declares every package its code imports', (dir) => {
     const pkg = manifest(dir);
@@ -105,6 +114,7 @@ describe('workspace', () => {
         // The operator's `devnet` command is the one product use of the devnet, loaded on demand.
         const devnetCommand = file === 'blueprint-bin/src/commands.ts' && name === '@agent-sandbox/devnet';
         if (DEV_TOOLING.includes(name) && dir !== 'devnet' && !devnetCommand) bad.push(`${file}: ${spec}`);
+        if (/^@agent-sandbox\/[^/]+\/testing$/.test(spec)) bad.push(`${file}: ${spec}`);
         if (spec.startsWith('.') && relative(top, resolve(file, '..', spec)).startsWith('..'))
           bad.push(`${file}: ${spec}`);
       }

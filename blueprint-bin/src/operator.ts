@@ -26,13 +26,13 @@ import {
   SessionAuth,
   serveOperatorApi,
 } from '@agent-sandbox/runtime';
+import { ensureSandboxImage } from '@agent-sandbox/sandbox-image';
 import {
   createRunner,
   loadKeystore,
   type OperatorKey,
   runnerOptionsFromEnvironment,
 } from '@agent-sandbox/sdk';
-import { ensureSandboxImage } from '@agent-sandbox/sidecar';
 import Docker from 'dockerode';
 import type { Logger } from 'pino';
 import { Registry } from 'prom-client';

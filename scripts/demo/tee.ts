@@ -6,13 +6,13 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, openSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { createSevTestPki, saveSevTestPki } from '@agent-sandbox/attestation/testing';
+import { DevnetJobs } from '@agent-sandbox/blueprint-lib/testing';
 import { localTangleAbi } from '@agent-sandbox/contracts';
 import type { DevnetInfo } from '@agent-sandbox/devnet';
+import { FakeTsmFirmware } from '@agent-sandbox/runtime/testing';
 import { encodeAbiParameters, parseEventLogs } from 'viem';
-import { createSevTestPki, saveSevTestPki } from '../../attestation/testing/index.ts';
 import { SANDBOX_CREATE_INPUT } from '../../blueprint-lib/index.ts';
-import { DevnetJobs } from '../../blueprint-lib/src/testing/devnet-service.ts';
-import { FakeTsmFirmware } from '../../runtime/testing.ts';
 import { OPERATOR_BIN, ROOT } from './stack.ts';
 import { cli, header, must, say } from './walkthrough.ts';
 

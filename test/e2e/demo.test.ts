@@ -9,12 +9,12 @@ import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { DevnetJobs } from '@agent-sandbox/blueprint-lib/testing';
 import { localTangleAbi } from '@agent-sandbox/contracts';
 import Docker from 'dockerode';
 import { type Address, parseEther, parseEventLogs } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { DevnetJobs } from '../../blueprint-lib/src/testing/devnet-service.ts';
 
 const devnet = inject('devnet');
 const image = inject('sandboxImage');

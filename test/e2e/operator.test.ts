@@ -10,6 +10,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { DevnetJobs } from '@agent-sandbox/blueprint-lib/testing';
 import { iTangleAbi } from '@agent-sandbox/contracts';
 import Docker from 'dockerode';
 import { type Address, encodeAbiParameters, type Hex, parseEventLogs } from 'viem';
@@ -22,7 +23,6 @@ import {
   SANDBOX_CREATE_OUTPUT,
   SANDBOX_DELETE_INPUT,
 } from '../../blueprint-lib/index.ts';
-import { DevnetJobs } from '../../blueprint-lib/src/testing/devnet-service.ts';
 import { decodeJobResult } from '../../sdk/index.ts';
 
 const devnet = inject('devnet');

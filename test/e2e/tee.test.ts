@@ -10,15 +10,15 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { createSevTestPki, saveSevTestPki } from '@agent-sandbox/attestation/testing';
+import { DevnetJobs } from '@agent-sandbox/blueprint-lib/testing';
 import { localTangleAbi } from '@agent-sandbox/contracts';
+import { FakeTsmFirmware } from '@agent-sandbox/runtime/testing';
 import Docker from 'dockerode';
 import { encodeAbiParameters, parseEventLogs } from 'viem';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { createSevTestPki, saveSevTestPki } from '../../attestation/testing/index.ts';
 import { SANDBOX_CREATE_INPUT } from '../../blueprint-lib/index.ts';
-import { DevnetJobs } from '../../blueprint-lib/src/testing/devnet-service.ts';
 import { runCliInProcess } from '../../client/src/testing/cli-harness.ts';
-import { FakeTsmFirmware } from '../../runtime/testing.ts';
 
 const devnet = inject('devnet');
 const image = inject('sandboxImage');
