@@ -1,12 +1,13 @@
 // What the job handlers need from the runtime, the chain and the store: narrow interfaces that the
 // real runtime modules (SandboxManager, EncryptedStore) and BlueprintChain implement.
-import type { StoreCollection } from '@agent-sandbox/runtime';
+import type { OperatorMode, StoreCollection } from '@agent-sandbox/runtime';
 import type { Logger } from 'pino';
 import type { Address } from 'viem';
 import type { ChainReader } from './chain.ts';
 import type { CreatePolicy } from './validate.ts';
 
-export type OperatorMode = 'cloud' | 'instance' | 'tee-instance';
+/** Defined once, by the runtime (its API reports it); re-exported for the handlers. */
+export type { OperatorMode };
 
 /** The fields of a runtime sandbox record the handlers read (never the token). */
 export interface SandboxFacts {
