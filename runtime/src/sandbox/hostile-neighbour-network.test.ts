@@ -16,7 +16,7 @@ import { type OperatorApiServer, serveOperatorApi } from '../api/serve.ts';
 import { SessionAuth } from '../auth/index.ts';
 import { chainNames, hostNameservers, NON_PUBLIC_V4 } from '../docker/egress-rules.ts';
 import type { SandboxRecord } from './record.ts';
-import { makeRig, sidecarExec, type TestRig } from './test-support.ts';
+import { makeRig, sidecarExec, type TestRig } from './testing/rig.ts';
 
 vi.setConfig({ testTimeout: 180_000 });
 
