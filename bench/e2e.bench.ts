@@ -8,24 +8,22 @@
 // (3) a burst: BURST job-0 calls mined in ONE block (automine off, explicit nonces), then the time
 //     from that block to every result mined.
 // Run: npx tsx bench/e2e.bench.ts [--n 20] [--burst 20] [--health-timeout-ms 30000]
-import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { type ChildProcess, execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import {
-  copyFileSync,
-  existsSync,
-  mkdirSync,
-  mkdtempSync,
-  openSync,
-  readFileSync,
-  rmSync,
-  writeFileSync,
-} from 'node:fs';
+import { copyFileSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import { loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
+import {
+  devnetOperatorEnv,
+  operatorReady,
+  spawnOperator,
+  stopOperator,
+} from '@agent-sandbox/blueprint-bin/testing';
 import { agentSandboxBlueprintAbi, iTangleAbi, localTangleAbi } from '@agent-sandbox/contracts';
-import { ensureSandboxImage } from '@agent-sandbox/sidecar';
+import { type StartedDevnet, startDevnet } from '@agent-sandbox/devnet';
+import { ensureSandboxImage } from '@agent-sandbox/sandbox-image';
 import {
   type Address,
   createPublicClient,
@@ -48,7 +46,6 @@ import {
 } from '../client/index.ts';
 import { SIDECAR_CAPS } from '../runtime/src/docker/container-spec.ts';
 import { probeHealth } from '../runtime/src/docker/health.ts';
-import { type StartedDevnet, startDevnet } from '../scripts/devnet/index.ts';
 
 const exec = promisify(execFile);
 const arg = (name: string, def: number) => {
@@ -60,7 +57,6 @@ const BURST = arg('burst', 20);
 /** The operator's SANDBOX_HEALTH_TIMEOUT_MS; 0 keeps the operator's default (30 s). */
 const HEALTH_TIMEOUT_MS = arg('health-timeout-ms', 0);
 const ROOT = resolve(import.meta.dirname, '..');
-const OPERATOR_BIN = join(ROOT, 'blueprint-bin', 'bin', 'agent-sandbox-operator.mjs');
 const RUN = `e2e-bench-${process.pid}-${Date.now().toString(36)}`;
 const RUN_LABEL = `agent-sandbox.bench.run=${RUN}`;
 const LABELS = ['agent-sandbox.test=1', 'agent-sandbox.bench=1', RUN_LABEL];
@@ -105,64 +101,38 @@ async function startOperator(role: Op['role'], info: StartedDevnet['info'], imag
   writeFileSync(key, `${info.accounts[role].privateKey}\n`, { mode: 0o600 });
   const logFile = join(work, `${role}.log`);
   const fd = openSync(logFile, 'a');
-  const env = {
-    PATH: process.env['PATH'] ?? '',
-    HOME: process.env['HOME'] ?? '/tmp',
-    HTTP_RPC_URL: info.rpcUrl,
-    TANGLE_CONTRACT: info.contracts.tangle,
-    BLUEPRINT_ID: `${info.blueprints.cloud}`,
-    SERVICE_ID: `${info.services.cloud}`,
-    DATA_DIR: dataDir,
-    KEYSTORE_URI: key,
-    TEST_MODE: 'true',
-    SESSION_AUTH_SECRET: randomBytes(32).toString('hex'),
-    OPERATOR_API_PORT: `${await freePort()}`,
-    OPERATOR_ID: `${RUN}-${role}`,
-    SANDBOX_IMAGE: image,
-    SANDBOX_EXTRA_LABELS: LABELS.join(','),
-    JOB_POLL_INTERVAL_MS: '200',
-    LOG_LEVEL: 'info',
-    ...(HEALTH_TIMEOUT_MS ? { SANDBOX_HEALTH_TIMEOUT_MS: `${HEALTH_TIMEOUT_MS}` } : {}),
-  };
-  // setpriv: the kernel TERMs the operator if this process dies, even by SIGKILL (no orphans).
-  const setpriv = ['/usr/bin/setpriv', '/bin/setpriv'].find((p) => existsSync(p));
-  const args = [OPERATOR_BIN, 'run'];
-  const [cmd, argv] = setpriv
-    ? [setpriv, ['--pdeathsig', 'TERM', '--', process.execPath, ...args]]
-    : [process.execPath, args];
-  const child = spawn(cmd, argv, { cwd: ROOT, env, stdio: ['ignore', 'pipe', fd] });
+  const env = devnetOperatorEnv(
+    {
+      devnet: info,
+      blueprintId: info.blueprints.cloud,
+      serviceId: info.services.cloud,
+      dataDir,
+      keyFile: key,
+      port: await freePort(),
+      operatorId: `${RUN}-${role}`,
+      image,
+      labels: LABELS.join(','),
+      extra: {
+        LOG_LEVEL: 'info',
+        ...(HEALTH_TIMEOUT_MS ? { SANDBOX_HEALTH_TIMEOUT_MS: `${HEALTH_TIMEOUT_MS}` } : {}),
+      },
+    },
+    randomBytes(32).toString('hex'),
+  );
+  // dieWithParent: the kernel TERMs the operator if this process dies, even by SIGKILL (no orphans).
+  const child = spawnOperator({ env, cwd: ROOT, stderr: fd, dieWithParent: true });
   const op: Op = { role, child, logFile };
   ops.push(op);
-  await new Promise<void>((res, rej) => {
-    let buf = '';
-    const timer = setTimeout(() => rej(new Error(`${role} not ready in 120 s; see ${logFile}`)), 120_000);
-    child.stdout?.on('data', (d: Buffer) => {
-      buf += d.toString();
-      if (buf.includes('"event":"ready"')) {
-        clearTimeout(timer);
-        res();
-      }
-    });
-    child.once('exit', (code, sig) => {
-      clearTimeout(timer);
-      rej(
-        new Error(
-          `${role} exited (${sig ?? code}) before ready: ${readFileSync(logFile, 'utf8').slice(-2000)}`,
-        ),
-      );
-    });
+  await operatorReady(child, {
+    name: role,
+    timeoutMs: 120_000,
+    log: () => `see ${logFile}\n${readFileSync(logFile, 'utf8').slice(-2000)}`,
   });
   return op;
 }
 
-async function stopOperator(op: Op): Promise<void> {
-  const c = op.child;
-  if (c.exitCode !== null || c.signalCode !== null) return;
-  const gone = new Promise<void>((r) => c.once('exit', () => r()));
-  c.kill('SIGTERM');
-  const t = setTimeout(() => c.kill('SIGKILL'), 20_000);
-  await gone;
-  clearTimeout(t);
+function stopOp(op: Op): Promise<void> {
+  return stopOperator(op.child);
 }
 
 /** Removes this run's containers and volumes, one by one, re-listing until none is left. */
@@ -199,7 +169,7 @@ function keptLogs(): string {
 let cleaning: Promise<void> | undefined;
 function cleanup(): Promise<void> {
   cleaning ??= (async () => {
-    for (const op of [...ops].reverse()) await stopOperator(op).catch(() => {});
+    for (const op of [...ops].reverse()) await stopOp(op).catch(() => {});
     const n = await removeContainers().catch(() => 0);
     if (n) console.error(`removed ${n} container(s)`);
     await devnet?.stop().catch(() => {});

@@ -5,7 +5,8 @@
 // Run: npx tsx bench/port-proxy.bench.ts [--requests 300]
 import { request } from 'node:http';
 import { cpus, loadavg } from 'node:os';
-import { ensureSandboxImage } from '@agent-sandbox/sidecar';
+import { makeRig, sidecarExec } from '@agent-sandbox/runtime/testing';
+import { ensureSandboxImage } from '@agent-sandbox/sandbox-image';
 import pino from 'pino';
 import { Registry } from 'prom-client';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
@@ -13,7 +14,6 @@ import { createOperatorApi } from '../runtime/src/api/app.ts';
 import { serveOperatorApi } from '../runtime/src/api/serve.ts';
 import { PROXY_APP_JS } from '../runtime/src/api/testing/proxy-apps.ts';
 import { SessionAuth } from '../runtime/src/auth/index.ts';
-import { makeRig, sidecarExec } from '../runtime/src/sandbox/test-support.ts';
 
 const arg = (name: string, def: number) => {
   const i = process.argv.indexOf(`--${name}`);

@@ -12,13 +12,13 @@ import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { ensureSandboxImage } from '@agent-sandbox/sidecar';
+import { removeOperatorObjects } from '@agent-sandbox/runtime/testing';
+import { ensureSandboxImage } from '@agent-sandbox/sandbox-image';
 import { Registry } from 'prom-client';
 import { SIDECAR_CAPS } from '../runtime/src/docker/container-spec.ts';
 import { DockerDriver } from '../runtime/src/docker/driver.ts';
 import { probeHealth } from '../runtime/src/docker/health.ts';
 import { SandboxManager } from '../runtime/src/sandbox/manager.ts';
-import { removeOperatorObjects } from '../runtime/src/sandbox/test-support.ts';
 import { EncryptedStore } from '../runtime/src/store/index.ts';
 
 const run = promisify(execFile);

@@ -15,7 +15,7 @@ import { createRunner, loadKeystore, type RunnerOptions, router } from '@agent-s
 import pino from 'pino';
 import { createWalletClient, defineChain, encodeFunctionData, http } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
-import { toyChain, writeDevKey } from '../sdk/test-fixtures/toy-chain.ts';
+import { toyChain, writeDevKey } from '../sdk/src/testing/toy-chain.ts';
 
 const arg = (name: string, def: number) => {
   const i = process.argv.indexOf(`--${name}`);

@@ -5,9 +5,9 @@
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { promisify } from 'node:util';
-import { ensureSandboxImage } from '@agent-sandbox/sidecar';
+import { ensureSandboxImage } from '@agent-sandbox/sandbox-image';
+import { probeHealth, waitHealthy } from '@agent-sandbox/sidecar/testing';
 import Docker from 'dockerode';
-import { probeHealth, waitHealthy } from '../sidecar/src/testing/sandbox-container.ts';
 
 const arg = (name: string, def: number) => {
   const i = process.argv.indexOf(`--${name}`);

@@ -9,10 +9,10 @@ import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ensureSandboxImage } from '@agent-sandbox/sidecar';
+import { removeOperatorObjects } from '@agent-sandbox/runtime/testing';
+import { ensureSandboxImage } from '@agent-sandbox/sandbox-image';
 import { DockerDriver } from '../runtime/src/docker/driver.ts';
 import { SandboxManager } from '../runtime/src/sandbox/manager.ts';
-import { removeOperatorObjects } from '../runtime/src/sandbox/test-support.ts';
 import { EncryptedStore } from '../runtime/src/store/index.ts';
 
 const arg = (name: string, def: number) => {

@@ -9,6 +9,7 @@ import { randomBytes, sign, verify } from 'node:crypto';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { createSevTestPki, signSnpReport } from '@agent-sandbox/attestation/testing';
 import { chacha20poly1305 } from '@noble/ciphers/chacha.js';
 import {
   contextString,
@@ -18,7 +19,6 @@ import {
   verifySnpReport,
   verifyTdxQuote,
 } from '../attestation/index.ts';
-import { createSevTestPki, signSnpReport } from '../attestation/testing/index.ts';
 import { tsmReport } from '../runtime/src/tee/configfs-tsm.ts';
 import { FakeTsmFirmware } from '../runtime/src/tee/testing/fake-tsm.ts';
 

@@ -1,4 +1,6 @@
 // @agent-sandbox/blueprint-lib: this blueprint's jobs and handlers — where the sdk and the runtime meet.
+
+export { type BlueprintRouter, blueprintRouter } from './src/blueprint-router.ts';
 export {
   BlueprintChain,
   type BlueprintChainOptions,
@@ -34,7 +36,6 @@ export {
   provisionInstance,
 } from './src/instance.ts';
 export * from './src/jobs.ts';
-export { type BlueprintRouter, blueprintRouter } from './src/router.ts';
 export { apiSandboxes, jobSandboxes, sidecarExec } from './src/runtime-adapters.ts';
 export { openTeeInstance, type TeeInstance, type TeeInstanceOptions } from './src/tee.ts';
 export {

@@ -1,2 +1,10 @@
-// Test-only helpers of the runtime (never imported by product code).
+// @agent-sandbox/runtime/testing: test-only door of the runtime (never imported by product code).
+
+export {
+  makeRig,
+  removeOperatorObjects,
+  sidecarExec,
+  TEST_LABELS,
+  type TestRig,
+} from './src/sandbox/testing/rig.ts';
 export { FakeTsmFirmware, type FakeTsmOptions } from './src/tee/testing/fake-tsm.ts';

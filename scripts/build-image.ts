@@ -1,5 +1,5 @@
 // CLI: builds (or finds cached) the sandbox image and prints its tag. `--with-harnesses` adds the agent CLIs.
-import { ensureSandboxImage } from '@agent-sandbox/sidecar';
+import { ensureSandboxImage } from '@agent-sandbox/sandbox-image';
 
 const withHarnesses =
   process.argv.includes('--with-harnesses') || process.env['SANDBOX_WITH_HARNESSES'] === '1';

@@ -1,6 +1,8 @@
-// @agent-sandbox/sidecar: public door of the package — the sandbox image builder and the sidecar server.
+// @agent-sandbox/sidecar: public door of the package — the sidecar server that runs inside each
+// sandbox container. The host-side image builder that bundles it is @agent-sandbox/sandbox-image.
+import { fileURLToPath } from 'node:url';
 
 export { SidecarError } from './src/errors.ts';
-export { baseImageTag } from './src/image/base-image.ts';
-export type { EnsureSandboxImageOptions, SandboxImage } from './src/image/sandbox-image.ts';
-export { ensureSandboxImage, sandboxImageTag } from './src/image/sandbox-image.ts';
+
+/** The sidecar program's entry file, which the image builder bundles into the container. */
+export const SIDECAR_ENTRY = fileURLToPath(new URL('./src/main.ts', import.meta.url));

@@ -7,7 +7,7 @@ export default defineConfig({
   test: {
     include: ['sidecar/**/*.test.ts'],
     exclude: ['**/node_modules/**'],
-    globalSetup: ['sidecar/src/testing/global-setup.ts'],
+    globalSetup: ['sandbox-image/src/testing/global-setup.ts'],
     testTimeout: 60_000,
     hookTimeout: 180_000,
     pool: 'forks',

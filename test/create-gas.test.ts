@@ -1,12 +1,13 @@
 // Gas a normal client can rely on: many creates, each sent with exactly its fresh eth_estimateGas
 // as the gas limit (viem's default, no margin), while the assignments and the operators'
 // reservations change between the estimate and the mined block. None may revert.
+
+import { DevnetJobs } from '@agent-sandbox/blueprint-lib/testing';
 import { localTangleAbi } from '@agent-sandbox/contracts';
+import { encodeSandboxCreateRequest, sampleSandboxCreateRequest } from '@agent-sandbox/devnet';
 import { createWalletClient, encodeAbiParameters, type Hex, http } from 'viem';
 import { describe, expect, inject, it } from 'vitest';
 import { SANDBOX_CREATE_OUTPUT } from '../blueprint-lib/src/jobs.ts';
-import { DevnetJobs } from '../blueprint-lib/src/testing/devnet-service.ts';
-import { encodeSandboxCreateRequest, sampleSandboxCreateRequest } from '../scripts/devnet/index.ts';
 
 const devnet = inject('devnet');
 

@@ -4,6 +4,18 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { agentSandboxBlueprintAbi, localTangleAbi } from '@agent-sandbox/contracts';
 import {
+  devnetAccounts,
+  encodeCreateOutput,
+  encodeJsonOutput,
+  encodeSandboxCreateRequest,
+  encodeSandboxDelete,
+  rpcChainId,
+  sampleSandboxCreateRequest,
+  sandboxCreateRequestComponents,
+  startDevnet,
+  uncompressedPublicKey,
+} from '@agent-sandbox/devnet';
+import {
   type Abi,
   BaseError,
   ContractFunctionRevertedError,
@@ -19,18 +31,6 @@ import {
 import { privateKeyToAccount } from 'viem/accounts';
 import { foundry } from 'viem/chains';
 import { describe, expect, inject, it } from 'vitest';
-import {
-  devnetAccounts,
-  encodeCreateOutput,
-  encodeJsonOutput,
-  encodeSandboxCreateRequest,
-  encodeSandboxDelete,
-  rpcChainId,
-  sampleSandboxCreateRequest,
-  sandboxCreateRequestComponents,
-  startDevnet,
-  uncompressedPublicKey,
-} from '../scripts/devnet/index.ts';
 
 const devnet = inject('devnet');
 const stateFile = inject('devnetStateFile');

@@ -2,12 +2,12 @@
 import { AttestationError } from '@agent-sandbox/attestation';
 import { BlueprintError } from '@agent-sandbox/blueprint-lib';
 import { ClientError } from '@agent-sandbox/client';
+import { DevnetError } from '@agent-sandbox/devnet';
 import { BaseError, isBaseError, walkCauses } from '@agent-sandbox/errors';
 import { RuntimeError } from '@agent-sandbox/runtime';
 import { SdkError } from '@agent-sandbox/sdk';
 import { SidecarError } from '@agent-sandbox/sidecar';
 import { describe, expect, it } from 'vitest';
-import { DevnetError } from '../scripts/devnet/errors.ts';
 
 describe('BaseError', () => {
   it('is the base of each layer’s error, with code, short message, details and cause', () => {

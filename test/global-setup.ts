@@ -2,9 +2,10 @@
 // - the sandbox image (built once, reused by tag),
 // - one devnet (anvil + the contracts deployed by forge), shared by every chain test.
 // Tests read them with `inject('sandboxImage')` / `inject('devnet')`.
+
+import { setupImage } from '@agent-sandbox/sandbox-image/testing';
 import type { TestProject } from 'vitest/node';
 import { setupDevnet } from './setup/devnet.ts';
-import { setupImage } from './setup/image.ts';
 
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
   const teardowns: Array<() => Promise<void>> = [];

@@ -2,10 +2,10 @@
 // AMD's; debug and VMPL policy are enforced on its reports.
 import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { createSevTestPki, signSnpReport } from '../testing/index.ts';
 import { productionAnchors } from './anchors.ts';
 import { toHex } from './bytes.ts';
 import { verifySnpReport } from './sev.ts';
+import { createSevTestPki, signSnpReport } from './testing/sev-test-pki.ts';
 
 describe('test SEV-SNP PKI', async () => {
   const pki = await createSevTestPki();

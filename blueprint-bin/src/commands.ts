@@ -149,7 +149,7 @@ export async function cmdDevnet(opts: { pretty: boolean; operator: string }): Pr
     pretty: opts.pretty || process.env['LOG_PRETTY'] === 'true',
   });
   // Imported here: the devnet scripts (anvil, forge output) are only needed by this command.
-  const { startDevnet } = await import('../../scripts/devnet/index.ts');
+  const { startDevnet } = await import('@agent-sandbox/devnet');
   const devnet = await startDevnet({
     reuse: true,
     detach: true,

@@ -1,8 +1,8 @@
 // The operator's small start-up steps that need no other part: the key and data directory, the
 // Docker engine check, the sandbox image, step timing and the shutdown list.
 import { chmod, mkdir } from 'node:fs/promises';
+import { ensureSandboxImage } from '@agent-sandbox/sandbox-image';
 import { type BlueprintEnvironment, loadKeystore, type OperatorKey } from '@agent-sandbox/sdk';
-import { ensureSandboxImage } from '@agent-sandbox/sidecar';
 import Docker from 'dockerode';
 import type { Logger } from 'pino';
 import type { OperatorConfig } from './config.ts';

@@ -3,6 +3,7 @@
 // BlueprintChain implement.
 import type {
   CreateSandboxParams,
+  OperatorMode,
   ProvisionProgress,
   SandboxManager,
   SandboxRecord,
@@ -13,7 +14,8 @@ import type { Address } from 'viem';
 import type { ChainReader } from './chain.ts';
 import type { CreatePolicy } from './validate.ts';
 
-export type OperatorMode = 'cloud' | 'instance' | 'tee-instance';
+/** Defined once, by the runtime (its API reports it); re-exported for the handlers. */
+export type { OperatorMode };
 
 /** The fields of a runtime sandbox record the handlers read (never the token). */
 export type SandboxFacts = Pick<

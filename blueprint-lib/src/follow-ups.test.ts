@@ -19,11 +19,11 @@ import {
 } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { blueprintRouter } from './blueprint-router.ts';
 import { BlueprintChain } from './chain.ts';
 import { BlueprintWriter } from './chain-writes.ts';
 import { afterJob, GoneReporter } from './follow-ups.ts';
 import { JOB_SANDBOX_CREATE, SANDBOX_CREATE_INPUT, SANDBOX_CREATE_OUTPUT } from './jobs.ts';
-import { blueprintRouter } from './router.ts';
 import { DevnetJobs } from './testing/devnet-service.ts';
 
 const devnet = inject('devnet');

@@ -13,14 +13,14 @@ import {
   toHex,
   verifyBoundAttestation,
 } from '@agent-sandbox/attestation';
+import { createSevTestPki, saveSevTestPki } from '@agent-sandbox/attestation/testing';
 import { agentSandboxBlueprintAbi } from '@agent-sandbox/contracts';
 import { EncryptedStore, SandboxManager } from '@agent-sandbox/runtime';
+import { FakeTsmFirmware } from '@agent-sandbox/runtime/testing';
 import pino from 'pino';
 import { encodeAbiParameters, keccak256, toHex as viemHex } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { createSevTestPki, saveSevTestPki } from '../../attestation/testing/index.ts';
-import { FakeTsmFirmware } from '../../runtime/testing.ts';
 import { instanceCallId, provisionInstance, teeContextFor } from './instance.ts';
 import { SANDBOX_CREATE_INPUT } from './jobs.ts';
 import { openTeeInstance } from './tee.ts';

@@ -1,4 +1,4 @@
-// Loads the devnet description scripts/devnet writes (chain, contract addresses, service ids,
+// Loads the devnet description the devnet package (devnet/) writes (chain, contract addresses, service ids,
 // funded dev accounts) so the CLI can fill --rpc/--tangle/--service/keys from one file.
 import { readFile } from 'node:fs/promises';
 import { isAddress, isHex } from 'viem';

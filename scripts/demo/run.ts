@@ -2,7 +2,7 @@
 // its life with the CLI, then keeps everything running until Ctrl-C (or stops at once with --exit).
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import type { StartedDevnet } from '../devnet/index.ts';
+import type { StartedDevnet } from '@agent-sandbox/devnet';
 import {
   DEMO_DIR,
   DEMO_LABEL,

@@ -4,8 +4,8 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { join, resolve } from 'node:path';
+import { type StartedDevnet, startDevnet } from '@agent-sandbox/devnet';
 import Docker from 'dockerode';
-import { type StartedDevnet, startDevnet } from '../devnet/index.ts';
 
 export const ROOT = resolve(import.meta.dirname, '..', '..');
 export const DEVNET_DIR = join(ROOT, '.devnet');
@@ -15,7 +15,7 @@ export const LOCK_FILE = join(DEVNET_DIR, 'demo.pid');
 /** Every container the demo's operators create carries this label, so teardown finds them all. */
 export const DEMO_LABEL = 'agent-sandbox.demo=1';
 export const OPERATOR_BIN = join(ROOT, 'blueprint-bin', 'bin', 'agent-sandbox-operator.mjs');
-/** The API ports the devnet registers for operator1 / operator2 (scripts/devnet/deploy.ts). */
+/** The API ports the devnet registers for operator1 / operator2 (devnet/deploy.ts). */
 export const OPERATOR_PORTS = { operator1: 9090, operator2: 9091 } as const;
 export type OperatorName = keyof typeof OPERATOR_PORTS;
 

@@ -2,18 +2,19 @@
 // operator on the `direct` backend over a configfs-tsm tree in a temp dir, whose test firmware signs
 // SNP reports with a test PKI (no TEE hardware here; test anchors are trusted only in TEST_MODE).
 // The CLI verifies the enclave (chain + fresh nonce), seals a secret to it, and exec sees it.
-import { type ChildProcess, spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, openSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { createSevTestPki, saveSevTestPki } from '@agent-sandbox/attestation/testing';
+import { operatorReady, spawnOperator } from '@agent-sandbox/blueprint-bin/testing';
+import { SANDBOX_CREATE_INPUT } from '@agent-sandbox/blueprint-lib';
+import { DevnetJobs } from '@agent-sandbox/blueprint-lib/testing';
 import { localTangleAbi } from '@agent-sandbox/contracts';
+import type { DevnetInfo } from '@agent-sandbox/devnet';
+import { FakeTsmFirmware } from '@agent-sandbox/runtime/testing';
 import { encodeAbiParameters, parseEventLogs } from 'viem';
-import { createSevTestPki, saveSevTestPki } from '../../attestation/testing/index.ts';
-import { SANDBOX_CREATE_INPUT } from '../../blueprint-lib/index.ts';
-import { DevnetJobs } from '../../blueprint-lib/src/testing/devnet-service.ts';
-import { FakeTsmFirmware } from '../../runtime/testing.ts';
-import type { DevnetInfo } from '../devnet/index.ts';
-import { OPERATOR_BIN, ROOT } from './stack.ts';
+import { ROOT } from './stack.ts';
 import { cli, header, must, say } from './walkthrough.ts';
 
 export interface TeeDemoOptions {
@@ -94,10 +95,10 @@ function startTeeOperator(
   writeFileSync(join(o.dir, 'operator-ecdsa.key'), `${o.devnet.accounts.operator1.privateKey}\n`, {
     mode: 0o600,
   });
-  const child = spawn(process.execPath, [OPERATOR_BIN, 'run'], {
+  const child = spawnOperator({
     cwd: ROOT,
     detached: true,
-    stdio: ['ignore', 'pipe', openSync(logFile, 'a')],
+    stderr: openSync(logFile, 'a'),
     env: {
       PATH: process.env.PATH ?? '',
       HOME: process.env.HOME ?? '/tmp',
@@ -120,21 +121,8 @@ function startTeeOperator(
       ...(o.image ? { SANDBOX_IMAGE: o.image } : {}),
     },
   });
-  return new Promise((res, rej) => {
-    let buf = '';
-    child.stdout?.on('data', (d: Buffer) => {
-      buf += d.toString();
-      const line = buf.split('\n').find((l) => l.includes('"event":"ready"'));
-      if (line) res({ url: (JSON.parse(line) as { api: string }).api, child });
-    });
-    child.once('exit', (code) =>
-      rej(
-        new Error(
-          `the TEE operator exited (${code}) before ready; last lines:\n${readFileSync(logFile, 'utf8').slice(-2000)}`,
-        ),
-      ),
-    );
-  });
+  const log = () => `last lines:\n${readFileSync(logFile, 'utf8').slice(-2000)}`;
+  return operatorReady(child, { name: 'the TEE operator', log }).then((url) => ({ url, child }));
 }
 
 /** Runs the step; always stops the TEE operator and the test firmware it started. */

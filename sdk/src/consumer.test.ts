@@ -8,20 +8,14 @@ import pino from 'pino';
 import { encodeFunctionData, getAbiItem, type Hex, keccak256, toFunctionSelector } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { maybeDevnet } from '../test-fixtures/maybe-devnet.ts';
-import {
-  resultsByCall,
-  submitJobs,
-  type ToyChain,
-  toyChain,
-  writeDevKey,
-} from '../test-fixtures/toy-chain.ts';
 import { ResultConsumer } from './consumer.ts';
 import { JobCursor } from './job-cursor.ts';
+import { router } from './job-router.ts';
 import { loadKeystore } from './keystore.ts';
-import { router } from './router.ts';
 import { createRunner } from './runner.ts';
 import { fetchJobSubmitted } from './tangle-events.ts';
+import { maybeDevnet } from './testing/maybe-devnet.ts';
+import { resultsByCall, submitJobs, type ToyChain, toyChain, writeDevKey } from './testing/toy-chain.ts';
 
 let chain: ToyChain;
 beforeAll(async () => {

@@ -6,18 +6,12 @@ import { join } from 'node:path';
 import pino from 'pino';
 import { toHex } from 'viem';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { maybeDevnet } from '../test-fixtures/maybe-devnet.ts';
-import { tcpProxy } from '../test-fixtures/tcp-proxy.ts';
-import {
-  resultsByCall,
-  submitJobs,
-  type ToyChain,
-  toyChain,
-  writeDevKey,
-} from '../test-fixtures/toy-chain.ts';
+import { router } from './job-router.ts';
 import { loadKeystore } from './keystore.ts';
-import { router } from './router.ts';
 import { createRunner } from './runner.ts';
+import { maybeDevnet } from './testing/maybe-devnet.ts';
+import { tcpProxy } from './testing/tcp-proxy.ts';
+import { resultsByCall, submitJobs, type ToyChain, toyChain, writeDevKey } from './testing/toy-chain.ts';
 
 let chain: ToyChain;
 beforeAll(async () => {

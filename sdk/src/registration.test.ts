@@ -4,11 +4,11 @@ import { join } from 'node:path';
 import pino from 'pino';
 import { encodeAbiParameters, toFunctionSelector } from 'viem';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { maybeDevnet } from '../test-fixtures/maybe-devnet.ts';
-import { freshAccount, type ToyChain, toyChain, writeDevKey } from '../test-fixtures/toy-chain.ts';
 import { isSdkError } from './errors.ts';
 import { loadKeystore } from './keystore.ts';
 import { register } from './registration.ts';
+import { maybeDevnet } from './testing/maybe-devnet.ts';
+import { freshAccount, type ToyChain, toyChain, writeDevKey } from './testing/toy-chain.ts';
 
 let chain: ToyChain;
 beforeAll(async () => {

@@ -1,4 +1,4 @@
-// kill -9 in the middle of a burst: the operator runs as a child process (test-fixtures/echo-operator.ts),
+// kill -9 in the middle of a burst: the operator runs as a child process (testing/echo-operator.ts),
 // is SIGKILLed, jobs keep coming while it is down, and a restart answers every job exactly once.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtemp, readFile } from 'node:fs/promises';
@@ -6,15 +6,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { toHex } from 'viem';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { maybeDevnet } from '../test-fixtures/maybe-devnet.ts';
-import {
-  resultsByCall,
-  submitJobs,
-  type ToyChain,
-  toyChain,
-  writeDevKey,
-} from '../test-fixtures/toy-chain.ts';
 import { JobCursor } from './job-cursor.ts';
+import { maybeDevnet } from './testing/maybe-devnet.ts';
+import { resultsByCall, submitJobs, type ToyChain, toyChain, writeDevKey } from './testing/toy-chain.ts';
 
 let chain: ToyChain;
 const children = new Set<ChildProcess>();
@@ -31,7 +25,7 @@ function startOperator(env: Record<string, string>): Promise<ChildProcess> {
   // of the CLI would orphan (still running), which would fake the crash.
   const child = spawn(
     process.execPath,
-    ['--import', 'tsx', join(import.meta.dirname, '../test-fixtures/echo-operator.ts')],
+    ['--import', 'tsx', join(import.meta.dirname, './testing/echo-operator.ts')],
     {
       cwd: join(import.meta.dirname, '../..'),
       env: { ...process.env, ...env },

@@ -1,4 +1,4 @@
-// The runner against a real anvil: a private toy service (see test-fixtures/toy-chain.ts).
+// The runner against a real anvil: a private toy service (see testing/toy-chain.ts).
 import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -6,21 +6,15 @@ import { Writable } from 'node:stream';
 import pino from 'pino';
 import { encodeAbiParameters, type Hex, toHex } from 'viem';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { maybeDevnet } from '../test-fixtures/maybe-devnet.ts';
-import {
-  resultsByCall,
-  submitJobs,
-  type ToyChain,
-  toyChain,
-  writeDevKey,
-} from '../test-fixtures/toy-chain.ts';
 import type { SubmitOutcome } from './consumer.ts';
 import { isSdkError } from './errors.ts';
 import { decodeJobResult, jobResult } from './job-abi.ts';
+import { type JobRouter, router, SKIP } from './job-router.ts';
 import { loadKeystore } from './keystore.ts';
-import { type JobRouter, router, SKIP } from './router.ts';
 import { type BlueprintRunner, createRunner, type RunnerOptions } from './runner.ts';
 import { fetchJobSubmitted } from './tangle-events.ts';
+import { maybeDevnet } from './testing/maybe-devnet.ts';
+import { resultsByCall, submitJobs, type ToyChain, toyChain, writeDevKey } from './testing/toy-chain.ts';
 
 let chain: ToyChain;
 beforeAll(async () => {

@@ -7,10 +7,10 @@ import { ResultConsumer, type SubmitOutcome } from './consumer.ts';
 import type { BlueprintEnvironment } from './env.ts';
 import { SdkError } from './errors.ts';
 import { JobCursor } from './job-cursor.ts';
+import type { JobContext, JobRouter } from './job-router.ts';
 import type { OperatorKey } from './keystore.ts';
 import { defaultLogger } from './logger.ts';
 import { JobProducer } from './producer.ts';
-import type { JobContext, JobRouter } from './router.ts';
 import { type JobSubmittedEvent, positionOf } from './tangle-events.ts';
 
 export interface RunnerOptions {

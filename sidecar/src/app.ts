@@ -4,7 +4,7 @@ import { AgentRunner } from './agents/agent-runner.ts';
 import type { SidecarConfig } from './config.ts';
 import { WorkspaceFiles } from './files/workspace-files.ts';
 import { BearerAuth } from './http/auth.ts';
-import { ok, Router } from './http/router.ts';
+import { ok, Router } from './http/http-router.ts';
 import { addAgentRoutes } from './routes/agents.ts';
 import { execHandler } from './routes/exec.ts';
 import { readFileHandler, writeFileHandler } from './routes/files.ts';

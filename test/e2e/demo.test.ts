@@ -9,17 +9,17 @@ import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { devnetOperatorEnv, operatorReady, spawnOperator } from '@agent-sandbox/blueprint-bin/testing';
+import { DevnetJobs } from '@agent-sandbox/blueprint-lib/testing';
 import { localTangleAbi } from '@agent-sandbox/contracts';
 import Docker from 'dockerode';
 import { type Address, parseEther, parseEventLogs } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { DevnetJobs } from '../../blueprint-lib/src/testing/devnet-service.ts';
 
 const devnet = inject('devnet');
 const image = inject('sandboxImage');
 const ROOT = resolve(import.meta.dirname, '..', '..');
-const OPERATOR_BIN = join(ROOT, 'blueprint-bin', 'bin', 'agent-sandbox-operator.mjs');
 const CLI = join(ROOT, 'client', 'bin', 'agent-sandbox.mjs');
 const AGENT = readFileSync(join(ROOT, 'scripts', 'demo', 'agent.sh'), 'utf8');
 const RUN = `e2e-demo-${Date.now().toString(36)}`;
@@ -91,45 +91,23 @@ async function startOperator(): Promise<string> {
   const dataDir = join(dir, 'operator1');
   const keyFile = join(dir, 'operator-ecdsa.key');
   await writeFile(keyFile, `${devnet.accounts.operator1.privateKey}\n`, { mode: 0o600 });
-  const logFd = openSync(join(dir, 'operator.log'), 'a');
-  const child = spawn(process.execPath, [OPERATOR_BIN, 'run'], {
-    detached: true,
-    stdio: ['ignore', 'pipe', logFd],
-    env: {
-      PATH: process.env['PATH'] ?? '',
-      HOME: process.env['HOME'] ?? '/tmp',
-      HTTP_RPC_URL: devnet.rpcUrl,
-      TANGLE_CONTRACT: devnet.contracts.tangle,
-      BLUEPRINT_ID: `${devnet.blueprints.cloud}`,
-      SERVICE_ID: `${serviceId}`,
-      DATA_DIR: dataDir,
-      KEYSTORE_URI: keyFile,
-      TEST_MODE: 'true',
-      SESSION_AUTH_SECRET: randomBytes(32).toString('hex'),
-      OPERATOR_API_PORT: `${await freePort()}`,
-      OPERATOR_ID: `${RUN}-operator1`,
-      SANDBOX_IMAGE: image,
-      SANDBOX_EXTRA_LABELS: `agent-sandbox.test=1,${SUITE_LABEL}`,
-      JOB_POLL_INTERVAL_MS: '200',
+  const env = devnetOperatorEnv(
+    {
+      devnet,
+      blueprintId: devnet.blueprints.cloud,
+      serviceId,
+      dataDir,
+      keyFile,
+      port: await freePort(),
+      operatorId: `${RUN}-operator1`,
+      image,
+      labels: `agent-sandbox.test=1,${SUITE_LABEL}`,
     },
-  });
+    randomBytes(32).toString('hex'),
+  );
+  const child = spawnOperator({ env, detached: true, stderr: openSync(join(dir, 'operator.log'), 'a') });
   operator = child;
-  return new Promise((res, rej) => {
-    let buf = '';
-    const timer = setTimeout(() => rej(new Error(`operator not ready in 90 s:\n${operatorLog()}`)), 90_000);
-    child.stdout?.on('data', (d: Buffer) => {
-      buf += d.toString();
-      const line = buf.split('\n').find((l) => l.includes('"event":"ready"'));
-      if (line) {
-        clearTimeout(timer);
-        res((JSON.parse(line) as { api: string }).api);
-      }
-    });
-    child.once('exit', (code) => {
-      clearTimeout(timer);
-      rej(new Error(`operator exited (${code}) before ready:\n${operatorLog()}`));
-    });
-  });
+  return operatorReady(child, { timeoutMs: 90_000, log: operatorLog });
 }
 
 const operatorLog = () => {

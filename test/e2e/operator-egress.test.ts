@@ -1,21 +1,17 @@
 // End to end: the operator program refuses to start under SANDBOX_EGRESS=public when it cannot
 // install its egress rules (here: no iptables on its PATH), saying why and what to do, and leaves
 // no rule behind; with SANDBOX_EGRESS=none (loopback-only sandboxes) it starts without them.
-import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { type ChildProcess, execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
-import { pathToFileURL } from 'node:url';
+import { dirname, join } from 'node:path';
+import { spawnOperator } from '@agent-sandbox/blueprint-bin/testing';
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import { chainNames } from '../../runtime/src/docker/egress-rules.ts';
 
 const devnet = inject('devnet');
 const image = inject('sandboxImage');
-const ROOT = resolve(import.meta.dirname, '..', '..');
-const MAIN = join(ROOT, 'blueprint-bin', 'src', 'main.ts');
-const TSX = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
 const RUN = `e2e-egress-${Date.now().toString(36)}`;
 const dirs: string[] = [];
 const children: ChildProcess[] = [];
@@ -49,10 +45,7 @@ async function operatorEnv(egress: string, path: string): Promise<Record<string,
 function runOperator(
   env: Record<string, string>,
 ): Promise<{ code: number | null; ready: boolean; out: string }> {
-  const child = spawn(process.execPath, ['--import', TSX, MAIN, 'run'], {
-    env,
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const child = spawnOperator({ env, via: 'main' });
   children.push(child);
   let out = '';
   let ready = false;

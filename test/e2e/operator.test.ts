@@ -2,14 +2,14 @@
 // own DATA_DIR and port) on a fresh cloud service of the shared devnet and the real Docker engine.
 // A user submits job 0; the operator the blueprint assigns provisions and posts the result; the
 // user signs in, execs, and deletes with job 1. Then kill -9 of both operators loses no job.
-import { type ChildProcess, spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm, stat, writeFile } from 'node:fs/promises';
-import { createRequire } from 'node:module';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
-import { pathToFileURL } from 'node:url';
+import { join } from 'node:path';
+import { devnetOperatorEnv, operatorReady, spawnOperator } from '@agent-sandbox/blueprint-bin/testing';
+import { DevnetJobs } from '@agent-sandbox/blueprint-lib/testing';
 import { iTangleAbi } from '@agent-sandbox/contracts';
 import Docker from 'dockerode';
 import { type Address, encodeAbiParameters, type Hex, parseEventLogs } from 'viem';
@@ -22,14 +22,10 @@ import {
   SANDBOX_CREATE_OUTPUT,
   SANDBOX_DELETE_INPUT,
 } from '../../blueprint-lib/index.ts';
-import { DevnetJobs } from '../../blueprint-lib/src/testing/devnet-service.ts';
 import { decodeJobResult } from '../../sdk/index.ts';
 
 const devnet = inject('devnet');
 const image = inject('sandboxImage');
-const ROOT = resolve(import.meta.dirname, '..', '..');
-const MAIN = join(ROOT, 'blueprint-bin', 'src', 'main.ts');
-const TSX = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
 const RUN = `e2e-op-${Date.now().toString(36)}`;
 const SUITE_LABEL = 'agent-sandbox.test.suite=e2e-operator';
 const docker = new Docker();
@@ -68,55 +64,35 @@ async function makeOperator(role: 'operator1' | 'operator2', serviceId: bigint):
     dataDir,
     operatorId,
     log: [],
-    env: {
-      PATH: process.env['PATH'] ?? '',
-      HOME: process.env['HOME'] ?? '/tmp',
-      HTTP_RPC_URL: devnet.rpcUrl,
-      TANGLE_CONTRACT: devnet.contracts.tangle,
-      BLUEPRINT_ID: `${devnet.blueprints.cloud}`,
-      SERVICE_ID: `${serviceId}`,
-      DATA_DIR: dataDir,
-      KEYSTORE_URI: join(dataDir, 'operator-ecdsa.key'),
-      TEST_MODE: 'true',
-      SESSION_AUTH_SECRET: randomBytes(32).toString('hex'),
-      OPERATOR_API_PORT: `${port}`,
-      OPERATOR_ID: operatorId,
-      SANDBOX_IMAGE: image,
-      SANDBOX_EXTRA_LABELS: `agent-sandbox.test=1,${SUITE_LABEL}`,
-      JOB_POLL_INTERVAL_MS: '200',
-      LOG_LEVEL: 'info',
-    },
+    env: devnetOperatorEnv(
+      {
+        devnet,
+        blueprintId: devnet.blueprints.cloud,
+        serviceId,
+        dataDir,
+        keyFile: join(dataDir, 'operator-ecdsa.key'),
+        port,
+        operatorId,
+        image,
+        labels: `agent-sandbox.test=1,${SUITE_LABEL}`,
+        extra: { LOG_LEVEL: 'info' },
+      },
+      randomBytes(32).toString('hex'),
+    ),
   };
 }
 
 /** Spawns `tsx blueprint-bin/src/main.ts run` and resolves with its API URL once it is ready. */
-function start(op: OperatorProc): Promise<string> {
-  const child = spawn(process.execPath, ['--import', TSX, MAIN, 'run'], {
-    env: op.env,
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+async function start(op: OperatorProc): Promise<string> {
+  const child = spawnOperator({ env: op.env, via: 'main' });
   op.child = child;
   child.stderr?.on('data', (d: Buffer) => op.log.push(d.toString()));
-  return new Promise((res, rej) => {
-    const timer = setTimeout(
-      () => rej(new Error(`${op.role} not ready in 90 s:\n${op.log.join('').slice(-3000)}`)),
-      90_000,
-    );
-    let buf = '';
-    child.stdout?.on('data', (d: Buffer) => {
-      buf += d.toString();
-      const line = buf.split('\n').find((l) => l.includes('"event":"ready"'));
-      if (line) {
-        clearTimeout(timer);
-        op.url = (JSON.parse(line) as { api: string }).api;
-        res(op.url);
-      }
-    });
-    child.on('exit', (code) => {
-      clearTimeout(timer);
-      rej(new Error(`${op.role} exited (${code}) before ready:\n${op.log.join('').slice(-3000)}`));
-    });
+  op.url = await operatorReady(child, {
+    name: op.role,
+    timeoutMs: 90_000,
+    log: () => op.log.join('').slice(-3000),
   });
+  return op.url;
 }
 
 function exited(op: OperatorProc): Promise<number | null> {

@@ -3,27 +3,27 @@
 // temp dir (test firmware signing SNP reports with a test PKI, trusted only in TEST_MODE). The
 // operator provisions and reports the v1 attestation on chain; the `agent-sandbox` CLI verifies it
 // (chain + fresh nonce), seals a secret to the bound key, and `exec` sees it in the sandbox.
-import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { type ChildProcess, execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { openSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { createSevTestPki, saveSevTestPki } from '@agent-sandbox/attestation/testing';
+import { devnetOperatorEnv, operatorReady, spawnOperator } from '@agent-sandbox/blueprint-bin/testing';
+import { SANDBOX_CREATE_INPUT } from '@agent-sandbox/blueprint-lib';
+import { DevnetJobs } from '@agent-sandbox/blueprint-lib/testing';
 import { localTangleAbi } from '@agent-sandbox/contracts';
+import { FakeTsmFirmware } from '@agent-sandbox/runtime/testing';
 import Docker from 'dockerode';
 import { encodeAbiParameters, parseEventLogs } from 'viem';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { createSevTestPki, saveSevTestPki } from '../../attestation/testing/index.ts';
-import { SANDBOX_CREATE_INPUT } from '../../blueprint-lib/index.ts';
-import { DevnetJobs } from '../../blueprint-lib/src/testing/devnet-service.ts';
 import { runCliInProcess } from '../../client/src/testing/cli-harness.ts';
-import { FakeTsmFirmware } from '../../runtime/testing.ts';
 
 const devnet = inject('devnet');
 const image = inject('sandboxImage');
 const ROOT = resolve(import.meta.dirname, '..', '..');
-const OPERATOR_BIN = join(ROOT, 'blueprint-bin', 'bin', 'agent-sandbox-operator.mjs');
 const CLI = join(ROOT, 'client', 'bin', 'agent-sandbox.mjs');
 const RUN = `e2e-tee-${Date.now().toString(36)}`;
 const SUITE_LABEL = 'agent-sandbox.test.suite=e2e-tee';
@@ -115,46 +115,33 @@ async function newTeeService(jobs: DevnetJobs): Promise<bigint> {
 }
 
 function operatorEnv(extra: Record<string, string>): Record<string, string> {
-  return {
-    PATH: process.env['PATH'] ?? '',
-    HOME: process.env['HOME'] ?? '/tmp',
-    HTTP_RPC_URL: devnet.rpcUrl,
-    TANGLE_CONTRACT: devnet.contracts.tangle,
-    BLUEPRINT_ID: `${devnet.blueprints.teeInstance}`,
-    SERVICE_ID: `${serviceId}`,
-    KEYSTORE_URI: join(dir, 'operator-ecdsa.key'),
-    TEST_MODE: 'true',
-    OPERATOR_MODE: 'tee-instance',
-    SESSION_AUTH_SECRET: randomBytes(32).toString('hex'),
-    OPERATOR_ID: `${RUN}-operator1`,
-    SANDBOX_IMAGE: image,
-    SANDBOX_EXTRA_LABELS: `agent-sandbox.test=1,${SUITE_LABEL}`,
-    JOB_POLL_INTERVAL_MS: '200',
-    TEE_BACKEND: 'direct',
-    TEE_DIRECT_TYPE: 'sev',
-    TEE_TEST_ANCHORS_DIR: join(dir, 'pki'),
-    SANDBOX_TEE_EXPECTED_MEASUREMENTS: MEASUREMENT,
-    ...extra,
-  };
+  return devnetOperatorEnv(
+    {
+      devnet,
+      blueprintId: devnet.blueprints.teeInstance,
+      serviceId,
+      keyFile: join(dir, 'operator-ecdsa.key'),
+      operatorId: `${RUN}-operator1`,
+      image,
+      labels: `agent-sandbox.test=1,${SUITE_LABEL}`,
+      extra: {
+        OPERATOR_MODE: 'tee-instance',
+        TEE_BACKEND: 'direct',
+        TEE_DIRECT_TYPE: 'sev',
+        TEE_TEST_ANCHORS_DIR: join(dir, 'pki'),
+        SANDBOX_TEE_EXPECTED_MEASUREMENTS: MEASUREMENT,
+        ...extra,
+      },
+    },
+    randomBytes(32).toString('hex'),
+  );
 }
 
 /** Resolves with the API URL on the "ready" line, or rejects with the log when it exits. */
 function startOperator(env: Record<string, string>): Promise<string> {
-  const child = spawn(process.execPath, [OPERATOR_BIN, 'run'], {
-    detached: true,
-    stdio: ['ignore', 'pipe', openSync(logFile(), 'a')],
-    env,
-  });
+  const child = spawnOperator({ env, detached: true, stderr: openSync(logFile(), 'a') });
   operators.push(child);
-  return new Promise((res, rej) => {
-    let buf = '';
-    child.stdout?.on('data', (d: Buffer) => {
-      buf += d.toString();
-      const line = buf.split('\n').find((l) => l.includes('"event":"ready"'));
-      if (line) res((JSON.parse(line) as { api: string }).api);
-    });
-    child.once('exit', (code) => rej(new Error(`operator exited (${code}) before ready:\n${operatorLog()}`)));
-  });
+  return operatorReady(child, { log: operatorLog });
 }
 
 function cli(

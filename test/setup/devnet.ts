@@ -2,8 +2,8 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { type DevnetInfo, startDevnet } from '@agent-sandbox/devnet';
 import type { TestProject } from 'vitest/node';
-import { type DevnetInfo, startDevnet } from '../../scripts/devnet/index.ts';
 
 declare module 'vitest' {
   export interface ProvidedContext {

@@ -9,6 +9,7 @@ import Docker from 'dockerode';
 import pino from 'pino';
 import { type Address, encodeAbiParameters, type Hex } from 'viem';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { blueprintRouter } from '../blueprint-router.ts';
 import { BlueprintChain } from '../chain.ts';
 import {
   JOB_SANDBOX_CREATE,
@@ -18,7 +19,6 @@ import {
   SANDBOX_CREATE_OUTPUT,
   SANDBOX_DELETE_INPUT,
 } from '../jobs.ts';
-import { blueprintRouter } from '../router.ts';
 import { DevnetJobs } from '../testing/devnet-service.ts';
 import type { SandboxCreateRequest } from '../validate.ts';
 

@@ -8,6 +8,7 @@ import { decodeJobResult, type JobContext } from '@agent-sandbox/sdk';
 import pino from 'pino';
 import { type Address, encodeAbiParameters, type Hex, toFunctionSelector } from 'viem';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { blueprintRouter } from '../blueprint-router.ts';
 import { BlueprintChain } from '../chain.ts';
 import type { BlueprintDeps } from '../deps.ts';
 import {
@@ -21,7 +22,6 @@ import {
   WORKFLOW_CREATE_INPUT,
   WORKFLOW_ID_INPUT,
 } from '../jobs.ts';
-import { blueprintRouter } from '../router.ts';
 import { DevnetJobs } from '../testing/devnet-service.ts';
 import { workflowCommand } from './workflow.ts';
 

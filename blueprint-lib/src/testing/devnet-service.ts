@@ -1,6 +1,7 @@
 // Test helper: a fresh cloud service on the shared devnet (both operators, a fresh permitted
 // caller), so a test's jobs never mix with another test's; plus job submission and results.
 import { localTangleAbi } from '@agent-sandbox/contracts';
+import type { DevnetInfo } from '@agent-sandbox/devnet';
 import {
   type Address,
   createPublicClient,
@@ -13,7 +14,6 @@ import {
   parseEventLogs,
 } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
-import type { DevnetInfo } from '../../../scripts/devnet/index.ts';
 import { BlueprintChain } from '../chain.ts';
 
 const isNonceClash = (e: unknown) =>

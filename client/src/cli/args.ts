@@ -18,7 +18,7 @@ export const GLOBAL_OPTIONS: Record<string, OptSpec> = {
   devnet: {
     type: 'string',
     arg: 'FILE',
-    help: 'fill rpc/tangle/service/key from a devnet.json (scripts/devnet)',
+    help: 'fill rpc/tangle/service/key from a devnet.json (devnet/)',
   },
   account: { type: 'string', arg: 'NAME', help: 'which devnet account signs (default: user)' },
   'private-key': {

@@ -7,7 +7,7 @@ import { Registry } from 'prom-client';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { SessionAuth } from '../auth/index.ts';
-import { makeRig, type TestRig } from '../sandbox/test-support.ts';
+import { makeRig, type TestRig } from '../sandbox/testing/rig.ts';
 import { createOperatorApi } from './app.ts';
 import type { ApiSandboxes } from './deps.ts';
 import { type OperatorApiServer, serveOperatorApi } from './serve.ts';

@@ -1,7 +1,3 @@
-// The Docker side of the runtime: containers, workspace volumes (loop disks when enabled) and
-// workspace tars through dockerode; the image side (commit, scrub, save/load) is in images.ts.
-// Knows sandboxes only as container specs and labels.
-import { createReadStream } from 'node:fs';
 import Docker from 'dockerode';
 import { RuntimeError } from '../errors.ts';
 import { SizeLimitExceeded, writeBounded } from './bounded-write.ts';

@@ -8,7 +8,7 @@ import type { KeyLock } from '../store/key-lock.ts';
 import type { StoreCollection } from '../store/store.ts';
 import type { SandboxRuntimeConfig } from './config.ts';
 import type { SandboxMetrics } from './metrics.ts';
-import type { ProvisionProgress } from './provision.ts';
+import type { ProvisionProgress } from './provision-progress.ts';
 import { assertTransition, type SandboxRecord, type SandboxState } from './record.ts';
 
 /**

@@ -4,7 +4,7 @@
 import { execFile, spawn } from 'node:child_process';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
-import { makeRig, sidecarExec, type TestRig } from './test-support.ts';
+import { makeRig, sidecarExec, type TestRig } from './testing/rig.ts';
 
 vi.setConfig({ testTimeout: 300_000 });
 

@@ -7,16 +7,16 @@
 // Docker's default bridge (egress open), proving the listeners were there to be refused.
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { createServer, type Server } from 'node:net';
+import { anvilBinary, freePort, rpcChainId } from '@agent-sandbox/devnet';
 import pino from 'pino';
 import { Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
-import { anvilBinary, freePort, rpcChainId } from '../../../scripts/devnet/anvil.ts';
 import { createOperatorApi } from '../api/app.ts';
 import { type OperatorApiServer, serveOperatorApi } from '../api/serve.ts';
 import { SessionAuth } from '../auth/index.ts';
 import { chainNames, hostNameservers, NON_PUBLIC_V4 } from '../docker/egress-rules.ts';
 import type { SandboxRecord } from './record.ts';
-import { makeRig, sidecarExec, type TestRig } from './test-support.ts';
+import { makeRig, sidecarExec, type TestRig } from './testing/rig.ts';
 
 vi.setConfig({ testTimeout: 180_000 });
 

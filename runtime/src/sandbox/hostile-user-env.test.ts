@@ -3,7 +3,7 @@
 // or exec env, or to change the sidecar's code. Each is refused or has no effect, across stop,
 // resume and secret injection; the sidecar's code and PID 1 stay root-owned and unchanged.
 import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
-import { makeRig, sidecarExec, type TestRig } from './test-support.ts';
+import { makeRig, sidecarExec, type TestRig } from './testing/rig.ts';
 
 vi.setConfig({ testTimeout: 180_000 });
 

@@ -27,7 +27,7 @@ import {
   upgradeImage,
 } from './lifecycle.ts';
 import { SandboxMetrics } from './metrics.ts';
-import { type ProvisionProgress, ProvisionProgressSchema, provisionKey } from './provision.ts';
+import { type ProvisionProgress, ProvisionProgressSchema, provisionKey } from './provision-progress.ts';
 import { admit, callKey, existingProvision, type ProvisionHooks, runProvision } from './provisioner.ts';
 import { gcTick, reaperTick, type TickResult } from './reaper.ts';
 import { type ReconcileReport, reconcile } from './reconcile.ts';

@@ -16,7 +16,7 @@ import { SessionAuth } from '../auth/index.ts';
 import { socketDir } from '../docker/sidecar-socket.ts';
 import { isRuntimeError } from '../errors.ts';
 import { SidecarClient } from '../sidecar-client/index.ts';
-import { makeRig, sidecarExec, type TestRig } from './test-support.ts';
+import { makeRig, sidecarExec, type TestRig } from './testing/rig.ts';
 
 vi.setConfig({ testTimeout: 120_000 });
 

@@ -4,7 +4,7 @@ import { volumeName } from '../docker/labels.ts';
 import { isRuntimeError, RuntimeError } from '../errors.ts';
 import { type SandboxContext, transition } from './context.ts';
 import { launchContainer } from './launch.ts';
-import { newProgress, type ProvisionProgress, ProvisionTracker, provisionKey } from './provision.ts';
+import { newProgress, type ProvisionProgress, ProvisionTracker, provisionKey } from './provision-progress.ts';
 import { newSandboxId, newSidecarToken, type SandboxRecord } from './record.ts';
 import type { ResolvedCreate } from './request.ts';
 

@@ -7,7 +7,7 @@ import { DockerDriver } from '../docker/driver.ts';
 import { waitForHealth } from '../docker/health.ts';
 import { sandboxLabels } from '../docker/labels.ts';
 import { socketPath } from '../docker/sidecar-socket.ts';
-import { makeRig, sidecarExec, TEST_LABELS, type TestRig } from './test-support.ts';
+import { makeRig, sidecarExec, TEST_LABELS, type TestRig } from './testing/rig.ts';
 
 // Real containers on a shared 2-core machine: allow for a slow engine.
 vi.setConfig({ testTimeout: 180_000 });

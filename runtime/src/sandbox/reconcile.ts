@@ -14,7 +14,7 @@ import { probeHealth } from '../docker/health.ts';
 import { type SandboxContext, transition } from './context.ts';
 import { pickExposed } from './launch.ts';
 import { containerVanished } from './lifecycle.ts';
-import { provisionKey } from './provision.ts';
+import { provisionKey } from './provision-progress.ts';
 import type { LockFn } from './reaper.ts';
 import type { SandboxRecord } from './record.ts';
 import { noNetwork, startedAddress } from './sidecar-address.ts';

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
 import { LABEL_ID } from '../docker/labels.ts';
 import type { SandboxRecord } from './record.ts';
 import { archiveDirOf } from './storage.ts';
-import { makeRig, sidecarExec, type TestRig } from './test-support.ts';
+import { makeRig, sidecarExec, type TestRig } from './testing/rig.ts';
 
 vi.setConfig({ testTimeout: 300_000 });
 

@@ -4,8 +4,8 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { productionAnchors } from '@agent-sandbox/attestation';
+import { createSevTestPki, saveSevTestPki } from '@agent-sandbox/attestation/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createSevTestPki, saveSevTestPki } from '../../../attestation/testing/index.ts';
 import { openTeeBackend, teeTrustAnchors } from './config.ts';
 
 let dir: string;

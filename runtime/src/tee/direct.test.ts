@@ -15,8 +15,8 @@ import {
   verifyBoundAttestation,
   verifySnpReport,
 } from '@agent-sandbox/attestation';
+import { createSevTestPki } from '@agent-sandbox/attestation/testing';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { createSevTestPki } from '../../../attestation/testing/index.ts';
 import { checkTsmTree, tsmReport } from './configfs-tsm.ts';
 import { DirectTeeBackend } from './direct.ts';
 import { TeeService } from './service.ts';

@@ -4,7 +4,7 @@ import { AgentRunBody, type AgentRunner } from '../agents/agent-runner.ts';
 import { AGENTS } from '../agents/harness.ts';
 import type { SidecarConfig } from '../config.ts';
 import { SidecarError } from '../errors.ts';
-import { ok, parseBody, type Reply, type Router, STREAMED } from '../http/router.ts';
+import { ok, parseBody, type Reply, type Router, STREAMED } from '../http/http-router.ts';
 import { openSse } from '../http/sse.ts';
 import * as z from '../schema.ts';
 

@@ -5,7 +5,7 @@ import type { SidecarConfig } from '../config.ts';
 import { SidecarError } from '../errors.ts';
 import { childEnv } from '../exec/child-env.ts';
 import { identity, runProcess } from '../exec/run-process.ts';
-import { type Handler, ok, parseBody } from '../http/router.ts';
+import { type Handler, ok, parseBody } from '../http/http-router.ts';
 import * as z from '../schema.ts';
 import { refusePlatformOwned } from './user-env.ts';
 

@@ -1,6 +1,6 @@
 // POST /files/read and /files/write: workspace files, confined (symlink escapes refused with 403).
 import type { WorkspaceFiles } from '../files/workspace-files.ts';
-import { type Handler, ok, parseBody } from '../http/router.ts';
+import { type Handler, ok, parseBody } from '../http/http-router.ts';
 import * as z from '../schema.ts';
 
 const Encoding = z._default(z.enum(['utf8', 'base64']), 'utf8');

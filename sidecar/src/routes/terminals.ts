@@ -1,6 +1,6 @@
 // /terminals routes: create, list, get, SSE stream (raw or JSON frames), input, execute, resize, delete.
 import type { SidecarConfig } from '../config.ts';
-import { type Handler, ok, parseBody, type Router, STREAMED } from '../http/router.ts';
+import { type Handler, ok, parseBody, type Router, STREAMED } from '../http/http-router.ts';
 import { openSse } from '../http/sse.ts';
 import * as z from '../schema.ts';
 import type { TerminalRegistry } from '../terminals/terminal-registry.ts';

@@ -2,7 +2,7 @@
 // was there; the sidecar keeps it in memory for the agent's children only (see user-env.ts).
 import type { SidecarConfig } from '../config.ts';
 import { SidecarError } from '../errors.ts';
-import { type Handler, ok, parseBody } from '../http/router.ts';
+import { type Handler, ok, parseBody } from '../http/http-router.ts';
 import * as z from '../schema.ts';
 import { firstPlatformOwned } from '../user-env/user-env.ts';
 

@@ -5,9 +5,9 @@
 import { mkdtemp, readdir, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { type SidecarFixture, startSidecarFixture } from '@agent-sandbox/sidecar/testing';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type SidecarFixture, startSidecarFixture } from '../../../../sidecar/src/testing/sidecar-fixture.ts';
 import { SidecarClient } from '../../sidecar-client/index.ts';
 import { EncryptedStore } from '../../store/index.ts';
 import { TEST_SECRET } from '../testing/harness.ts';

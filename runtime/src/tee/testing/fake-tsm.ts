@@ -7,7 +7,7 @@ import { constants } from 'node:fs';
 import { mkdir, open, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { certTableWithVcek } from '@agent-sandbox/attestation';
-import { type SevTestPki, signSnpReport } from '../../../../attestation/testing/index.ts';
+import { type SevTestPki, signSnpReport } from '@agent-sandbox/attestation/testing';
 
 export interface FakeTsmOptions {
   root: string;

@@ -1,4 +1,4 @@
-// Test support for the sandbox runtime: a manager on a fresh encrypted store with a unique
+// Test-only (the real-container set-up): a manager on a fresh encrypted store with a unique
 // operator id (so a test's reconcile never touches another test's containers), and a cleanup
 // that removes everything carrying that operator's label.
 import { randomBytes } from 'node:crypto';
@@ -6,12 +6,12 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Registry } from 'prom-client';
-import { DockerDriver } from '../docker/driver.ts';
-import { LABEL_OPERATOR } from '../docker/labels.ts';
-import { socketDispatcher } from '../sidecar-client/socket.ts';
-import { EncryptedStore } from '../store/store.ts';
-import type { SandboxRuntimeConfigInput } from './config.ts';
-import { SandboxManager } from './manager.ts';
+import { DockerDriver } from '../../docker/driver.ts';
+import { LABEL_OPERATOR } from '../../docker/labels.ts';
+import { socketDispatcher } from '../../sidecar-client/socket.ts';
+import { EncryptedStore } from '../../store/store.ts';
+import type { SandboxRuntimeConfigInput } from '../config.ts';
+import { SandboxManager } from '../manager.ts';
 
 export const TEST_LABELS = { 'agent-sandbox.test': '1', 'agent-sandbox.suite': 'runtime-sandbox' };
 

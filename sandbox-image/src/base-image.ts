@@ -4,8 +4,8 @@ import { createHash } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { SidecarError } from '@agent-sandbox/sidecar';
 import type Docker from 'dockerode';
-import { SidecarError } from '../errors.ts';
 import { imageExists, lineSplitter, type ProgressFn } from './docker-util.ts';
 import { debianMirror } from './mirror.ts';
 

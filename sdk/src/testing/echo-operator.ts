@@ -10,7 +10,7 @@ import {
   loadKeystore,
   router,
   runnerOptionsFromEnvironment,
-} from '../index.ts';
+} from '../../index.ts';
 
 const env = loadEnvironment();
 const key = await loadKeystore({

@@ -19,8 +19,8 @@ export class DevnetError extends BaseError<DevnetErrorCode> {
   }
 }
 
-/** The repository root (scripts/devnet/ is two levels down). */
-export const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
+/** The repository root (devnet/ is one level down). */
+export const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 
 /** Where `up` writes the devnet's description unless told otherwise. */
 export const DEFAULT_STATE_FILE = resolve(REPO_ROOT, '.devnet/devnet.json');

@@ -1,8 +1,6 @@
 // Bundles the sidecar server into one CommonJS file that runs on the image's Node.js 18.
-import { fileURLToPath } from 'node:url';
+import { SIDECAR_ENTRY } from '@agent-sandbox/sidecar';
 import { build, type Plugin } from 'esbuild';
-
-const ENTRY = fileURLToPath(new URL('../main.ts', import.meta.url));
 
 /**
  * pino's transports run in worker threads (thread-stream); the sidecar logs to stdout only, so the
@@ -23,7 +21,7 @@ const noPinoTransports: Plugin = {
 /** One deterministic JS file (same sources → same bytes → same image tag). */
 export async function bundleSidecar(): Promise<Buffer> {
   const result = await build({
-    entryPoints: [ENTRY],
+    entryPoints: [SIDECAR_ENTRY],
     bundle: true,
     platform: 'node',
     // Debian bookworm ships Node.js 18; everything must parse and run there.

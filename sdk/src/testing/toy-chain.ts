@@ -71,7 +71,7 @@ async function freePort(): Promise<number> {
 async function startAnvil(): Promise<{ rpcUrl: string; wsUrl: string; proc: ChildProcess }> {
   const port = await freePort();
   const proc = spawn(
-    join(import.meta.dirname, '../../node_modules/.bin/anvil'),
+    join(import.meta.dirname, '../../../node_modules/.bin/anvil'),
     ['--port', `${port}`, '--silent'],
     {
       stdio: 'ignore',

@@ -1,6 +1,6 @@
-// CLI for the local devnet (`tsx scripts/devnet.ts --help`); the commands live in scripts/devnet/cli.ts.
-import { runDevnetCli } from './devnet/cli.ts';
-import { DevnetError } from './devnet/index.ts';
+// CLI for the local devnet (`tsx devnet/main.ts --help`); the commands live in devnet/cli.ts.
+import { runDevnetCli } from './cli.ts';
+import { DevnetError } from './index.ts';
 
 runDevnetCli(process.argv.slice(2)).then(
   (code) => process.exit(code),

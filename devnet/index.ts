@@ -15,7 +15,7 @@ import {
 } from './state.ts';
 
 export { DEVNET_MNEMONIC, type DevnetAccount, devnetAccounts, uncompressedPublicKey } from './accounts.ts';
-export { DEVNET_CHAIN_ID, rpcChainId } from './anvil.ts';
+export { anvilBinary, DEVNET_CHAIN_ID, freePort, rpcChainId } from './anvil.ts';
 export { DEFAULT_STATE_FILE, DevnetError, type DevnetErrorCode } from './errors.ts';
 export {
   encodeCreateOutput,

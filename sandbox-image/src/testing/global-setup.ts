@@ -1,6 +1,8 @@
-// Ensures the sandbox image for the test run (built once, reused by content-hash tag) and provides its tag.
-import { ensureSandboxImage } from '@agent-sandbox/sidecar';
+// Vitest global setup for the real-container tests: ensures the sandbox image (built once, reused by
+// content-hash tag) and provides its tag as inject('sandboxImage'). The root and sidecar configs use it.
+
 import type { TestProject } from 'vitest/node';
+import { ensureSandboxImage } from '../sandbox-image.ts';
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -16,3 +18,6 @@ export async function setupImage(project: TestProject): Promise<() => Promise<vo
   // The image is a cache shared by every run: it is kept, not removed.
   return async () => {};
 }
+
+/** Default export, so a vitest config can name this file as its `globalSetup`. */
+export default setupImage;

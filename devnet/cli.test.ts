@@ -9,7 +9,7 @@ import { runDevnetCli } from './cli.ts';
 import { REPO_ROOT } from './errors.ts';
 import type { DevnetInfo } from './state.ts';
 
-const CLI = join(REPO_ROOT, 'scripts/devnet.ts');
+const CLI = join(REPO_ROOT, 'devnet/main.ts');
 /** node with tsx's loader: one process, so a signal reaches the CLI itself (not a wrapper). */
 const NODE_TS = ['--import', 'tsx'];
 const dir = mkdtempSync(join(tmpdir(), 'devnet-cli-test-'));

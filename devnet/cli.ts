@@ -15,7 +15,7 @@ import {
 } from './state.ts';
 import { formatSummary } from './summary.ts';
 
-const HELP = `Usage: tsx scripts/devnet.ts [command] [options]
+const HELP = `Usage: tsx devnet/main.ts [command] [options]
 
 A local chain for this project: anvil (chain id 31337, instant mining) with LocalTangle, the
 AgentSandboxBlueprint manager deployed three times (cloud, instance, TEE instance) and a bare
@@ -120,7 +120,7 @@ async function up(o: {
     log: say,
   });
   if (started.reused) {
-    say('not starting a second one; stop it with Ctrl-C where it runs, or `tsx scripts/devnet.ts down`');
+    say('not starting a second one; stop it with Ctrl-C where it runs, or `tsx devnet/main.ts down`');
     o.out(started.info);
     return 0;
   }
@@ -135,7 +135,7 @@ async function up(o: {
   }
   o.out(started.info);
   if (o.detach) {
-    say(`anvil runs detached (pid ${started.pid}); stop it with \`tsx scripts/devnet.ts down\``);
+    say(`anvil runs detached (pid ${started.pid}); stop it with \`tsx devnet/main.ts down\``);
     return 0;
   }
   say('running; Ctrl-C stops it');
@@ -173,7 +173,7 @@ async function status(stateFile: string, out: (i: DevnetInfo) => void): Promise<
   const info = readDevnetInfo(stateFile);
   if (!info) {
     say(
-      `no devnet: ${stateFile} does not exist (start one with \`npm run demo\` or \`tsx scripts/devnet.ts up\`)`,
+      `no devnet: ${stateFile} does not exist (start one with \`npm run demo\` or \`tsx devnet/main.ts up\`)`,
     );
     return 1;
   }

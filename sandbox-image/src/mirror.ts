@@ -1,7 +1,7 @@
 // Finds the Debian mirror this machine's apt already uses, so the image build never hard-codes a host.
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { SidecarError } from '../errors.ts';
+import { SidecarError } from '@agent-sandbox/sidecar';
 
 export interface AptSource {
   types: string[];

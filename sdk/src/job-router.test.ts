@@ -4,7 +4,7 @@ import { encodeAbiParameters, type Hex, zeroAddress } from 'viem';
 import { describe, expect, it } from 'vitest';
 import { isSdkError } from './errors.ts';
 import { decodeJobResult } from './job-abi.ts';
-import { type JobContext, router, SKIP } from './router.ts';
+import { type JobContext, router, SKIP } from './job-router.ts';
 
 function ctx(jobIndex: number): { ctx: JobContext; lines: () => Array<Record<string, unknown>> } {
   const out: string[] = [];

@@ -6,7 +6,7 @@ import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import 'reflect-metadata'; // @peculiar/x509 (tsyringe) needs it loaded first
 import * as x509 from '@peculiar/x509';
-import { SNP_REPORT_SIZE } from '../src/sev.ts';
+import { SNP_REPORT_SIZE } from '../sev.ts';
 
 x509.cryptoProvider.set(webcrypto as never);
 

@@ -1,0 +1,2 @@
+// @agent-sandbox/blueprint-lib/testing: test-only door of blueprint-lib (never imported by product code).
+export { DevnetJobs } from './src/testing/devnet-service.ts';

@@ -1,0 +1,6 @@
+// @agent-sandbox/sandbox-image: public door of the package — the host-side builder of the sandbox
+// image (Debian base by debootstrap, then the bundled sidecar and agent harnesses), tagged by content hash.
+
+export { baseImageTag } from './src/base-image.ts';
+export type { EnsureSandboxImageOptions, SandboxImage } from './src/sandbox-image.ts';
+export { ensureSandboxImage, sandboxImageTag } from './src/sandbox-image.ts';

@@ -1,0 +1,14 @@
+// @agent-sandbox/sidecar/testing: test-only door of the sidecar (never imported by product code).
+
+export {
+  probeHealth,
+  type SandboxContainer,
+  startSandboxContainer,
+  waitHealthy,
+} from './src/testing/sandbox-container.ts';
+export {
+  readSse,
+  type SidecarFixture,
+  type SseFrame,
+  startSidecarFixture,
+} from './src/testing/sidecar-fixture.ts';
