@@ -11,6 +11,7 @@ import { makeRig, type TestRig } from '../sandbox/testing/rig.ts';
 import { createOperatorApi } from './app.ts';
 import type { ApiSandboxes } from './deps.ts';
 import { type OperatorApiServer, serveOperatorApi } from './serve.ts';
+import { signInOverHttp } from './testing/sign-in.ts';
 import { readSse } from './testing/sse-reader.ts';
 
 const image = inject('sandboxImage');
@@ -68,26 +69,7 @@ describe('operator API on real sandboxes', () => {
       env: { SANDBOX_AGENT_COMMAND: AGENT },
     });
     id = rec.id;
-    const ch = (await (
-      await fetch(`${server.url}/api/auth/challenge`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ address: account.address }),
-      })
-    ).json()) as {
-      nonce: string;
-      message: string;
-    };
-    const s = await fetch(`${server.url}/api/auth/session`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({
-        nonce: ch.nonce,
-        address: account.address,
-        signature: await account.signMessage({ message: ch.message }),
-      }),
-    });
-    token = ((await s.json()) as { token: string }).token;
+    token = await signInOverHttp(server.url, account);
   }, 120_000);
 
   afterAll(async () => {

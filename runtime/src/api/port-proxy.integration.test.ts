@@ -15,6 +15,7 @@ import { createOperatorApi } from './app.ts';
 import type { ApiSandboxes } from './deps.ts';
 import { type OperatorApiServer, serveOperatorApi } from './serve.ts';
 import { PROXY_APP_JS, wsRoundTrip } from './testing/proxy-apps.ts';
+import { signInOverHttp } from './testing/sign-in.ts';
 
 const image = inject('sandboxImage');
 const SERVE = 'cd /home/agent && nohup python3 -m http.server 3000 >/dev/null 2>&1 &';
@@ -28,28 +29,7 @@ describe('port proxy on real sandboxes', () => {
   const other = privateKeyToAccount(generatePrivateKey());
   const tokens = new Map<string, string>();
 
-  const signIn = async (account: typeof owner) => {
-    const ch = (await (
-      await fetch(`${server.url}/api/auth/challenge`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ address: account.address }),
-      })
-    ).json()) as {
-      nonce: string;
-      message: string;
-    };
-    const s = await fetch(`${server.url}/api/auth/session`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({
-        nonce: ch.nonce,
-        address: account.address,
-        signature: await account.signMessage({ message: ch.message }),
-      }),
-    });
-    return ((await s.json()) as { token: string }).token;
-  };
+  const signIn = (account: typeof owner) => signInOverHttp(server.url, account);
   const get = (path: string, who = owner.address) =>
     fetch(`${server.url}${path}`, { headers: { authorization: `Bearer ${tokens.get(who)}` } });
 

@@ -11,6 +11,7 @@ import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
 import { createOperatorApi } from '../api/app.ts';
 import { type OperatorApiServer, serveOperatorApi } from '../api/serve.ts';
+import { signInOverHttp } from '../api/testing/sign-in.ts';
 import { readSse } from '../api/testing/sse-reader.ts';
 import { SessionAuth } from '../auth/index.ts';
 import { socketDir } from '../docker/sidecar-socket.ts';
@@ -75,26 +76,7 @@ beforeAll(async () => {
     env: { SANDBOX_AGENT_COMMAND: AGENT },
   });
   id = rec.id;
-  const ch = (await (
-    await fetch(`${server.url}/api/auth/challenge`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ address: account.address }),
-    })
-  ).json()) as {
-    nonce: string;
-    message: string;
-  };
-  const s = await fetch(`${server.url}/api/auth/session`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({
-      nonce: ch.nonce,
-      address: account.address,
-      signature: await account.signMessage({ message: ch.message }),
-    }),
-  });
-  token = ((await s.json()) as { token: string }).token;
+  token = await signInOverHttp(server.url, account);
 });
 
 afterAll(async () => {
