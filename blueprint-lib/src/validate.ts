@@ -35,7 +35,9 @@ export const LIMITS = {
 } as const;
 
 /** The runtime's create parameters minus owner/serviceId/callId, plus the public facts to report. */
-export type ValidatedCreate = Required<Omit<CreateSandboxParams, 'owner' | 'serviceId' | 'callId'>> & {
+export type ValidatedCreate = Required<
+  Omit<CreateSandboxParams, 'owner' | 'serviceId' | 'callId' | 'expiryExempt'>
+> & {
   /** Public, non-secret facts from the request echoed in the result. */
   facts: { stack: string; agentIdentifier: string; sshEnabled: boolean; webTerminalEnabled: boolean };
 };

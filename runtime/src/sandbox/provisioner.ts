@@ -81,6 +81,7 @@ export async function admit(ctx: SandboxContext, req: ResolvedCreate): Promise<S
     tierSince: null,
     stopReason: null,
     error: null,
+    ...(req.expiryExempt ? { expiryExempt: true } : {}),
   };
   // Record first: a crash right after leaves a record that reconcile can find by its progress.
   await ctx.records.put(rec);

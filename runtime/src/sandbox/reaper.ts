@@ -5,6 +5,7 @@
 //   delete (or GC running out the retentions) removes; resume starts a new lifetime interval.
 // - GC: stopped sandboxes move down a tier after each retention: hot -> warm -> cold -> gone
 //   (state `expired`: nothing left to resume; the record stays as a tombstone).
+// A record marked `expiryExempt` (an instance's one sandbox) is skipped by both.
 // Each action re-reads the record under the sandbox's lock, so a user's resume racing a tick ends
 // consistent: whichever runs second sees the other's result.
 import { rm } from 'node:fs/promises';
@@ -22,7 +23,7 @@ export interface TickResult {
 export type LockFn = <R>(id: string, fn: () => Promise<R>) => Promise<R>;
 
 function reapReason(r: SandboxRecord, now: number): 'idle' | 'max_lifetime' | undefined {
-  if (r.state !== 'running') return undefined;
+  if (r.state !== 'running' || r.expiryExempt) return undefined;
   if (r.startedAt !== null && now - r.startedAt >= r.timers.maxLifetimeSeconds * 1000) return 'max_lifetime';
   if (now - r.lastActivityAt >= r.timers.idleTimeoutSeconds * 1000) return 'idle';
   return undefined;
@@ -50,7 +51,7 @@ export async function reaperTick(ctx: SandboxContext, lock: LockFn, now: number)
 }
 
 function gcStep(r: SandboxRecord, now: number, ctx: SandboxContext): 'hot' | 'warm' | 'cold' | undefined {
-  if (r.state !== 'stopped' || !r.tier || r.tierSince === null) return undefined;
+  if (r.state !== 'stopped' || r.expiryExempt || !r.tier || r.tierSince === null) return undefined;
   const age = (now - r.tierSince) / 1000;
   const keep = {
     hot: ctx.cfg.gcHotRetentionSeconds,

@@ -116,6 +116,11 @@ export const SandboxRecordSchema = z.object({
   /** When the sandbox entered its current storage tier: the GC retention clock. */
   tierSince: z.number().int().nullable(),
   stopReason: z.enum(['user', 'idle', 'max_lifetime', 'engine']).nullable(),
+  /**
+   * Exempt from the idle/lifetime reaper and from GC (an instance's one sandbox): it stops only
+   * when asked and a stopped one stays hot. Absent: false (cloud sandboxes, older records).
+   */
+  expiryExempt: z.boolean().optional(),
   error: z.string().nullable(),
 });
 export type SandboxRecord = z.infer<typeof SandboxRecordSchema>;

@@ -32,6 +32,8 @@ export const CreateSandboxParamsSchema = z.object({
   metadata: z.record(z.string(), z.unknown()).default({}),
   /** Container ports to publish on 127.0.0.1 (reached through the API's port proxy). */
   exposedPorts: z.array(z.number().int().min(1).max(65535)).max(MAX_EXPOSED_PORTS).optional(),
+  /** Never stopped by the idle/lifetime timers nor demoted by GC (an instance's sandbox). */
+  expiryExempt: z.boolean().default(false),
 });
 export type CreateSandboxParams = z.input<typeof CreateSandboxParamsSchema>;
 
@@ -48,6 +50,7 @@ export interface ResolvedCreate {
   baseEnv: Record<string, string>;
   metadata: Record<string, unknown>;
   exposedPorts: number[];
+  expiryExempt: boolean;
 }
 
 /** Everything checked before a single Docker object is created. */
@@ -96,6 +99,7 @@ export function resolveCreate(input: unknown, cfg: SandboxRuntimeConfig): Resolv
     baseEnv: parseUserEnv(p.env, 'env'),
     metadata: p.metadata,
     exposedPorts: resolveExposedPorts(p.exposedPorts ?? [], cfg),
+    expiryExempt: p.expiryExempt,
   };
 }
 

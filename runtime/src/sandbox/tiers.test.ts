@@ -60,6 +60,23 @@ describe('reaper', () => {
     await rig.manager.delete(busy.id);
   });
 
+  it('an expiry-exempt sandbox (an instance) is never reaped, and never demoted by GC when stopped', async () => {
+    const t0 = rig.clock.now;
+    const pinned = await create({ expiryExempt: true, maxLifetimeSeconds: 100 });
+    expect(pinned.expiryExempt).toBe(true);
+    rig.clock.now = t0 + 10_000_000;
+    const reaped = await rig.manager.reaperTick(rig.clock.now);
+    expect(reaped.acted.filter((a) => a.id === pinned.id)).toEqual([]);
+    expect(rig.manager.get(pinned.id).state).toBe('running');
+    // Stopped by its owner: kept hot past every retention, so it can always be resumed.
+    await rig.manager.stop(pinned.id);
+    rig.clock.now += 10_000_000;
+    const gc = await rig.manager.gcTick(rig.clock.now);
+    expect(gc.acted.filter((a) => a.id === pinned.id)).toEqual([]);
+    expect(rig.manager.get(pinned.id)).toMatchObject({ state: 'stopped', tier: 'hot' });
+    await rig.manager.delete(pinned.id);
+  });
+
   it('a reaper tick racing a resume ends consistent (running, or stopped then resumed)', async () => {
     const rec = await create();
     await rig.manager.stop(rec.id);
