@@ -30,13 +30,23 @@ export { createResultJson, describeFailure } from './src/handlers/sandbox.ts';
 export { type StoredWorkflow, type WorkflowRun, workflowCommand } from './src/handlers/workflow.ts';
 export {
   type InstanceOptions,
+  type InstanceRecords,
   type InstanceTee,
+  instanceAttempt,
   instanceCallId,
+  instanceSandboxOf,
   type ProvisionedInstance,
   provisionInstance,
+  reportProvisioned,
 } from './src/instance.ts';
+export {
+  type InstanceRuntime,
+  type InstanceStatus,
+  InstanceSupervisor,
+  type SupervisorOptions,
+} from './src/instance-supervisor.ts';
 export * from './src/jobs.ts';
-export { apiSandboxes, jobSandboxes, sidecarExec } from './src/runtime-adapters.ts';
+export { apiSandboxes, instanceRuntime, jobSandboxes, sidecarExec } from './src/runtime-adapters.ts';
 export { openTeeInstance, type TeeInstance, type TeeInstanceOptions } from './src/tee.ts';
 export {
   type CreatePolicy,

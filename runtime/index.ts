@@ -10,6 +10,7 @@ export type {
   ApiStore,
   ApiTee,
   HealthCheck,
+  InstanceHealth,
   OperatorApi,
   OperatorApiDeps,
   OperatorApiServer,

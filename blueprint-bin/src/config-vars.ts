@@ -239,6 +239,18 @@ export const VARIABLES = {
     def: 'cloud',
     doc: 'cloud (jobs 0/1 create/delete sandboxes), instance or tee-instance',
   }),
+  INSTANCE_CHECK_INTERVAL_MS: v({
+    group: 'Operator',
+    schema: int(100, 3_600_000),
+    def: '10000',
+    doc: 'Instance modes: how often the service (active? still served?) and its sandbox (running?) are checked; also the first retry delay after a failed provision',
+  }),
+  INSTANCE_RETRY_MAX_MS: v({
+    group: 'Operator',
+    schema: int(100, 86_400_000),
+    def: '300000',
+    doc: 'Instance modes: the longest wait between provision retries (the delay doubles from INSTANCE_CHECK_INTERVAL_MS)',
+  }),
   OPERATOR_ID: v({
     group: 'Operator',
     schema: z

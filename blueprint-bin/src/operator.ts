@@ -12,9 +12,9 @@ import {
   blueprintRouter,
   GoneReporter,
   HandledCalls,
+  type InstanceSupervisor,
   jobSandboxes,
   openTeeInstance,
-  provisionInstance,
   resolveBlueprintContract,
   sidecarExec,
   type TeeInstance,
@@ -40,6 +40,7 @@ import type { Logger } from 'pino';
 import { Registry } from 'prom-client';
 import { type Address, createPublicClient, http } from 'viem';
 import type { OperatorConfig } from './config.ts';
+import { startInstanceKeeper } from './operator-instance.ts';
 import { apiOptions, capabilities, managerConfig, teeOptions } from './operator-options.ts';
 import { Cleanup, checkDocker, loadOperatorKey, resolveImage, step } from './operator-startup.ts';
 
@@ -63,8 +64,8 @@ interface Parts {
   registry: Registry;
   manager: SandboxManager;
   tee: TeeInstance | undefined;
-  /** Flipped by startOperator and read by the API (readiness, the instance's sandbox). */
-  state: { ready: boolean; instanceSandboxId: string | undefined };
+  /** Flipped by startOperator and read by the API (readiness, the instance keeper). */
+  state: { ready: boolean; instance: InstanceSupervisor | undefined };
 }
 
 export async function startOperator(cfg: OperatorConfig, log: Logger): Promise<RunningOperator> {
@@ -86,7 +87,7 @@ export async function startOperator(cfg: OperatorConfig, log: Logger): Promise<R
     // Last to run at shutdown: the egress rules stay while anything else is still stopping.
     cleanup.push(() => manager.close());
     const tee = cfg.mode === 'tee-instance' ? await openTee(cfg, env, key, manager, log) : undefined;
-    const state = { ready: false, instanceSandboxId: undefined as string | undefined };
+    const state = { ready: false, instance: undefined as InstanceSupervisor | undefined };
     const parts: Parts = { cfg, env, dataDir, log, key, store, image, registry, manager, tee, state };
 
     const report = await step(log, 'reconciling the store with the engine', () => manager.reconcile());
@@ -95,9 +96,14 @@ export async function startOperator(cfg: OperatorConfig, log: Logger): Promise<R
     const api = await startApi(parts, cleanup);
     const chain = new BlueprintChain({ httpRpcUrl: env.httpRpcUrl, blueprint });
     const deps = blueprintDeps(parts, chain, api);
-    if (cfg.mode !== 'cloud')
-      state.instanceSandboxId = await provisionInstanceSandbox(parts, deps, blueprint);
-    const gone = await startJobs(parts, cleanup, deps, chain, blueprint);
+    if (cfg.mode !== 'cloud') {
+      // Not awaited past its first pass: a failed provision is retried, never blocks the start.
+      state.instance = await startInstanceKeeper(
+        { ...parts, deps, blueprint, forgetRuns: (id) => api.app.runs.forgetSandbox(id) },
+        cleanup,
+      );
+    }
+    const gone = await startJobs(parts, cleanup, deps, blueprint);
     manager.startBackground();
     cleanup.push(() => manager.stopBackground());
     startTimers(parts, cleanup, api, gone);
@@ -224,7 +230,12 @@ async function startApi(p: Parts, cleanup: Cleanup) {
         chain: () => chainClient.getBlockNumber({ cacheTime: 0 }),
       },
       ready: () => p.state.ready,
-      ...(cfg.mode === 'cloud' ? {} : { instanceSandboxId: () => p.state.instanceSandboxId }),
+      ...(cfg.mode === 'cloud'
+        ? {}
+        : {
+            instanceSandboxId: () => p.state.instance?.sandboxId(),
+            instance: () => p.state.instance?.status(),
+          }),
       ...(p.tee ? { tee: p.tee.service } : {}),
     },
     apiOptions(v),
@@ -263,31 +274,11 @@ function blueprintDeps(p: Parts, chain: BlueprintChain, api: Api): BlueprintDeps
   };
 }
 
-/** Instance modes: the service's one sandbox, from its on-chain config, before taking jobs. */
-async function provisionInstanceSandbox(p: Parts, deps: BlueprintDeps, blueprint: Address): Promise<string> {
-  const inst = await step(p.log, 'provisioning the instance sandbox', () =>
-    provisionInstance({
-      mode: p.cfg.mode as 'instance' | 'tee-instance',
-      httpRpcUrl: p.env.httpRpcUrl,
-      blueprint,
-      serviceId: p.env.serviceId!,
-      account: p.key.account,
-      sandboxes: deps.sandboxes,
-      policy: deps.policy,
-      operatorApiUrl: deps.operatorApiUrl,
-      log: p.log,
-      ...(p.tee ? { tee: p.tee.instance } : {}),
-    }),
-  );
-  return inst.sandbox.id;
-}
-
 /** The job runner, and the operator's own follow-up calls (settle, give back, report gone). */
 async function startJobs(
   p: Parts,
   cleanup: Cleanup,
   deps: BlueprintDeps,
-  chain: BlueprintChain,
   blueprint: Address,
 ): Promise<GoneReporter> {
   const { cfg, env, key, log } = p;
@@ -308,8 +299,7 @@ async function startJobs(
     serviceId: env.serviceId!,
     mode: cfg.mode,
     log,
-    instanceSandboxId: () => p.state.instanceSandboxId,
-    serviceActive: () => chain.isServiceActive(env.tangleContract, env.serviceId!),
+    // Instance modes: the instance keeper reports deprovisioned (operator-instance.ts).
   });
   const runner = createRunner(
     runnerOptionsFromEnvironment(env, key, router, {

@@ -1,8 +1,10 @@
-// Instance modes: the service's one sandbox, provisioned at startup from the service's config
-// (an ABI-encoded SandboxCreateRequest kept by the blueprint) and reported on chain with
-// reportProvisioned. Idempotent: the runtime create is keyed by a fixed call id, and an operator
-// already provisioned on chain does not report again. In tee-instance mode the report carries
-// the v1 attestation document over the on-chain nonce (spec tee.md §3, §4).
+// Instance modes: the service's one sandbox, provisioned from the service's config (an
+// ABI-encoded SandboxCreateRequest kept by the blueprint) and reported on chain with
+// reportProvisioned. Idempotent: the runtime create is keyed by the attempt's call id
+// (`instance-S`, then `instance-S-2`, … after a failed attempt), and an operator already
+// provisioned on chain does not report again. In tee-instance mode the report carries the v1
+// attestation document over the on-chain nonce (spec tee.md §3, §4). The supervisor that decides
+// when to provision, retry, resume and deprovision is instance-supervisor.ts.
 import { contextString, onChainNonce, TEE_TYPE_CODE, type TeeKind } from '@agent-sandbox/attestation';
 import { agentSandboxBlueprintAbi } from '@agent-sandbox/contracts';
 import { jobArg } from '@agent-sandbox/sdk';
@@ -15,18 +17,20 @@ import {
   http,
   type LocalAccount,
 } from 'viem';
-import type { OperatorMode, SandboxFacts, SandboxRuntime } from './deps.ts';
+import type { OperatorMode, RuntimeCreateParams, SandboxFacts } from './deps.ts';
 import { BlueprintError } from './errors.ts';
 import { SANDBOX_CREATE_INPUT } from './jobs.ts';
 import { type CreatePolicy, validateCreateRequest } from './validate.ts';
 
 export interface InstanceOptions {
   mode: Exclude<OperatorMode, 'cloud'>;
+  /** Which attempt this is (1 unless an earlier one failed): picks the runtime call id. */
+  attempt?: number;
   httpRpcUrl: string;
   blueprint: Address;
   serviceId: bigint;
   account: LocalAccount;
-  sandboxes: SandboxRuntime;
+  sandboxes: { create(params: RuntimeCreateParams): Promise<SandboxFacts> };
   policy: CreatePolicy;
   operatorApiUrl: string;
   log: Logger;
@@ -52,8 +56,39 @@ export interface ProvisionedInstance {
   reportTx: Hex | undefined;
 }
 
-/** The runtime call id an instance's sandbox is keyed by (one per service). */
-export const instanceCallId = (serviceId: bigint): string => `instance-${serviceId}`;
+/** The runtime call id of attempt `attempt` at the instance sandbox of a service. */
+export const instanceCallId = (serviceId: bigint, attempt = 1): string =>
+  attempt <= 1 ? `instance-${serviceId}` : `instance-${serviceId}-${attempt}`;
+
+/** The attempt number a runtime call id names for this service, or undefined when it is not one. */
+export function instanceAttempt(callId: string, serviceId: bigint): number | undefined {
+  const m = /^instance-(\d+)(?:-(\d+))?$/.exec(callId);
+  if (!m || m[1] !== `${serviceId}`) return undefined;
+  return m[2] ? Number(m[2]) : 1;
+}
+
+/** The sandbox records an instance lookup reads (SandboxManager.list() fits). */
+export interface InstanceRecords {
+  list(filter?: { serviceId?: string }): Array<{ id: string; callId: string; state: string }>;
+}
+
+/**
+ * The instance sandbox of service `serviceId` on this operator: the newest attempt's sandbox,
+ * unless that one failed or expired. For anything that acts on "the service's sandbox" (the API's
+ * `/api/sandbox/…`, instance-target workflows). Reads the store, so it holds across restarts.
+ */
+export function instanceSandboxOf(
+  records: InstanceRecords,
+  serviceId: bigint,
+): { id: string; state: string; attempt: number } | undefined {
+  let newest: { id: string; state: string; attempt: number } | undefined;
+  for (const r of records.list({ serviceId: `${serviceId}` })) {
+    const attempt = instanceAttempt(r.callId, serviceId);
+    if (attempt !== undefined && (!newest || attempt > newest.attempt))
+      newest = { id: r.id, state: r.state, attempt };
+  }
+  return newest && newest.state !== 'failed' && newest.state !== 'expired' ? newest : undefined;
+}
 
 export async function provisionInstance(o: InstanceOptions): Promise<ProvisionedInstance> {
   const pub = createPublicClient({ transport: http(o.httpRpcUrl) });
@@ -91,11 +126,17 @@ export async function provisionInstance(o: InstanceOptions): Promise<Provisioned
     { ...request, tee_required: request.tee_required && o.policy.teeAvailable },
     o.policy,
   );
-  o.log.info({ serviceId: `${o.serviceId}`, image: v.image, owner }, 'provisioning the instance sandbox');
+  // Exempt from the idle/lifetime timers and GC unless the service's config sets either timer.
+  const expiryExempt = request.idle_timeout_seconds === 0n && request.max_lifetime_seconds === 0n;
+  o.log.info(
+    { serviceId: `${o.serviceId}`, image: v.image, owner, attempt: o.attempt ?? 1, expiryExempt },
+    'provisioning the instance sandbox',
+  );
   const sandbox = await o.sandboxes.create({
     owner,
     serviceId: `${o.serviceId}`,
-    callId: instanceCallId(o.serviceId),
+    callId: instanceCallId(o.serviceId, o.attempt),
+    expiryExempt,
     name: v.name,
     image: v.image,
     cpuCores: v.cpuCores,
@@ -112,6 +153,16 @@ export async function provisionInstance(o: InstanceOptions): Promise<Provisioned
     o.log.info({ sandboxId: sandbox.id }, 'instance already reported on chain');
     return { sandbox, reportTx: undefined };
   }
+  return { sandbox, reportTx: await reportProvisioned(o, sandbox.id) };
+}
+
+/** Sends reportProvisioned for `sandboxId` (with the attestation in tee-instance mode). */
+export async function reportProvisioned(
+  o: Omit<InstanceOptions, 'sandboxes' | 'attempt'>,
+  sandboxId: string,
+): Promise<Hex> {
+  const pub = createPublicClient({ transport: http(o.httpRpcUrl) });
+  const sandbox = { id: sandboxId };
   let attestation = '';
   if (o.mode === 'tee-instance' && o.tee) {
     const nonce = onChainNonce(o.tee.chainId, o.serviceId, o.account.address);
@@ -135,5 +186,5 @@ export async function provisionInstance(o: InstanceOptions): Promise<Provisioned
   if (receipt.status !== 'success')
     throw new BlueprintError('CHAIN', `reportProvisioned reverted (tx ${hash})`);
   o.log.info({ sandboxId: sandbox.id, tx: hash }, 'instance reported on chain');
-  return { sandbox, reportTx: hash };
+  return hash;
 }

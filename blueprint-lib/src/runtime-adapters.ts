@@ -4,6 +4,7 @@
 import type { ApiSandboxes, ApiSidecars, SandboxManager } from '@agent-sandbox/runtime';
 import type { BlueprintDeps, SandboxRuntime } from './deps.ts';
 import type { HandledCalls } from './handled-calls.ts';
+import type { InstanceRuntime } from './instance-supervisor.ts';
 
 /**
  * The runtime manager as the API wants it: get → undefined when unknown, failed creates visible,
@@ -66,6 +67,29 @@ export function jobSandboxes(
       const r = await manager.delete(id);
       await forgetRuns(id).catch(() => {});
       return r;
+    },
+  };
+}
+
+/** The manager for the instance keeper: its delete also deletes the sandbox's runs. */
+export function instanceRuntime(
+  manager: SandboxManager,
+  forgetRuns: (sandboxId: string) => Promise<unknown>,
+): InstanceRuntime {
+  return {
+    create: (params) => manager.create(params),
+    list: (filter) => manager.list(filter),
+    get: (id) => manager.get(id),
+    resume: (id) => manager.resume(id),
+    stop: (id) => manager.stop(id),
+    async delete(id) {
+      const r = await manager.delete(id);
+      await forgetRuns(id).catch(() => {});
+      return r;
+    },
+    async containerRunning(id) {
+      const r = manager.get(id);
+      return r.containerId !== null && (await manager.driver.exists(r.containerId))?.running === true;
     },
   };
 }

@@ -1,6 +1,7 @@
 // Cross-cutting behaviour of the operator API: request ids, error shape, headers, CORS, limits,
 // rate limiting, client IP trust, health/readiness/metrics/capabilities/provisions, OpenAPI.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { InstanceHealth } from './deps.ts';
 import { type Harness, startHarness } from './testing/harness.ts';
 import { assertNoLeaks } from './testing/leaks.ts';
 
@@ -161,6 +162,52 @@ describe('operator API: degraded health', () => {
       expect(r.json).toEqual({ status: 'degraded', checks: { runtime: 'ok', store: 'ok', chain: 'error' } });
       expect(r.text).not.toContain('secret-url');
       expect((await h.call('GET', '/readyz')).status).toBe(503);
+    } finally {
+      await h.close();
+    }
+  });
+});
+
+describe('operator API: instance health', () => {
+  it('shows the instance keeper: degraded (503) with the reason while its provision fails, ok once ready', async () => {
+    let instance: InstanceHealth = {
+      state: 'failed',
+      sandboxId: null,
+      failures: 2,
+      lastError: 'health check timed out',
+      nextAttemptAt: 1_700_000_000_000,
+      reportedOnChain: false,
+    };
+    const h = await startHarness({
+      deps: {
+        mode: 'instance',
+        health: { runtime: () => true, store: () => true, chain: () => true },
+        instance: () => instance,
+      },
+    });
+    try {
+      const failed = await h.call('GET', '/health');
+      expect(failed.status).toBe(503);
+      expect(failed.json).toEqual({
+        status: 'degraded',
+        checks: { runtime: 'ok', store: 'ok', chain: 'ok', instance: 'error' },
+        instance,
+      });
+      instance = {
+        ...instance,
+        state: 'ready',
+        sandboxId: 'sbx-1',
+        failures: 0,
+        lastError: null,
+        nextAttemptAt: null,
+      };
+      const ok = await h.call('GET', '/health');
+      expect(ok.status).toBe(200);
+      expect(ok.json).toMatchObject({
+        status: 'ok',
+        checks: { instance: 'ok' },
+        instance: { state: 'ready' },
+      });
     } finally {
       await h.close();
     }

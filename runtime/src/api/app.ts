@@ -77,6 +77,7 @@ export function createOperatorApi(deps: OperatorApiDeps, configInput?: ApiConfig
       capabilities: deps.capabilities,
       health: deps.health,
       ready: deps.ready,
+      instance: deps.instance,
       metrics: deps.metrics,
       sandboxes: deps.sandboxes,
     }),

@@ -105,6 +105,16 @@ export interface ApiTee {
 
 export type HealthCheck = () => Awaitable<unknown>;
 
+/** What /health shows of an instance's one sandbox (blueprint-lib's InstanceSupervisor.status()). */
+export interface InstanceHealth {
+  state: string;
+  sandboxId: string | null;
+  failures: number;
+  lastError: string | null;
+  nextAttemptAt: number | null;
+  reportedOnChain: boolean;
+}
+
 export type OperatorMode = 'cloud' | 'instance' | 'tee-instance';
 
 export interface OperatorApiDeps {
@@ -124,6 +134,8 @@ export interface OperatorApiDeps {
   health?: { runtime?: HealthCheck; store?: HealthCheck; chain?: HealthCheck };
   /** False until the operator has reconciled and can take work. */
   ready?: () => boolean;
+  /** Instance modes: the instance keeper's status, shown by /health (degraded while `failed`). */
+  instance?: () => InstanceHealth | undefined;
   tee?: ApiTee;
   config?: ApiConfigInput;
 }

@@ -11,6 +11,7 @@ export type {
   ApiStore,
   ApiTee,
   HealthCheck,
+  InstanceHealth,
   OperatorApiDeps,
   OperatorMode,
 } from './deps.ts';

@@ -3,15 +3,35 @@ import { createRoute, OpenAPIHono, z } from '@hono/zod-openapi';
 import type { Registry } from 'prom-client';
 import { RuntimeError } from '../../errors.ts';
 import type { ApiEnv } from '../context.ts';
-import type { ApiSandboxes, HealthCheck, OperatorMode } from '../deps.ts';
+import type { ApiSandboxes, HealthCheck, InstanceHealth, OperatorMode } from '../deps.ts';
 import { errors, json } from '../schemas.ts';
 
 type CheckResult = 'ok' | 'error' | 'not_configured';
 
+const InstanceHealthSchema = z
+  .object({
+    state: z.string().openapi({ description: 'provisioning, ready, failed (retrying), waiting or ended' }),
+    sandboxId: z.string().nullable(),
+    failures: z.number().int().openapi({ description: 'failed provision attempts in a row' }),
+    lastError: z.string().nullable(),
+    nextAttemptAt: z.number().int().nullable().openapi({ description: 'epoch ms of the next retry' }),
+    reportedOnChain: z.boolean(),
+  })
+  .openapi('InstanceHealth');
+
 const HealthSchema = z
   .object({
     status: z.enum(['ok', 'degraded']),
-    checks: z.object({ runtime: z.string(), store: z.string(), chain: z.string() }),
+    checks: z.object({
+      runtime: z.string(),
+      store: z.string(),
+      chain: z.string(),
+      instance: z
+        .string()
+        .optional()
+        .openapi({ description: 'instance modes: error while its provision fails' }),
+    }),
+    instance: InstanceHealthSchema.optional(),
   })
   .openapi('Health');
 
@@ -102,6 +122,7 @@ export interface PublicRouteDeps {
   capabilities: Record<string, unknown>;
   health: { runtime?: HealthCheck; store?: HealthCheck; chain?: HealthCheck } | undefined;
   ready: (() => boolean) | undefined;
+  instance?: (() => InstanceHealth | undefined) | undefined;
   metrics: Registry;
   sandboxes: ApiSandboxes;
 }
@@ -115,11 +136,18 @@ export function publicRoutes(d: PublicRouteDeps): OpenAPIHono<ApiEnv> {
       runCheck(d.health?.store),
       runCheck(d.health?.chain),
     ]);
-    const checks = { runtime, store, chain };
+    const instance = d.instance?.();
+    const checks = {
+      runtime,
+      store,
+      chain,
+      ...(instance ? { instance: instance.state === 'failed' ? 'error' : 'ok' } : {}),
+    };
+    const body = { checks, ...(instance ? { instance } : {}) };
     const degraded = Object.values(checks).includes('error');
     return degraded
-      ? c.json({ status: 'degraded' as const, checks }, 503)
-      : c.json({ status: 'ok' as const, checks }, 200);
+      ? c.json({ status: 'degraded' as const, ...body }, 503)
+      : c.json({ status: 'ok' as const, ...body }, 200);
   });
 
   app.openapi(readyRoute, (c) =>
