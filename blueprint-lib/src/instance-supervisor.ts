@@ -145,7 +145,15 @@ export class InstanceSupervisor {
     }
     const sandbox = await this.#ensureRunning(current);
     this.#set({ state: 'provisioning', sandboxId: sandbox.id });
-    if (!provisioned) await reportProvisioned(o, sandbox.id);
+    // A new attempt has reported itself (provisionInstance); an existing sandbox not yet on chain
+    // (the report failed, or the operator stopped before it) is reported here.
+    const onChain = await pub.readContract({
+      address: o.blueprint,
+      abi: agentSandboxBlueprintAbi,
+      functionName: 'isOperatorProvisioned',
+      args: [o.serviceId, me],
+    });
+    if (!onChain) await reportProvisioned(o, sandbox.id);
     this.#set({
       state: 'ready',
       sandboxId: sandbox.id,
@@ -216,7 +224,9 @@ export class InstanceSupervisor {
   #failed(err: unknown): void {
     const failures = this.#status.failures + 1;
     const delay = Math.min(this.#o.maxBackoffMs, this.#o.checkIntervalMs * 2 ** (failures - 1));
-    const message = err instanceof Error ? err.message : String(err);
+    // viem's shortMessage is the one line that matters (the full message repeats the call).
+    const e = err as { shortMessage?: unknown; message?: unknown };
+    const message = String(typeof e?.shortMessage === 'string' ? e.shortMessage : (e?.message ?? err));
     this.#set({ state: 'failed', failures, lastError: message, nextAttemptAt: this.#now() + delay });
     this.#o.log.error(
       { err: message, failures, retryInMs: delay },

@@ -1,7 +1,15 @@
 // Argument parsing and help: the grammar table, global flags anywhere, clear USAGE errors.
 import { describe, expect, it } from 'vitest';
 import { isClientError } from '../errors.ts';
-import { COMMANDS, commandHelp, EXIT_CODES_HELP, GLOBAL_OPTIONS, globalHelp, parseCli } from './args.ts';
+import {
+  COMMANDS,
+  commandHelp,
+  EXIT_CODES_HELP,
+  GLOBAL_OPTIONS,
+  globalHelp,
+  INSTANCE_SANDBOX,
+  parseCli,
+} from './args.ts';
 
 const usageError = (argv: string[]) => {
   try {
@@ -18,6 +26,27 @@ describe('parseCli', () => {
     const a = parseCli(['--operator', 'http://o', '--json', 'get', 'sb-1']);
     expect(a).toMatchObject({ command: 'get', positionals: ['sb-1'], help: false });
     expect(a.globals).toMatchObject({ operator: 'http://o', json: true });
+  });
+
+  it('--instance SERVICE_ID stands in for the sandbox id, wherever the command takes it', () => {
+    expect(parseCli(['exec', '--instance', '4', '--', 'ls -la'])).toMatchObject({
+      command: 'exec',
+      globals: { instance: '4' },
+      positionals: [INSTANCE_SANDBOX, 'ls -la'],
+    });
+    expect(parseCli(['--instance', '4', 'secrets', 'set', 'K=v']).positionals).toEqual([
+      'set',
+      INSTANCE_SANDBOX,
+      'K=v',
+    ]);
+    expect(parseCli(['get', '--instance', '4']).positionals).toEqual([INSTANCE_SANDBOX]);
+    expect(parseCli(['prompt', '--instance=4', 'hello', 'there']).positionals).toEqual([
+      INSTANCE_SANDBOX,
+      'hello',
+      'there',
+    ]);
+    expect(usageError(['get', '--instance', 'four'])).toMatch(/--instance must be a service id/);
+    expect(usageError(['create', '--instance', '4'])).toMatch(/create does not take --instance/);
   });
 
   it('accepts global flags after the command too', () => {

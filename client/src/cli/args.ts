@@ -15,6 +15,16 @@ export const GLOBAL_OPTIONS: Record<string, OptSpec> = {
     arg: 'ID',
     help: 'service id of the sandbox blueprint (env AGENT_SANDBOX_SERVICE)',
   },
+  instance: {
+    type: 'string',
+    arg: 'SERVICE_ID',
+    help: "the instance sandbox of this instance-mode service, in place of <id>; its operator is read from the chain's getOperatorEndpoints (env AGENT_SANDBOX_INSTANCE)",
+  },
+  blueprint: {
+    type: 'string',
+    arg: 'ADDR',
+    help: 'with --instance: the instance blueprint contract (env AGENT_SANDBOX_BLUEPRINT; --devnet: its instance contract)',
+  },
   devnet: {
     type: 'string',
     arg: 'FILE',
@@ -45,6 +55,14 @@ export interface CommandSpec {
 }
 
 const id = { name: 'id', required: true };
+
+/** The `<id>` a command gets under --instance: the operator's `/api/sandbox/…` names no id. */
+export const INSTANCE_SANDBOX = 'instance';
+/** Commands that never address an instance's sandbox (it lives as long as its service). */
+const NOT_FOR_INSTANCES: Record<string, string> = {
+  create: 'the instance sandbox is provisioned by the operator when the service becomes active',
+  delete: 'the instance sandbox is deleted when its service is terminated',
+};
 
 export const COMMANDS: Record<string, CommandSpec> = {
   login: {
@@ -221,8 +239,11 @@ const valueFlags = new Set(
     .map(([k]) => `--${k}`),
 );
 
-/** Splits argv into command, global flags, command flags and positionals; USAGE errors otherwise. */
-export function parseCli(argv: string[]): ParsedArgs {
+/**
+ * Splits argv into command, global flags, command flags and positionals; USAGE errors otherwise.
+ * Under --instance (or env AGENT_SANDBOX_INSTANCE) the `<id>` positional is filled in.
+ */
+export function parseCli(argv: string[], env: NodeJS.ProcessEnv = {}): ParsedArgs {
   // The command is the first bare word that is not the value of a global flag.
   let commandIndex = -1;
   for (let i = 0; i < argv.length; i++) {
@@ -264,6 +285,16 @@ export function parseCli(argv: string[]): ParsedArgs {
   }
   const help = values.help === true;
   const positionals = parsed.positionals;
+  const instance = globals.instance ?? (env.AGENT_SANDBOX_INSTANCE || undefined);
+  if (typeof instance === 'string' && spec && !help) {
+    globals.instance = instance;
+    if (!/^\d+$/.test(instance))
+      throw new ClientError('USAGE', `--instance must be a service id (a number), got "${instance}"`);
+    if (NOT_FOR_INSTANCES[command])
+      throw new ClientError('USAGE', `${command} does not take --instance: ${NOT_FOR_INSTANCES[command]}`);
+    const at = spec.positionals.indexOf(id);
+    if (at !== -1) positionals.splice(at, 0, INSTANCE_SANDBOX);
+  }
   if (spec && !help && command !== 'help') {
     const required = spec.positionals.filter((p) => p.required);
     if (positionals.length < required.length) {

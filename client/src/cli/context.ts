@@ -4,6 +4,7 @@ import { isAddress, type LocalAccount } from 'viem';
 import { SandboxChain } from '../chain.ts';
 import { type Devnet, loadDevnet } from '../devnet.ts';
 import { ClientError } from '../errors.ts';
+import { instanceEndpoints } from '../instance.ts';
 import { accountFromKeystore, accountFromPrivateKey } from '../keys.ts';
 import { OperatorClient } from '../operator-client.ts';
 import { configDir, normalizeOperatorUrl, SessionCache } from '../session-cache.ts';
@@ -144,12 +145,53 @@ export class CliContext {
     );
   }
 
+  /** The service id given with --instance (or env AGENT_SANDBOX_INSTANCE), if any. */
+  instanceService(): bigint | undefined {
+    const v = this.args.globals.instance;
+    return typeof v === 'string' ? BigInt(v) : undefined;
+  }
+
+  /**
+   * The operator serving the instance sandbox of the --instance service: --operator, else the
+   * first URL the blueprint's getOperatorEndpoints lists (rpc and blueprint from flags, env or
+   * the devnet file's instance contract).
+   */
+  async instanceOperatorUrl(serviceId: bigint): Promise<string> {
+    const explicit = this.flag('operator', 'AGENT_SANDBOX_OPERATOR');
+    if (explicit) return normalizeOperatorUrl(explicit);
+    const devnet = await this.devnet();
+    const rpcUrl = this.flag('rpc', 'AGENT_SANDBOX_RPC') ?? devnet?.rpcUrl;
+    const devnetInstance = (devnet?.raw.contracts as Record<string, unknown> | undefined)?.instance;
+    const blueprint =
+      this.flag('blueprint', 'AGENT_SANDBOX_BLUEPRINT') ??
+      (typeof this.args.options.blueprint === 'string' ? this.args.options.blueprint : undefined) ??
+      (typeof devnetInstance === 'string' ? devnetInstance : undefined);
+    if (!rpcUrl || !blueprint) {
+      throw new ClientError(
+        'USAGE',
+        '--instance needs the chain to find its operator: pass --rpc URL and --blueprint ADDR (the instance contract), or --devnet FILE, or --operator URL',
+      );
+    }
+    if (!isAddress(blueprint, { strict: false }))
+      throw new ClientError('USAGE', `--blueprint "${blueprint}" is not an address`);
+    const [first] = await instanceEndpoints(rpcUrl, blueprint as `0x${string}`, serviceId);
+    if (!first) {
+      throw new ClientError(
+        'NOT_FOUND',
+        `no operator has reported the instance of service ${serviceId} on ${blueprint} yet; check its status with \`agent-sandbox-operator status\`, or pass --operator URL`,
+      );
+    }
+    return normalizeOperatorUrl(first.url);
+  }
+
   /** An OperatorClient with the cached session (if any) and the key (if any) to renew it. */
   async operator(sandboxId?: string): Promise<OperatorClient> {
+    const instance = this.instanceService();
+    if (instance !== undefined) return this.operatorAt(await this.instanceOperatorUrl(instance), 'instance');
     return this.operatorAt(await this.operatorUrl(sandboxId));
   }
 
-  async operatorAt(baseUrl: string): Promise<OperatorClient> {
+  async operatorAt(baseUrl: string, mode: 'cloud' | 'instance' = 'cloud'): Promise<OperatorClient> {
     const account = await this.account();
     const cached = await this.cache.get(baseUrl, account?.address);
     if (!account && !cached) {
@@ -160,6 +202,7 @@ export class CliContext {
     }
     return new OperatorClient({
       baseUrl,
+      mode,
       ...(account ? { account } : {}),
       ...(cached
         ? { token: cached.token, ...(cached.expiresAt ? { tokenExpiresAt: cached.expiresAt } : {}) }

@@ -52,7 +52,7 @@ function report(e: unknown, io: CliIO, json: boolean): number {
 export async function main(argv: string[], io: CliIO): Promise<number> {
   let args: ParsedArgs;
   try {
-    args = parseCli(argv);
+    args = parseCli(argv, io.env);
   } catch (e) {
     return report(e, io, argv.includes('--json'));
   }

@@ -1,0 +1,308 @@
+// Instance mode end to end, through the real programs on the shared devnet and the real engine:
+// a fresh instance service → `agent-sandbox-operator run` (OPERATOR_MODE=instance) provisions its
+// sandbox and reports it on chain → the owner's `agent-sandbox --instance S` finds the operator
+// from the chain's getOperatorEndpoints and runs exec and prompt → the operator is killed -9 and
+// restarted: same sandbox, files kept → its container dies (as in an engine restart): the operator
+// restarts it → the service is terminated: the sandbox is deleted and reportDeprovisioned sent.
+// And: a failing provision does not stop the operator (it is ready, /health says why, retries),
+// and does not block a later start.
+import { type ChildProcess, execFile } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { openSync, readFileSync } from 'node:fs';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { devnetOperatorEnv, operatorReady, spawnOperator } from '@agent-sandbox/blueprint-bin/testing';
+import { SANDBOX_CREATE_INPUT } from '@agent-sandbox/blueprint-lib';
+import { DevnetJobs } from '@agent-sandbox/blueprint-lib/testing';
+import { agentSandboxBlueprintAbi } from '@agent-sandbox/contracts';
+import Docker from 'dockerode';
+import { encodeAbiParameters } from 'viem';
+import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
+import { runCliInProcess } from '../../client/src/testing/cli-harness.ts';
+
+vi.setConfig({ testTimeout: 240_000 });
+
+const devnet = inject('devnet');
+const image = inject('sandboxImage');
+const ROOT = resolve(import.meta.dirname, '..', '..');
+const CLI = join(ROOT, 'client', 'bin', 'agent-sandbox.mjs');
+const RUN = `e2e-inst-${Date.now().toString(36)}`;
+const SUITE_LABEL = 'agent-sandbox.test.suite=e2e-instance';
+const AGENT = readFileSync(join(ROOT, 'scripts', 'demo', 'agent.sh'), 'utf8');
+const docker = new Docker();
+
+const freePort = (): Promise<number> =>
+  new Promise((res, rej) => {
+    const s = createServer();
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address() as { port: number };
+      s.close(() => res(port));
+    });
+    s.on('error', rej);
+  });
+
+let dir = '';
+const operators: ChildProcess[] = [];
+const logFile = (name: string) => join(dir, `${name}.log`);
+const fullLog = (name: string) => {
+  try {
+    return readFileSync(logFile(name), 'utf8');
+  } catch {
+    return '';
+  }
+};
+const tail = (name: string) => fullLog(name).slice(-4000);
+
+/** An instance service whose config sets no timers (so its sandbox is exempt from expiry). */
+const instanceConfig = (name: string) =>
+  encodeAbiParameters(
+    [{ type: 'tuple', components: SANDBOX_CREATE_INPUT }],
+    [
+      {
+        name,
+        image: '',
+        stack: '',
+        agent_identifier: '',
+        env_json: JSON.stringify({ SANDBOX_AGENT_COMMAND: AGENT }),
+        metadata_json: '{}',
+        ssh_enabled: false,
+        ssh_public_key: '',
+        web_terminal_enabled: false,
+        max_lifetime_seconds: 0n,
+        idle_timeout_seconds: 0n,
+        cpu_cores: 1n,
+        memory_mb: 256n,
+        disk_gb: 1n,
+        tee_required: false,
+        tee_type: 0,
+        attestation_nonce: '',
+        capabilities_json: '',
+      },
+    ],
+  );
+
+function operatorEnv(serviceId: bigint, name: string, port: number, extra: Record<string, string> = {}) {
+  return devnetOperatorEnv(
+    {
+      devnet,
+      blueprintId: devnet.blueprints.instance,
+      serviceId,
+      keyFile: join(dir, 'operator-ecdsa.key'),
+      operatorId: `${RUN}-${name}`,
+      image,
+      labels: `agent-sandbox.test=1,${SUITE_LABEL}`,
+      dataDir: join(dir, name),
+      port,
+      extra: { OPERATOR_MODE: 'instance', INSTANCE_CHECK_INTERVAL_MS: '300', ...extra },
+    },
+    // One secret per operator name: a restart keeps its store readable.
+    createHashSecret(name),
+  );
+}
+const secrets = new Map<string, string>();
+const createHashSecret = (name: string) => {
+  if (!secrets.has(name)) secrets.set(name, randomBytes(32).toString('hex'));
+  return secrets.get(name)!;
+};
+
+/** The operator program itself (via main: SIGKILL hits the operator, not a launcher). */
+function start(env: Record<string, string>, name: string): { child: ChildProcess; ready: Promise<string> } {
+  const child = spawnOperator({ env, via: 'main', detached: true, stderr: openSync(logFile(name), 'a') });
+  operators.push(child);
+  return { child, ready: operatorReady(child, { log: () => tail(name), name }) };
+}
+
+async function kill(child: ChildProcess, signal: NodeJS.Signals): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const gone = new Promise((r) => child.once('exit', r));
+  process.kill(-child.pid!, signal);
+  await gone;
+}
+
+/** The spawned CLI, as the owner runs it (the service owner's key, a private config dir). */
+function cli(args: string[]): Promise<{ code: number; out: string; err: string }> {
+  return new Promise((res) => {
+    execFile(
+      process.execPath,
+      [CLI, ...args],
+      {
+        env: {
+          PATH: process.env['PATH'] ?? '',
+          HOME: dir,
+          AGENT_SANDBOX_CONFIG_DIR: join(dir, 'cli'),
+          AGENT_SANDBOX_PRIVATE_KEY: devnet.accounts.serviceOwner.privateKey,
+        },
+        timeout: 120_000,
+      },
+      (e, out, err) => res({ code: e ? ((e as { code?: number }).code ?? 1) : 0, out, err }),
+    );
+  });
+}
+const cliInProcess = (args: string[]) =>
+  runCliInProcess(args, {
+    configDir: join(dir, 'cli'),
+    env: { AGENT_SANDBOX_PRIVATE_KEY: devnet.accounts.serviceOwner.privateKey },
+  });
+
+const chainArgs = (serviceId: bigint) => [
+  '--instance',
+  `${serviceId}`,
+  '--rpc',
+  devnet.rpcUrl,
+  '--blueprint',
+  devnet.contracts.instance,
+];
+
+const health = async (url: string) => {
+  const r = await fetch(`${url}/health`);
+  return { status: r.status, body: (await r.json()) as { instance?: Record<string, unknown> } };
+};
+
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), `${RUN}-`));
+  await writeFile(join(dir, 'operator-ecdsa.key'), `${devnet.accounts.operator2.privateKey}\n`, {
+    mode: 0o600,
+  });
+});
+
+afterAll(async () => {
+  for (const op of operators) await kill(op, 'SIGTERM').catch(() => {});
+  for (const c of await docker.listContainers({ all: true, filters: { label: [SUITE_LABEL] } })) {
+    await docker
+      .getContainer(c.Id)
+      .remove({ force: true, v: true })
+      .catch(() => {});
+  }
+  if (dir) await rm(dir, { recursive: true, force: true });
+});
+
+describe('instance mode end to end', () => {
+  it('active → provisioned and reported → owner exec/prompt via --instance → kill -9, restart: same sandbox, files kept → container dies: restarted → service terminated: deprovisioned, container gone', async () => {
+    const jobs = new DevnetJobs(devnet);
+    const serviceId = await jobs.newService('instance', instanceConfig('e2e-instance'));
+    const port = await freePort();
+    const env = operatorEnv(serviceId, 'op', port);
+    const first = start(env, 'op');
+    const url = await first.ready;
+    const me = devnet.accounts.operator2.address;
+    const read = <T>(functionName: string, args: readonly unknown[]) =>
+      jobs.pub.readContract({
+        address: devnet.contracts.instance,
+        abi: agentSandboxBlueprintAbi,
+        functionName: functionName as never,
+        args: args as never,
+      }) as Promise<T>;
+    // Provisioned and reported before the operator says ready.
+    expect(await read<boolean>('isOperatorProvisioned', [serviceId, me])).toBe(true);
+    const [ops, urls] = await read<[string[], string[]]>('getOperatorEndpoints', [serviceId]);
+    expect(ops.map((a) => a.toLowerCase())).toEqual([me.toLowerCase()]);
+    expect(urls).toEqual([url]);
+    const h = await health(url);
+    expect(h.status, JSON.stringify(h.body)).toBe(200);
+    expect(h.body.instance).toMatchObject({ state: 'ready', reportedOnChain: true, failures: 0 });
+    const sandboxId = h.body.instance!['sandboxId'] as string;
+
+    // The owner, through the CLI, with nothing but the service id and the chain.
+    const write = await cli([
+      'exec',
+      ...chainArgs(serviceId),
+      '--',
+      'echo kept-across-restarts > notes.txt && cat notes.txt',
+    ]);
+    expect(write.code, `${write.err}\n${tail('op')}`).toBe(0);
+    expect(write.out.trim()).toBe('kept-across-restarts');
+    const prompt = await cli(['prompt', ...chainArgs(serviceId), 'what is in my workspace?']);
+    expect(prompt.code, prompt.err).toBe(0);
+    expect(prompt.out).toContain('notes.txt says: kept-across-restarts');
+    expect(prompt.out).toContain('Final answer: your message has 5 words');
+    const got = await cliInProcess(['get', '--json', ...chainArgs(serviceId)]);
+    expect(got.code, got.err).toBe(0);
+    expect(JSON.parse(got.out)).toMatchObject({ id: sandboxId, state: 'running' });
+    // Someone else's wallet is refused.
+    const stranger = await runCliInProcess(['exec', ...chainArgs(serviceId), '--', 'id'], {
+      configDir: join(dir, 'cli-stranger'),
+      env: { AGENT_SANDBOX_PRIVATE_KEY: devnet.accounts.user.privateKey },
+    });
+    expect(stranger.code).toBe(2);
+
+    // kill -9 and restart: the same sandbox, its files kept, nothing reported twice.
+    await kill(first.child, 'SIGKILL');
+    const second = start(env, 'op');
+    expect(await second.ready).toBe(url);
+    const after = await health(url);
+    expect(after.body.instance).toMatchObject({ state: 'ready', sandboxId });
+    const kept = await cliInProcess(['exec', ...chainArgs(serviceId), '--', 'cat notes.txt']);
+    expect(kept.code, kept.err).toBe(0);
+    expect(kept.out.trim()).toBe('kept-across-restarts');
+    expect(fullLog('op')).not.toMatch(
+      /"msg":"instance reported on chain"[\s\S]*"msg":"instance reported on chain"/,
+    );
+
+    // Its container stops outside the operator (what an engine restart does): started again.
+    const [container] = await docker.listContainers({
+      filters: { label: [SUITE_LABEL, `agent-sandbox.id=${sandboxId}`] },
+    });
+    expect(container, 'the instance container').toBeDefined();
+    await docker.getContainer(container!.Id).kill();
+    await vi.waitFor(
+      async () => {
+        const r = await cliInProcess(['exec', ...chainArgs(serviceId), '--', 'cat notes.txt']);
+        expect(r.out.trim()).toBe('kept-across-restarts');
+      },
+      { timeout: 60_000, interval: 500 },
+    );
+    expect(fullLog('op')).toMatch(/instance container is not running/);
+
+    // The service ends: the sandbox is deleted and the operator reports deprovisioned.
+    await jobs.send(jobs.account('serviceOwner'), 'terminateService', [serviceId]);
+    await vi.waitFor(
+      async () => {
+        expect(await read<boolean>('isOperatorProvisioned', [serviceId, me])).toBe(false);
+      },
+      { timeout: 60_000, interval: 300 },
+    );
+    const left = await docker.listContainers({
+      all: true,
+      filters: { label: [`agent-sandbox.id=${sandboxId}`] },
+    });
+    expect(left).toEqual([]);
+    expect((await health(url)).body.instance).toMatchObject({ state: 'ended', sandboxId: null });
+    const none = await cliInProcess(['exec', ...chainArgs(serviceId), '--', 'id']);
+    expect(none.code).toBe(3);
+    expect(none.err).toMatch(/no operator has reported the instance/);
+    await kill(second.child, 'SIGTERM');
+  });
+
+  it('a failing provision: the operator still starts, /health says why and it retries; a later start is not blocked', async () => {
+    const jobs = new DevnetJobs(devnet);
+    const serviceId = await jobs.newService('instance', instanceConfig('e2e-instance-retry'));
+    const port = await freePort();
+    // A sidecar that cannot be healthy in 100 ms: every attempt fails at health_check.
+    const failing = start(
+      operatorEnv(serviceId, 'retry', port, { SANDBOX_HEALTH_TIMEOUT_MS: '100' }),
+      'retry',
+    );
+    const url = await failing.ready;
+    const down = await health(url);
+    expect(down.status).toBe(503);
+    expect(down.body.instance).toMatchObject({ state: 'failed', failures: 1, reportedOnChain: false });
+    expect(String(down.body.instance!['lastError'])).toMatch(/health/);
+    await vi.waitFor(
+      async () => expect((await health(url)).body.instance!['failures']).toBeGreaterThanOrEqual(2),
+      { timeout: 60_000, interval: 300 },
+    );
+    await kill(failing.child, 'SIGTERM');
+
+    // Same data dir, a sane timeout: a new attempt provisions and reports.
+    const ok = start(operatorEnv(serviceId, 'retry', port), 'retry');
+    await ok.ready;
+    const up = await health(url);
+    expect(up.status, JSON.stringify(up.body)).toBe(200);
+    expect(up.body.instance).toMatchObject({ state: 'ready', reportedOnChain: true });
+    const r = await cliInProcess(['exec', ...chainArgs(serviceId), '--operator', url, '--', 'echo ok']);
+    expect(r.code, r.err).toBe(0);
+    await kill(ok.child, 'SIGTERM');
+  });
+});
