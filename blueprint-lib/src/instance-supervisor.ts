@@ -20,12 +20,13 @@ import {
 /** The runtime calls the keeper makes (SandboxManager, through runtime-adapters' instanceRuntime). */
 export interface InstanceRuntime extends InstanceRecords {
   create(params: RuntimeCreateParams): Promise<SandboxFacts>;
-  get(id: string): { state: string; stopReason: string | null };
-  resume(id: string): Promise<unknown>;
-  stop(id: string): Promise<unknown>;
   delete(id: string): Promise<unknown>;
-  /** false when the record says running but the engine's container is not (it died, or the engine restarted). */
-  containerRunning(id: string): Promise<boolean>;
+  /**
+   * Under the sandbox's lock: a record that says running while its container is not (it died, or
+   * the engine restarted) is stopped and resumed; one stopped by the engine is resumed; a stop by
+   * its owner (or by its own timers, when the service config set them) is left alone.
+   */
+  restartIfEngineStopped(id: string): Promise<{ state: string }>;
 }
 
 export interface InstanceStatus {
@@ -173,21 +174,11 @@ export class InstanceSupervisor {
       const r = await provisionInstance({ ...this.#o, sandboxes: runtime, attempt });
       return r.sandbox;
     }
-    if (current.state === 'running' && !(await runtime.containerRunning(current.id))) {
-      log.warn(
-        { sandboxId: current.id },
-        'the instance container is not running (engine restart?); restarting it',
-      );
-      await runtime.stop(current.id);
-      await runtime.resume(current.id);
-    } else if (current.state === 'stopped') {
-      // Its owner's stop (or its own timers, when the service config set them) is respected;
-      // anything else (the engine went away) is undone.
-      const reason = runtime.get(current.id).stopReason;
-      if (reason === 'engine' || reason === null) {
-        log.info({ sandboxId: current.id }, 'resuming the instance sandbox stopped by the engine');
-        await runtime.resume(current.id);
-      }
+    if (current.state === 'running' || current.state === 'stopped') {
+      // Under the sandbox's lock in the runtime: never races a secrets recreate or a user resume.
+      const after = await runtime.restartIfEngineStopped(current.id);
+      if (current.state === 'stopped' && after.state === 'running')
+        log.info({ sandboxId: current.id }, 'resumed the instance sandbox the engine had stopped');
     }
     return current;
   }

@@ -79,17 +79,11 @@ export function instanceRuntime(
   return {
     create: (params) => manager.create(params),
     list: (filter) => manager.list(filter),
-    get: (id) => manager.get(id),
-    resume: (id) => manager.resume(id),
-    stop: (id) => manager.stop(id),
+    restartIfEngineStopped: (id) => manager.restartIfEngineStopped(id),
     async delete(id) {
       const r = await manager.delete(id);
       await forgetRuns(id).catch(() => {});
       return r;
-    },
-    async containerRunning(id) {
-      const r = manager.get(id);
-      return r.containerId !== null && (await manager.driver.exists(r.containerId))?.running === true;
     },
   };
 }

@@ -13,6 +13,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { PassThrough } from 'node:stream';
 import { devnetOperatorEnv, operatorReady, spawnOperator } from '@agent-sandbox/blueprint-bin/testing';
 import { SANDBOX_CREATE_INPUT } from '@agent-sandbox/blueprint-lib';
 import { DevnetJobs } from '@agent-sandbox/blueprint-lib/testing';
@@ -220,6 +221,30 @@ describe('instance mode end to end', () => {
     const got = await cliInProcess(['get', '--json', ...chainArgs(serviceId)]);
     expect(got.code, got.err).toBe(0);
     expect(JSON.parse(got.out)).toMatchObject({ id: sandboxId, state: 'running' });
+    // secrets and a terminal, the same way as in cloud mode.
+    const secret = `s3cret-${randomBytes(4).toString('hex')}`;
+    const set = await runCliInProcess(['secrets', 'set', ...chainArgs(serviceId), 'INSTANCE_TOKEN'], {
+      configDir: join(dir, 'cli'),
+      env: { AGENT_SANDBOX_PRIVATE_KEY: devnet.accounts.serviceOwner.privateKey, INSTANCE_TOKEN: secret },
+    });
+    expect(set.code, set.err).toBe(0);
+    expect(set.out).not.toContain(secret);
+    const names = await cliInProcess(['secrets', 'list', ...chainArgs(serviceId)]);
+    expect(names.out.trim()).toBe('INSTANCE_TOKEN');
+    const sees = await cliInProcess(['exec', ...chainArgs(serviceId), '--', 'printenv INSTANCE_TOKEN']);
+    expect(sees.out.trim()).toBe(secret);
+    expect(fullLog('op')).not.toContain(secret);
+    const stdin = new PassThrough();
+    const term = runCliInProcess(['terminal', ...chainArgs(serviceId)], {
+      configDir: join(dir, 'cli'),
+      env: { AGENT_SANDBOX_PRIVATE_KEY: devnet.accounts.serviceOwner.privateKey },
+      stdin,
+    });
+    stdin.write('cat notes.txt; exit\r');
+    const t = await term;
+    expect(t.code, t.err).toBe(0);
+    expect(t.out).toContain('kept-across-restarts');
+
     // Someone else's wallet is refused.
     const stranger = await runCliInProcess(['exec', ...chainArgs(serviceId), '--', 'id'], {
       configDir: join(dir, 'cli-stranger'),
@@ -253,7 +278,7 @@ describe('instance mode end to end', () => {
       },
       { timeout: 60_000, interval: 500 },
     );
-    expect(fullLog('op')).toMatch(/instance container is not running/);
+    expect(fullLog('op')).toMatch(/the container of a running sandbox is not running; restarting it/);
 
     // The service ends: the sandbox is deleted and the operator reports deprovisioned.
     await jobs.send(jobs.account('serviceOwner'), 'terminateService', [serviceId]);

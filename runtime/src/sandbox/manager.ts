@@ -205,6 +205,29 @@ export class SandboxManager {
     return this.#lock(id, () => resumeSandbox(this.#ctx, id));
   }
 
+  /**
+   * Brings a sandbox the engine stopped back (an instance's keeper calls it): under the sandbox's
+   * lock, a record that says running while its container is not (the container died, or the
+   * engine restarted under a running operator) is stopped (reason `engine`) and resumed, and a
+   * sandbox stopped by the engine is resumed. A stop by its owner or its timers is left alone.
+   */
+  restartIfEngineStopped(id: string): Promise<SandboxRecord> {
+    return this.#lock(id, async () => {
+      let r = mustGet(this.#ctx, id);
+      if (r.state === 'running') {
+        const c = r.containerId ? await this.#ctx.driver.exists(r.containerId) : undefined;
+        if (c?.running) return r;
+        this.#ctx.log.warn(
+          { sandboxId: id },
+          'the container of a running sandbox is not running; restarting it',
+        );
+        r = await stopSandbox(this.#ctx, id, 'engine');
+      }
+      if (r.state === 'stopped' && r.stopReason === 'engine') return resumeSandbox(this.#ctx, id);
+      return r;
+    });
+  }
+
   delete(id: string): Promise<SandboxRecord> {
     return this.#lock(id, () => deleteSandbox(this.#ctx, id));
   }
