@@ -23,7 +23,7 @@ export const GLOBAL_OPTIONS: Record<string, OptSpec> = {
   blueprint: {
     type: 'string',
     arg: 'ADDR',
-    help: "the blueprint contract (env AGENT_SANDBOX_BLUEPRINT); with --instance the instance-mode one (--devnet: its instance contract)",
+    help: 'the blueprint contract (env AGENT_SANDBOX_BLUEPRINT); with --instance the instance-mode one (--devnet: its instance contract)',
   },
   devnet: {
     type: 'string',
