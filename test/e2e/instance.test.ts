@@ -314,6 +314,20 @@ describe('instance mode end to end', () => {
     expect(down.status).toBe(503);
     expect(down.body.instance).toMatchObject({ state: 'failed', failures: 1, reportedOnChain: false });
     expect(String(down.body.instance!['lastError'])).toMatch(/health/);
+    // `agent-sandbox-operator status` shows it too, and exits 1.
+    const status = spawnOperator({
+      env: { PATH: process.env['PATH'] ?? '', HOME: dir },
+      args: ['status', '--url', url],
+    });
+    let printed = '';
+    status.stdout?.on('data', (d: Buffer) => {
+      printed += d.toString();
+    });
+    const code = await new Promise((r) => status.once('exit', r));
+    expect(code, printed).toBe(1);
+    expect(JSON.parse(printed)).toMatchObject({
+      health: { status: 'degraded', instance: { state: 'failed' } },
+    });
     await vi.waitFor(
       async () => expect((await health(url)).body.instance!['failures']).toBeGreaterThanOrEqual(2),
       { timeout: 60_000, interval: 300 },
