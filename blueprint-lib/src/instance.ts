@@ -56,6 +56,9 @@ export interface ProvisionedInstance {
   reportTx: Hex | undefined;
 }
 
+const NONCE_CLASH =
+  /nonce too low|nonce has already been used|replacement transaction underpriced|already known/i;
+
 /** The runtime call id of attempt `attempt` at the instance sandbox of a service. */
 export const instanceCallId = (serviceId: bigint, attempt = 1): string =>
   attempt <= 1 ? `instance-${serviceId}` : `instance-${serviceId}-${attempt}`;
@@ -181,7 +184,16 @@ export async function reportProvisioned(
     // The endpoint posted is the operator API (the sidecar is loopback-only); no secret goes on chain.
     args: [o.serviceId, sandbox.id, o.operatorApiUrl, 0, attestation],
   });
-  const hash = await wallet.writeContract({ ...tx, chain: null });
+  // The key is shared with the job results and other writes: a nonce taken meanwhile is retried.
+  let hash: Hex | undefined;
+  for (let attempt = 1; hash === undefined; attempt++) {
+    try {
+      hash = await wallet.writeContract({ ...tx, nonce: undefined, chain: null });
+    } catch (e) {
+      if (attempt >= 5 || !NONCE_CLASH.test(String((e as Error)?.message ?? e))) throw e;
+      await new Promise((r) => setTimeout(r, 100 * attempt));
+    }
+  }
   const receipt = await pub.waitForTransactionReceipt({ hash, pollingInterval: 200 });
   if (receipt.status !== 'success')
     throw new BlueprintError('CHAIN', `reportProvisioned reverted (tx ${hash})`);
