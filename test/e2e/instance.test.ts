@@ -245,6 +245,24 @@ describe('instance mode end to end', () => {
     expect(t.code, t.err).toBe(0);
     expect(t.out).toContain('kept-across-restarts');
 
+    // The devnet file fills the chain and the instance contract; --account picks the owner's key.
+    await writeFile(join(dir, 'devnet.json'), JSON.stringify(devnet));
+    const viaDevnet = await runCliInProcess(
+      [
+        'get',
+        '--json',
+        '--instance',
+        `${serviceId}`,
+        '--devnet',
+        join(dir, 'devnet.json'),
+        '--account',
+        'serviceOwner',
+      ],
+      { configDir: join(dir, 'cli-devnet') },
+    );
+    expect(viaDevnet.code, viaDevnet.err).toBe(0);
+    expect(JSON.parse(viaDevnet.out)).toMatchObject({ id: sandboxId });
+
     // Someone else's wallet is refused.
     const stranger = await runCliInProcess(['exec', ...chainArgs(serviceId), '--', 'id'], {
       configDir: join(dir, 'cli-stranger'),
