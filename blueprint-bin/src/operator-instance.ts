@@ -1,21 +1,19 @@
 // Instance modes: wires the instance keeper (blueprint-lib's InstanceSupervisor) to this
 // operator's manager, chain and API. Its first pass runs before the operator is ready (a healthy
 // instance is provisioned and reported by then); a failing one is retried in the background.
-
-import type { TeeInstance } from '@agent-sandbox/blueprint-lib';
 import {
   type BlueprintDeps,
   BlueprintWriter,
   InstanceSupervisor,
   instanceRuntime,
+  type TeeInstance,
 } from '@agent-sandbox/blueprint-lib';
 import type { SandboxManager } from '@agent-sandbox/runtime';
 import type { BlueprintEnvironment, OperatorKey } from '@agent-sandbox/sdk';
 import type { Logger } from 'pino';
 import type { Address } from 'viem';
 import type { OperatorConfig } from './config.ts';
-import type { Cleanup } from './operator-startup.ts';
-import { step } from './operator-startup.ts';
+import { type Cleanup, step } from './operator-startup.ts';
 
 export interface InstanceWiring {
   cfg: OperatorConfig;
