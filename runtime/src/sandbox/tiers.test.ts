@@ -77,6 +77,23 @@ describe('reaper', () => {
     await rig.manager.delete(pinned.id);
   });
 
+  it('restartIfEngineStopped: a dead container of a running sandbox is restarted (files kept); an owner stop is left alone', async () => {
+    const rec = await create({ expiryExempt: true });
+    await sidecarExec(rig.manager.sidecarEndpoint(rec.id), 'echo still-here > /home/agent/f.txt');
+    // What an engine restart does to it: the container stops behind the operator's back.
+    await rig.manager.driver.docker.getContainer(rig.manager.get(rec.id).containerId!).kill();
+    const back = await rig.manager.restartIfEngineStopped(rec.id);
+    expect(back).toMatchObject({ id: rec.id, state: 'running', token: rec.token });
+    expect(
+      (await sidecarExec(rig.manager.sidecarEndpoint(rec.id), 'cat /home/agent/f.txt')).stdout.trim(),
+    ).toBe('still-here');
+    // Healthy: nothing to do.
+    expect((await rig.manager.restartIfEngineStopped(rec.id)).startedAt).toBe(back.startedAt);
+    await rig.manager.stop(rec.id);
+    expect((await rig.manager.restartIfEngineStopped(rec.id)).state).toBe('stopped');
+    await rig.manager.delete(rec.id);
+  });
+
   it('a reaper tick racing a resume ends consistent (running, or stopped then resumed)', async () => {
     const rec = await create();
     await rig.manager.stop(rec.id);
