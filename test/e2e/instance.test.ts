@@ -330,7 +330,8 @@ describe('instance mode end to end', () => {
     const url = await failing.ready;
     const down = await health(url);
     expect(down.status).toBe(503);
-    expect(down.body.instance).toMatchObject({ state: 'failed', failures: 1, reportedOnChain: false });
+    expect(down.body.instance).toMatchObject({ state: 'failed', reportedOnChain: false });
+    expect(down.body.instance!['failures']).toBeGreaterThanOrEqual(1);
     expect(String(down.body.instance!['lastError'])).toMatch(/health/);
     // `agent-sandbox-operator status` shows it too, and exits 1.
     const status = spawnOperator({
