@@ -5,7 +5,8 @@
 // restarted: same sandbox, files kept → its container dies (as in an engine restart): the operator
 // restarts it → the service is terminated: the sandbox is deleted and reportDeprovisioned sent.
 // And: a failing provision does not stop the operator (it is ready, /health says why, retries),
-// and does not block a later start.
+// and does not block a later start; a service that ended while the operator was down is
+// deprovisioned at its next start.
 import { type ChildProcess, execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { openSync, readFileSync } from 'node:fs';
@@ -318,7 +319,7 @@ describe('instance mode end to end', () => {
     await kill(second.child, 'SIGTERM');
   });
 
-  it('a failing provision: the operator still starts, /health says why and it retries; a later start is not blocked', async () => {
+  it('a failing provision: the operator still starts, /health says why and it retries; a later start is not blocked; a service ended while the operator was down is deprovisioned at its next start', async () => {
     const jobs = new DevnetJobs(devnet);
     const serviceId = await jobs.newService('instance', instanceConfig('e2e-instance-retry'));
     const port = await freePort();
@@ -361,6 +362,26 @@ describe('instance mode end to end', () => {
     expect(up.body.instance).toMatchObject({ state: 'ready', reportedOnChain: true });
     const r = await cliInProcess(['exec', ...chainArgs(serviceId), '--operator', url, '--', 'echo ok']);
     expect(r.code, r.err).toBe(0);
+    const sandboxId = up.body.instance!['sandboxId'] as string;
     await kill(ok.child, 'SIGTERM');
+
+    // The service ends while the operator is down: its next start deletes and deprovisions.
+    await jobs.send(jobs.account('serviceOwner'), 'terminateService', [serviceId]);
+    const late = start(operatorEnv(serviceId, 'retry', port), 'retry');
+    await late.ready;
+    expect((await health(url)).body.instance).toMatchObject({ state: 'ended', sandboxId: null });
+    const provisioned = await jobs.pub.readContract({
+      address: devnet.contracts.instance,
+      abi: agentSandboxBlueprintAbi,
+      functionName: 'isOperatorProvisioned',
+      args: [serviceId, devnet.accounts.operator2.address],
+    });
+    expect(provisioned).toBe(false);
+    const left = await docker.listContainers({
+      all: true,
+      filters: { label: [`agent-sandbox.id=${sandboxId}`] },
+    });
+    expect(left).toEqual([]);
+    await kill(late.child, 'SIGTERM');
   });
 });
