@@ -13,18 +13,12 @@ export const SandboxCapabilitiesSchema = z
   .object({
     sandbox_id: z.string(),
     version: z.literal(1),
-    harnesses: z
-      .array(z.string())
-      .optional()
-      .openapi({
-        description: 'Harness CLIs found in this sandbox (absent when the sidecar could not be asked)',
-      }),
-    agent_command: z
-      .literal(true)
-      .optional()
-      .openapi({
-        description: "Present when the user's agent program (SANDBOX_AGENT_COMMAND) answers every turn",
-      }),
+    harnesses: z.array(z.string()).optional().openapi({
+      description: 'Harness CLIs found in this sandbox (absent when the sidecar could not be asked)',
+    }),
+    agent_command: z.literal(true).optional().openapi({
+      description: "Present when the user's agent program (SANDBOX_AGENT_COMMAND) answers every turn",
+    }),
     dispatch: z.object({ runControlRef: z.literal(true), executionIdOnAdmission: z.literal(true) }),
     runs: z.object({ eventReplay: z.literal(true), executionScopedStatus: z.literal(true) }),
     cancel: z.object({ canonicalRunCancellation: z.literal(true), idempotent: z.literal(true) }),
