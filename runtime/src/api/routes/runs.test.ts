@@ -218,6 +218,44 @@ describe('runs', () => {
     );
   });
 
+  it('idempotency keys: kept across a restart, scoped to the sandbox, concurrent retries join one run, gone with the run', async () => {
+    const id = h.addSandbox(o.address).id;
+    const other = h.addSandbox(o.address).id;
+    const headers = { 'idempotency-key': 'turn-restart-1' };
+    const body = { message: 'persist my key' };
+    const [a, b] = await Promise.all([
+      h.call('POST', `${base(id)}/prompt`, { token: o.token, body, headers }),
+      h.call('POST', `${base(id)}/prompt`, { token: o.token, body, headers }),
+    ]);
+    expect([a.status, b.status].sort()).toEqual([200, 202]);
+    expect(b.json.run_id).toBe(a.json.run_id);
+    await waitDone(id, a.json.run_id);
+    await h.restart();
+    const again = await h.call('POST', `${base(id)}/prompt`, { token: o.token, body, headers });
+    expect(again.status).toBe(200);
+    expect(again.json).toMatchObject({ run_id: a.json.run_id, status: 'completed', replayed: true });
+    // The same key on another sandbox is another turn.
+    const elsewhere = await h.call('POST', `${base(other)}/prompt`, { token: o.token, body, headers });
+    expect(elsewhere.status).toBe(202);
+    expect(elsewhere.json.run_id).not.toBe(a.json.run_id);
+    await waitDone(other, elsewhere.json.run_id);
+    // Header and field disagreeing is refused before anything runs.
+    const both = await h.call('POST', `${base(id)}/prompt`, {
+      token: o.token,
+      body: { ...body, idempotency_key: 'another' },
+      headers,
+    });
+    expect(both.status).toBe(400);
+    // The key goes with its run: after the sandbox's runs are deleted it admits a new run.
+    await h.api.runs.forgetSandbox(id);
+    const keys = await h.store.collection<string>('api_run_keys').values();
+    expect(keys).not.toContain(a.json.run_id);
+    const fresh = await h.call('POST', `${base(id)}/prompt`, { token: o.token, body, headers });
+    expect(fresh.status).toBe(202);
+    expect(fresh.json.run_id).not.toBe(a.json.run_id);
+    await waitDone(id, fresh.json.run_id);
+  });
+
   it('a run interrupted by a restart is recorded as failed, its events kept', async () => {
     const id = h.addSandbox(o.address).id;
     h.sidecar.behaviour.parts = 1000;
