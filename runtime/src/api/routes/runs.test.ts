@@ -138,6 +138,32 @@ describe('runs', () => {
     }
   });
 
+  it('a cancel is delivered to the sidecar before the sandbox admits its next run (it cannot hit that run)', async () => {
+    const id = h.addSandbox(o.address).id;
+    h.sidecar.behaviour.parts = 100;
+    h.sidecar.behaviour.eventDelayMs = 20;
+    h.sidecar.behaviour.cancelDelayMs = 300;
+    try {
+      const a = await h.call('POST', `${base(id)}/prompt`, { token: o.token, body: { message: 'a' } });
+      await readSse(`${h.url}${base(id)}/runs/${a.json.run_id}/events`, { token: o.token, stopAfter: 3 });
+      const cancels = h.sidecar.cancels;
+      const cancel = h.call('POST', `${base(id)}/runs/${a.json.run_id}/cancel`, { token: o.token });
+      // Each attempt is a full request round trip: the next run is admitted as soon as it may be.
+      let next = await h.call('POST', `${base(id)}/prompt`, { token: o.token, body: { message: 'b' } });
+      for (let i = 0; next.status === 409 && i < 5000; i++) {
+        next = await h.call('POST', `${base(id)}/prompt`, { token: o.token, body: { message: 'b' } });
+      }
+      expect(next.status).toBe(202);
+      expect(h.sidecar.cancels).toBe(cancels + 1);
+      expect((await cancel).json.status).toBe('cancelled');
+      expect((await waitDone(id, next.json.run_id)).status).toBe('completed');
+    } finally {
+      h.sidecar.behaviour.parts = 3;
+      h.sidecar.behaviour.eventDelayMs = 5;
+      h.sidecar.behaviour.cancelDelayMs = 0;
+    }
+  });
+
   it('task: 202, runs with metadata; a failing agent ends the run as failed', async () => {
     const id = h.addSandbox(o.address).id;
     const t = await h.call('POST', `${base(id)}/task`, {

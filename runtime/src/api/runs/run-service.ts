@@ -36,6 +36,8 @@ interface ActiveRun {
   runId: string;
   abort: AbortController;
   cancelled: boolean;
+  /** The sidecar cancel in flight: the run keeps the sandbox's slot until it has been delivered. */
+  cancelling?: Promise<void>;
 }
 
 // Sidecar events carry one-line JSON; anything else is kept as text rather than dropped.
@@ -171,13 +173,16 @@ export class RunService {
     if (run && run.runId === runId) {
       if (!run.cancelled) {
         run.cancelled = true;
+        // One active run per sandbox, and this one holds the slot until the sidecar has the
+        // cancel (drive() waits for it): the cancel cannot reach a turn admitted after this run.
+        run.cancelling = (async () => {
+          try {
+            await (await this.sidecars.client(sandboxId)).cancelAgent({ requestId });
+          } catch (e) {
+            this.logger.warn({ run_id: runId, code: asRuntimeError(e).code }, 'sidecar cancel failed');
+          }
+        })();
         run.abort.abort();
-        try {
-          // One active run per sandbox: the sidecar's running turn is this run's.
-          await (await this.sidecars.client(sandboxId)).cancelAgent({ requestId });
-        } catch (e) {
-          this.logger.warn({ run_id: runId, code: asRuntimeError(e).code }, 'sidecar cancel failed');
-        }
       }
       // Bounded: a sidecar that ignores the abort must not hold the cancel request forever.
       await Promise.race([this.settled(runId), new Promise((r) => setTimeout(r, 10_000).unref())]);
@@ -274,6 +279,7 @@ export class RunService {
       }
     }
     try {
+      if (run.cancelling) await run.cancelling;
       if (run.cancelled) {
         await this.log.append(runId, 'run.cancelled', { run_id: runId });
         await this.log.update(runId, { status: 'cancelled', finished_at: Date.now() });
