@@ -164,6 +164,20 @@ describe('runs', () => {
     }
   });
 
+  it('capability document: a sidecar that cannot say which harnesses it has gets no harness list (absent, not empty); a stopped sandbox → 409', async () => {
+    const id = h.addSandbox(o.address).id;
+    // This fixture serves no GET /agents.
+    const doc = await h.call('GET', `${base(id)}/capabilities`, { token: o.token });
+    expect(doc.status).toBe(200);
+    expect(doc.json).not.toHaveProperty('harnesses');
+    expect(doc.json).not.toHaveProperty('agent_command');
+    expect(doc.json.streaming.turnIdempotency).toBe(true);
+    const stopped = h.addSandbox(o.address, { state: 'stopped' }).id;
+    const s = await h.call('GET', `${base(stopped)}/capabilities`, { token: o.token });
+    expect(s.status).toBe(409);
+    expect(s.json.error.code).toBe('SANDBOX_STOPPED');
+  });
+
   it('task: 202, runs with metadata; a failing agent ends the run as failed', async () => {
     const id = h.addSandbox(o.address).id;
     const t = await h.call('POST', `${base(id)}/task`, {
