@@ -236,8 +236,11 @@ export const RunSchema = z
     final_text: z.string().nullable(),
     usage: z.record(z.string(), z.unknown()).nullable(),
     error: z.object({ code: z.string(), message: z.string() }).nullable(),
+    /** sha256 of the turn's effective request: what an idempotency key is bound to. */
     request_digest: z.string().optional(),
     idempotency_key: z.string().nullable().optional(),
+    /** The address that admitted the run (lowercase). */
+    owner: z.string().optional(),
   })
   .openapi('Run');
 

@@ -281,10 +281,10 @@ export class RunService {
     try {
       if (run.cancelling) await run.cancelling;
       if (run.cancelled) {
-        await this.log.append(runId, 'run.cancelled', { run_id: runId });
+        await put('run.cancelled', { run_id: runId });
         await this.log.update(runId, { status: 'cancelled', finished_at: Date.now() });
       } else if (failure) {
-        await this.log.append(runId, 'run.failed', { run_id: runId, ...failure });
+        await put('run.failed', { run_id: runId, ...failure });
         await this.log.update(runId, { status: 'failed', finished_at: Date.now(), error: failure });
       } else {
         await put('run.completed', {
