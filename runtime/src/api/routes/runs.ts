@@ -87,7 +87,7 @@ const eventsRoute = createRoute({
   path: '/runs/{run_id}/events',
   tags: ['runs'],
   summary:
-    "A run's events as SSE (`id: <run_id>:<n>` on each; send Last-Event-ID to resume after it; an id of another run → 400)",
+    "A run's events as SSE (`id: <run_id>:<n>` on each; send Last-Event-ID to resume exclusively after it; an id of another run, or one this run has not issued → 400)",
   security: [{ bearer: [] }],
   request: {
     params: RunParamsSchema,
@@ -209,9 +209,16 @@ export function registerRuns(app: OpenAPIHono<ApiEnv>, d: SandboxRouteDeps): voi
 
   app.openapi(eventsRoute, async (c) => {
     const { run_id } = c.req.valid('param');
-    await ownRun(c.get('sandbox').id, run_id);
+    const run = await ownRun(c.get('sandbox').id, run_id);
     const given = c.req.valid('header')['last-event-id'] ?? c.req.valid('query').last_event_id;
     const after = given === undefined ? 0 : eventSeq(run_id, given);
+    // Ids become visible only once stored, so a cursor past the last one was never issued.
+    if (after > run.last_event_id) {
+      throw new RuntimeError(
+        'VALIDATION',
+        `Last-Event-ID ${given} is past run ${run_id}'s last event (${run.last_event_id}); it was not issued by this run — reconnect without it to replay from the start`,
+      );
+    }
     return streamSSE(c, async (stream) => {
       const abort = new AbortController();
       stream.onAbort(() => abort.abort());

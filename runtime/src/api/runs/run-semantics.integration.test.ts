@@ -183,6 +183,9 @@ describe('run semantics on a real sandbox', () => {
     // A's cursor against B's stream is refused, never a resume into B.
     const crossed = await events(b.json.run_id, aAll[1]!.id);
     expect(crossed.status).toBe(400);
+    // A cursor this run never issued (past its last event) is refused too, not an empty replay.
+    const ahead = await events(a.json.run_id, `${a.json.run_id}:${aAll.length + 1}`);
+    expect(ahead.status).toBe(400);
     const bText = JSON.stringify((await events(b.json.run_id)).events);
     expect(bText).toContain('run b');
     expect(JSON.stringify(aAll)).not.toContain('run b');
