@@ -15,8 +15,9 @@ describe('boundFrames', () => {
   });
 
   it('splits a big text delta into frames within the bound whose texts add up to the original', () => {
-    // Emoji (surrogate pairs, 4 bytes), escapes (2 bytes) and control characters (6 bytes).
-    const text = '😀"\n\u0001a'.repeat(120_000);
+    // Emoji (surrogate pairs, 4 bytes), escapes (2 bytes), control characters and lone surrogates
+    // (6 bytes), two-byte letters.
+    const text = '😀"\n\u0001a\ud800é'.repeat(100_000);
     const data = { part: { id: 'p', type: 'text', text, content: text, state: 'completed' }, delta: true };
     const frames = boundFrames('message.part.updated', data);
     expect(frames.length).toBeGreaterThan(1);

@@ -17,17 +17,40 @@ const jsonBytes = (v: unknown) => Buffer.byteLength(JSON.stringify(v) ?? 'null')
 /** Bytes a string adds inside JSON (escaping included, quotes excluded). */
 const escapedBytes = (s: string) => jsonBytes(s) - 2;
 
-/** The longest prefix of `s` (whole code points) whose JSON-escaped size is at most `budget`. */
+/** UTF-8 bytes of code unit `c` inside a JSON string (JSON.stringify's escaping). */
+function unitBytes(c: number): number {
+  if (c === 0x22 || c === 0x5c) return 2; // \" \\
+  if (c < 0x20) return c === 8 || c === 9 || c === 10 || c === 12 || c === 13 ? 2 : 6;
+  if (c < 0x80) return 1;
+  if (c < 0x800) return 2;
+  return 3;
+}
+
+/**
+ * The longest prefix of `s` (whole code points) whose JSON-escaped size is at most `budget`.
+ * One pass over char codes: a valid surrogate pair is 4 bytes, a lone surrogate is escaped
+ * (\uXXXX, 6 bytes), as JSON.stringify does.
+ */
 function escapedPrefix(s: string, budget: number): string {
   let used = 0;
-  let end = 0;
-  for (const ch of s) {
-    const n = escapedBytes(ch);
+  let i = 0;
+  while (i < s.length) {
+    const c = s.charCodeAt(i);
+    let n: number;
+    let w = 1;
+    if (c >= 0xd800 && c <= 0xdbff) {
+      const d = i + 1 < s.length ? s.charCodeAt(i + 1) : 0;
+      if (d >= 0xdc00 && d <= 0xdfff) {
+        n = 4;
+        w = 2;
+      } else n = 6;
+    } else if (c >= 0xdc00 && c <= 0xdfff) n = 6;
+    else n = unitBytes(c);
     if (used + n > budget) break;
     used += n;
-    end += ch.length;
+    i += w;
   }
-  return s.slice(0, end);
+  return s.slice(0, i);
 }
 
 type Obj = Record<string, unknown>;
