@@ -21,7 +21,11 @@ export const SandboxCapabilitiesSchema = z
     }),
     dispatch: z.object({ runControlRef: z.literal(true), executionIdOnAdmission: z.literal(true) }),
     runs: z.object({ eventReplay: z.literal(true), executionScopedStatus: z.literal(true) }),
-    cancel: z.object({ canonicalRunCancellation: z.literal(true), idempotent: z.literal(true) }),
+    cancel: z.object({
+      canonicalRunCancellation: z.literal(true),
+      digestBound: z.literal(true),
+      idempotent: z.literal(true),
+    }),
     streaming: z.object({
       detach: z.literal(true),
       replay: z.literal(true),
@@ -84,7 +88,8 @@ export function registerCapabilities(app: OpenAPIHono<ApiEnv>, d: SandboxRouteDe
       // The run id is in the 202 of prompt/task, before the agent has produced anything.
       dispatch: { runControlRef: true, executionIdOnAdmission: true },
       runs: { eventReplay: true, executionScopedStatus: true },
-      cancel: { canonicalRunCancellation: true, idempotent: true },
+      // Cancel names the run by id, and optionally by its admitted request digest (else 409).
+      cancel: { canonicalRunCancellation: true, digestBound: true, idempotent: true },
       streaming: {
         detach: true,
         replay: true,

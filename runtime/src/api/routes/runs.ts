@@ -24,6 +24,20 @@ import type { SandboxRouteDeps } from './types.ts';
 
 const KEEPALIVE_MS = 15_000;
 
+const CancelRequestSchema = z
+  .object({
+    request_digest: z
+      .string()
+      .regex(/^sha256:[0-9a-f]{64}$/)
+      .optional()
+      .openapi({
+        description:
+          'The digest the run was admitted with (from its 202); a different one → 409, nothing is cancelled',
+      }),
+  })
+  .strict()
+  .openapi('CancelRequest');
+
 // biome-ignore lint/suspicious/noExplicitAny: the prompt and task handlers' contexts differ only in input types
 const admitted = (c: any, a: Admission) =>
   c.json(
@@ -110,8 +124,14 @@ const cancelRoute = createRoute({
   summary:
     'Cancel exactly this run; answers once it has ended (a finished run is returned unchanged; cancelling again gives the same answer)',
   security: [{ bearer: [] }],
-  request: { params: RunParamsSchema },
-  responses: { 200: json(RunSchema, 'The run after cancel'), ...errors(400, ...SANDBOX_ERRORS) },
+  request: {
+    params: RunParamsSchema,
+    body: {
+      required: false,
+      content: { 'application/json': { schema: CancelRequestSchema } },
+    },
+  },
+  responses: { 200: json(RunSchema, 'The run after cancel'), ...errors(400, ...SANDBOX_ERRORS, 409) },
 });
 
 /** The SSE id of a run's event: unique to the run, so it cannot be replayed against another. */
@@ -202,7 +222,18 @@ export function registerRuns(app: OpenAPIHono<ApiEnv>, d: SandboxRouteDeps): voi
   app.openapi(cancelRoute, async (c) => {
     const sandboxId = c.get('sandbox').id;
     const { run_id } = c.req.valid('param');
-    await ownRun(sandboxId, run_id);
+    const current = await ownRun(sandboxId, run_id);
+    // Digest-bound: a control reference (run id + digest) cancels only the request it admitted.
+    const named = c.req.header('content-type')?.includes('json')
+      ? c.req.valid('json').request_digest
+      : undefined;
+    if (named !== undefined && named !== current.request_digest) {
+      throw new RuntimeError(
+        'CONFLICT',
+        `run ${run_id} was admitted with request digest ${current.request_digest ?? '(none recorded)'}, not ${named}; nothing was cancelled`,
+        { details: { run_id, request_digest: current.request_digest ?? null } },
+      );
+    }
     const run = await d.runs.cancel(sandboxId, run_id, c.get('requestId'));
     return c.json(run!, 200);
   });

@@ -160,7 +160,15 @@ describe('run semantics on a real sandbox', () => {
       timeoutMs: 30_000,
     });
     const url = `${base()}/runs/${p.json.run_id}/cancel`;
-    const [a, b] = await Promise.all([call('POST', url), call('POST', url)]);
+    // Digest-bound: a cancel naming another request's digest is refused and cancels nothing.
+    const wrong = await call('POST', url, { request_digest: `sha256:${'0'.repeat(64)}` });
+    expect(wrong.status).toBe(409);
+    expect(wrong.json.error.details.request_digest).toBe(p.json.request_digest);
+    expect((await call('GET', `${base()}/runs/${p.json.run_id}`)).json.status).toBe('running');
+    const [a, b] = await Promise.all([
+      call('POST', url, { request_digest: p.json.request_digest }),
+      call('POST', url),
+    ]);
     const c = await call('POST', url);
     expect(a.status).toBe(200);
     expect(a.json.status).toBe('cancelled');
@@ -218,7 +226,7 @@ describe('run semantics on a real sandbox', () => {
     expect(JSON.stringify(doc)).not.toContain('false');
     expect(doc).not.toHaveProperty('interactions');
     expect(doc.dispatch).toEqual({ runControlRef: true, executionIdOnAdmission: true });
-    expect(doc.cancel).toEqual({ canonicalRunCancellation: true, idempotent: true });
+    expect(doc.cancel).toEqual({ canonicalRunCancellation: true, digestBound: true, idempotent: true });
     expect(doc.runs).toEqual({ eventReplay: true, executionScopedStatus: true });
     expect(doc.streaming).toMatchObject({ detach: true, replay: true, turnIdempotency: true });
     expect(doc.streaming.maxFrameBytes).toBe(MAX_FRAME_BYTES);
