@@ -178,6 +178,29 @@ describe('runs', () => {
     expect(s.json.error.code).toBe('SANDBOX_STOPPED');
   });
 
+  it('cancel body: optional; an unknown field → 400; the right digest cancels, a finished run answers the same', async () => {
+    const id = h.addSandbox(o.address).id;
+    h.sidecar.behaviour.parts = 100;
+    h.sidecar.behaviour.eventDelayMs = 20;
+    try {
+      const p = await h.call('POST', `${base(id)}/prompt`, { token: o.token, body: { message: 'x' } });
+      const url = `${base(id)}/runs/${p.json.run_id}/cancel`;
+      const bad = await h.call('POST', url, { token: o.token, body: { reason: 'because' } });
+      expect(bad.status).toBe(400);
+      expect(bad.json.error.message).toContain('reason');
+      const ok = await h.call('POST', url, {
+        token: o.token,
+        body: { request_digest: p.json.request_digest },
+      });
+      expect(ok.json.status).toBe('cancelled');
+      const empty = await h.call('POST', url, { token: o.token, body: {} });
+      expect(empty.json).toEqual(ok.json);
+    } finally {
+      h.sidecar.behaviour.parts = 3;
+      h.sidecar.behaviour.eventDelayMs = 5;
+    }
+  });
+
   it('task: 202, runs with metadata; a failing agent ends the run as failed', async () => {
     const id = h.addSandbox(o.address).id;
     const t = await h.call('POST', `${base(id)}/task`, {
