@@ -13,6 +13,8 @@ export const RuntimeErrorCodes = {
   SANDBOX_STOPPED: 409,
   SANDBOX_NOT_RUNNING: 409,
   CHAT_RUN_ACTIVE: 409,
+  /** An idempotency key reused with another request (details: run_id, request_digest). */
+  IDEMPOTENCY_CONFLICT: 409,
   PAYLOAD_TOO_LARGE: 413,
   RATE_LIMITED: 429,
   RESOURCES_EXCEED_LIMIT: 422,

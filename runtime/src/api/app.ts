@@ -59,7 +59,7 @@ export function createOperatorApi(deps: OperatorApiDeps, configInput?: ApiConfig
       cors({
         origin: (origin) => (allowed.has(origin) ? origin : null),
         allowMethods: ['GET', 'POST', 'PATCH', 'PUT', 'DELETE', 'OPTIONS'],
-        allowHeaders: ['authorization', 'content-type', 'x-request-id', 'last-event-id'],
+        allowHeaders: ['authorization', 'content-type', 'x-request-id', 'last-event-id', 'idempotency-key'],
         exposeHeaders: ['x-request-id', 'retry-after'],
         maxAge: 600,
       }),

@@ -78,6 +78,7 @@ export type ApiSidecarClient = Pick<
   | 'exec'
   | 'streamAgent'
   | 'cancelAgent'
+  | 'listAgents'
   | 'createTerminal'
   | 'listTerminals'
   | 'getTerminal'

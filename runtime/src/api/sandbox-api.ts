@@ -4,6 +4,7 @@ import { OpenAPIHono } from '@hono/zod-openapi';
 import type { ApiEnv } from './context.ts';
 import type { ApiSessions } from './deps.ts';
 import { requireSandboxAccess, requireSession } from './middleware/session.ts';
+import { registerCapabilities } from './routes/capabilities.ts';
 import { registerExec } from './routes/exec.ts';
 import { registerLifecycle } from './routes/lifecycle.ts';
 import { registerPortProxy } from './routes/port-proxy.ts';
@@ -23,6 +24,7 @@ export function sandboxApi(d: SandboxRouteDeps, sessions: Pick<ApiSessions, 'ver
   registerGet(app);
   registerExec(app, d);
   registerRuns(app, d);
+  registerCapabilities(app, d);
   registerLifecycle(app, d);
   registerSecrets(app, d);
   registerTerminals(app, d);

@@ -169,6 +169,11 @@ export const ExecResultSchema = z
   .object({ exit_code: z.number().int(), stdout: z.string(), stderr: z.string() })
   .openapi('ExecResult');
 
+/** A caller's idempotency key (the `Idempotency-Key` header or the `idempotency_key` field). */
+export const IdempotencyKeySchema = z
+  .string()
+  .regex(/^[\x21-\x7e]{1,255}$/, 'an idempotency key is 1 to 255 printable ASCII characters, no spaces');
+
 export const PromptRequestSchema = z
   .object({
     message: z.string().min(1, 'message is required').max(262_144),
@@ -179,7 +184,11 @@ export const PromptRequestSchema = z
     backend_type: z.string().max(64).optional(),
     model: z.string().max(256).optional(),
     timeout_ms: z.number().int().positive().max(1_800_000).optional(),
+    idempotency_key: IdempotencyKeySchema.optional(),
   })
+  // Unknown options are refused (400 naming them), never dropped: a dropped option would run the
+  // turn on other settings than the caller asked for.
+  .strict()
   .openapi('PromptRequest');
 
 export const TaskRequestSchema = z
@@ -194,11 +203,23 @@ export const TaskRequestSchema = z
     model: z.string().max(256).optional(),
     system_prompt: z.string().max(65_536).optional(),
     timeout_ms: z.number().int().positive().max(1_800_000).optional(),
+    idempotency_key: IdempotencyKeySchema.optional(),
   })
+  .strict()
   .openapi('TaskRequest');
 
+const RunStatusSchema = z.enum(['queued', 'running', 'completed', 'failed', 'cancelled']);
+
 export const RunAcceptedSchema = z
-  .object({ run_id: z.string(), session_id: z.string(), status: z.literal('queued') })
+  .object({
+    run_id: z.string(),
+    session_id: z.string(),
+    status: RunStatusSchema,
+    /** sha256 of the turn's identity (its options, minus the key; no bearer material). */
+    request_digest: z.string(),
+    /** True when an earlier request with the same idempotency key admitted this run. */
+    replayed: z.boolean().optional(),
+  })
   .openapi('RunAccepted');
 
 export const RunSchema = z
@@ -207,7 +228,7 @@ export const RunSchema = z
     sandbox_id: z.string(),
     kind: z.enum(['prompt', 'task']),
     session_id: z.string(),
-    status: z.enum(['queued', 'running', 'completed', 'failed', 'cancelled']),
+    status: RunStatusSchema,
     created_at: z.number(),
     started_at: z.number().nullable(),
     finished_at: z.number().nullable(),
@@ -215,6 +236,11 @@ export const RunSchema = z
     final_text: z.string().nullable(),
     usage: z.record(z.string(), z.unknown()).nullable(),
     error: z.object({ code: z.string(), message: z.string() }).nullable(),
+    /** sha256 of the turn's effective request: what an idempotency key is bound to. */
+    request_digest: z.string().optional(),
+    idempotency_key: z.string().nullable().optional(),
+    /** The address that admitted the run (lowercase). */
+    owner: z.string().optional(),
   })
   .openapi('Run');
 

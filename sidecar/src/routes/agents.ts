@@ -1,18 +1,42 @@
-// /agents routes: list, run (JSON), run/stream (SSE events), cancel.
+// /agents routes: list (with which harness CLIs this image has), run (JSON), run/stream (SSE
+// events), cancel.
 
 import { AgentRunBody, type AgentRunner } from '../agents/agent-runner.ts';
-import { AGENTS } from '../agents/harness.ts';
+import { AGENTS, assertInstalled, HARNESSES, harnessArgv } from '../agents/harness.ts';
 import type { SidecarConfig } from '../config.ts';
 import { SidecarError } from '../errors.ts';
+import { childEnv } from '../exec/child-env.ts';
 import { ok, parseBody, type Reply, type Router, STREAMED } from '../http/http-router.ts';
 import { openSse } from '../http/sse.ts';
 import * as z from '../schema.ts';
+import { USER_AGENT_COMMAND_KEY } from '../user-env/user-env.ts';
+
+/** The harnesses whose CLI is on the PATH an agent run sees (found, not assumed). */
+function installedHarnesses(config: SidecarConfig): string[] {
+  const path = childEnv(config)['PATH'];
+  return HARNESSES.filter((h) => {
+    try {
+      assertInstalled(h, harnessArgv(h, 'x', {})[0]!, path);
+      return true;
+    } catch {
+      return false;
+    }
+  });
+}
 
 const CancelBody = z.object({ sessionId: z.optional(z.string()) });
 
 export function addAgentRoutes(router: Router, config: SidecarConfig, runner: AgentRunner): void {
   router
-    .add('GET', '/agents', () => ok({ agents: AGENTS, count: AGENTS.length }))
+    .add('GET', '/agents', () =>
+      ok({
+        agents: AGENTS,
+        count: AGENTS.length,
+        installed: installedHarnesses(config),
+        // When set, every run is this program, whatever agent the request names.
+        agentCommand: !!(config.agentCommand ?? config.userEnv.current[USER_AGENT_COMMAND_KEY]),
+      }),
+    )
     .add('POST', '/agents/run', async (ctx) => {
       const req = parseBody(AgentRunBody, await ctx.body());
       const r = await runner.run(req);

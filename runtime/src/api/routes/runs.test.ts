@@ -138,6 +138,69 @@ describe('runs', () => {
     }
   });
 
+  it('a cancel is delivered to the sidecar before the sandbox admits its next run (it cannot hit that run)', async () => {
+    const id = h.addSandbox(o.address).id;
+    h.sidecar.behaviour.parts = 100;
+    h.sidecar.behaviour.eventDelayMs = 20;
+    h.sidecar.behaviour.cancelDelayMs = 300;
+    try {
+      const a = await h.call('POST', `${base(id)}/prompt`, { token: o.token, body: { message: 'a' } });
+      await readSse(`${h.url}${base(id)}/runs/${a.json.run_id}/events`, { token: o.token, stopAfter: 3 });
+      const cancels = h.sidecar.cancels;
+      const cancel = h.call('POST', `${base(id)}/runs/${a.json.run_id}/cancel`, { token: o.token });
+      // Each attempt is a full request round trip: the next run is admitted as soon as it may be.
+      let next = await h.call('POST', `${base(id)}/prompt`, { token: o.token, body: { message: 'b' } });
+      for (let i = 0; next.status === 409 && i < 5000; i++) {
+        next = await h.call('POST', `${base(id)}/prompt`, { token: o.token, body: { message: 'b' } });
+      }
+      expect(next.status).toBe(202);
+      expect(h.sidecar.cancels).toBe(cancels + 1);
+      expect((await cancel).json.status).toBe('cancelled');
+      expect((await waitDone(id, next.json.run_id)).status).toBe('completed');
+    } finally {
+      h.sidecar.behaviour.parts = 3;
+      h.sidecar.behaviour.eventDelayMs = 5;
+      h.sidecar.behaviour.cancelDelayMs = 0;
+    }
+  });
+
+  it('capability document: a sidecar that cannot say which harnesses it has gets no harness list (absent, not empty); a stopped sandbox → 409', async () => {
+    const id = h.addSandbox(o.address).id;
+    // This fixture serves no GET /agents.
+    const doc = await h.call('GET', `${base(id)}/capabilities`, { token: o.token });
+    expect(doc.status).toBe(200);
+    expect(doc.json).not.toHaveProperty('harnesses');
+    expect(doc.json).not.toHaveProperty('agent_command');
+    expect(doc.json.streaming.turnIdempotency).toBe(true);
+    const stopped = h.addSandbox(o.address, { state: 'stopped' }).id;
+    const s = await h.call('GET', `${base(stopped)}/capabilities`, { token: o.token });
+    expect(s.status).toBe(409);
+    expect(s.json.error.code).toBe('SANDBOX_STOPPED');
+  });
+
+  it('cancel body: optional; an unknown field → 400; the right digest cancels, a finished run answers the same', async () => {
+    const id = h.addSandbox(o.address).id;
+    h.sidecar.behaviour.parts = 100;
+    h.sidecar.behaviour.eventDelayMs = 20;
+    try {
+      const p = await h.call('POST', `${base(id)}/prompt`, { token: o.token, body: { message: 'x' } });
+      const url = `${base(id)}/runs/${p.json.run_id}/cancel`;
+      const bad = await h.call('POST', url, { token: o.token, body: { reason: 'because' } });
+      expect(bad.status).toBe(400);
+      expect(bad.json.error.message).toContain('reason');
+      const ok = await h.call('POST', url, {
+        token: o.token,
+        body: { request_digest: p.json.request_digest },
+      });
+      expect(ok.json.status).toBe('cancelled');
+      const empty = await h.call('POST', url, { token: o.token, body: {} });
+      expect(empty.json).toEqual(ok.json);
+    } finally {
+      h.sidecar.behaviour.parts = 3;
+      h.sidecar.behaviour.eventDelayMs = 5;
+    }
+  });
+
   it('task: 202, runs with metadata; a failing agent ends the run as failed', async () => {
     const id = h.addSandbox(o.address).id;
     const t = await h.call('POST', `${base(id)}/task`, {
@@ -216,6 +279,44 @@ describe('runs', () => {
     expect((await h.call('GET', `${base(id)}/runs/${p.json.run_id}`, { token: o.token })).json.status).toBe(
       'completed',
     );
+  });
+
+  it('idempotency keys: kept across a restart, scoped to the sandbox, concurrent retries join one run, gone with the run', async () => {
+    const id = h.addSandbox(o.address).id;
+    const other = h.addSandbox(o.address).id;
+    const headers = { 'idempotency-key': 'turn-restart-1' };
+    const body = { message: 'persist my key' };
+    const [a, b] = await Promise.all([
+      h.call('POST', `${base(id)}/prompt`, { token: o.token, body, headers }),
+      h.call('POST', `${base(id)}/prompt`, { token: o.token, body, headers }),
+    ]);
+    expect([a.status, b.status].sort()).toEqual([200, 202]);
+    expect(b.json.run_id).toBe(a.json.run_id);
+    await waitDone(id, a.json.run_id);
+    await h.restart();
+    const again = await h.call('POST', `${base(id)}/prompt`, { token: o.token, body, headers });
+    expect(again.status).toBe(200);
+    expect(again.json).toMatchObject({ run_id: a.json.run_id, status: 'completed', replayed: true });
+    // The same key on another sandbox is another turn.
+    const elsewhere = await h.call('POST', `${base(other)}/prompt`, { token: o.token, body, headers });
+    expect(elsewhere.status).toBe(202);
+    expect(elsewhere.json.run_id).not.toBe(a.json.run_id);
+    await waitDone(other, elsewhere.json.run_id);
+    // Header and field disagreeing is refused before anything runs.
+    const both = await h.call('POST', `${base(id)}/prompt`, {
+      token: o.token,
+      body: { ...body, idempotency_key: 'another' },
+      headers,
+    });
+    expect(both.status).toBe(400);
+    // The key goes with its run: after the sandbox's runs are deleted it admits a new run.
+    await h.api.runs.forgetSandbox(id);
+    const keys = await h.store.collection<string>('api_run_keys').values();
+    expect(keys).not.toContain(a.json.run_id);
+    const fresh = await h.call('POST', `${base(id)}/prompt`, { token: o.token, body, headers });
+    expect(fresh.status).toBe(202);
+    expect(fresh.json.run_id).not.toBe(a.json.run_id);
+    await waitDone(id, fresh.json.run_id);
   });
 
   it('a run interrupted by a restart is recorded as failed, its events kept', async () => {

@@ -1,12 +1,16 @@
-// Agent runs: prompt and task start a background run (202); its state, its event stream (SSE with
-// ids, resumable with Last-Event-ID) and cancel.
+// Agent runs: prompt and task admit a background run (202 with its run id; with an Idempotency-Key
+// a retry of the same request answers 200 with the original run, a changed one 409); its state,
+// its event stream (SSE ids `<run_id>:<n>`, Last-Event-ID resumes exclusively after one of this
+// run's ids) and an idempotent cancel of exactly that run.
 import { createRoute, type OpenAPIHono, z } from '@hono/zod-openapi';
 import { streamSSE } from 'hono/streaming';
 import { RuntimeError } from '../../errors.ts';
 import type { ApiEnv } from '../context.ts';
 import { assertRunning } from '../middleware/session.ts';
+import type { Admission } from '../runs/run-service.ts';
 import {
   errors,
+  IdempotencyKeySchema,
   json,
   jsonBody,
   PromptRequestSchema,
@@ -20,7 +24,47 @@ import type { SandboxRouteDeps } from './types.ts';
 
 const KEEPALIVE_MS = 15_000;
 
-const accepted = { 202: json(RunAcceptedSchema, 'Run queued; follow it at …/runs/{run_id}/events') };
+const CancelRequestSchema = z
+  .object({
+    request_digest: z
+      .string()
+      .regex(/^sha256:[0-9a-f]{64}$/)
+      .optional()
+      .openapi({
+        description:
+          'The digest the run was admitted with (from its 202); a different one → 409, nothing is cancelled',
+      }),
+  })
+  .strict()
+  .openapi('CancelRequest');
+
+// biome-ignore lint/suspicious/noExplicitAny: the prompt and task handlers' contexts differ only in input types
+const admitted = (c: any, a: Admission) =>
+  c.json(
+    {
+      run_id: a.run.run_id,
+      session_id: a.run.session_id,
+      status: a.run.status,
+      request_digest: a.run.request_digest ?? '',
+      ...(a.replayed ? { replayed: true } : {}),
+    },
+    a.replayed ? 200 : 202,
+  );
+
+const accepted = {
+  202: json(RunAcceptedSchema, 'Run admitted (queued); follow it at …/runs/{run_id}/events'),
+  200: json(
+    RunAcceptedSchema,
+    'The run an earlier request with this Idempotency-Key admitted (`replayed: true`)',
+  ),
+};
+
+const idempotencyHeaders = z.object({
+  'idempotency-key': IdempotencyKeySchema.optional().openapi({
+    description:
+      'Makes the turn idempotent (scoped to this sandbox and owner): the same key and request return the original run; a changed request → 409 IDEMPOTENCY_CONFLICT naming the original digest',
+  }),
+});
 
 const promptRoute = createRoute({
   method: 'post',
@@ -28,7 +72,7 @@ const promptRoute = createRoute({
   tags: ['runs'],
   summary: 'Send a message to the sandbox agent as a background run (one active run per sandbox)',
   security: [{ bearer: [] }],
-  request: { body: jsonBody(PromptRequestSchema) },
+  request: { body: jsonBody(PromptRequestSchema), headers: idempotencyHeaders },
   responses: { ...accepted, ...errors(400, ...SANDBOX_ERRORS, 409, 413) },
 });
 
@@ -38,7 +82,7 @@ const taskRoute = createRoute({
   tags: ['runs'],
   summary: 'Give the sandbox agent a task as a background run (30 min budget)',
   security: [{ bearer: [] }],
-  request: { body: jsonBody(TaskRequestSchema) },
+  request: { body: jsonBody(TaskRequestSchema), headers: idempotencyHeaders },
   responses: { ...accepted, ...errors(400, ...SANDBOX_ERRORS, 409, 413) },
 });
 
@@ -57,7 +101,7 @@ const eventsRoute = createRoute({
   path: '/runs/{run_id}/events',
   tags: ['runs'],
   summary:
-    "A run's events as SSE (`id: <run_id>:<n>` on each; send Last-Event-ID to resume after it; an id of another run → 400)",
+    "A run's events as SSE (`id: <run_id>:<n>` on each; send Last-Event-ID to resume exclusively after it; an id of another run, or one this run has not issued → 400)",
   security: [{ bearer: [] }],
   request: {
     params: RunParamsSchema,
@@ -77,10 +121,17 @@ const cancelRoute = createRoute({
   method: 'post',
   path: '/runs/{run_id}/cancel',
   tags: ['runs'],
-  summary: 'Cancel a run (a finished run is returned unchanged)',
+  summary:
+    'Cancel exactly this run; answers once it has ended (a finished run is returned unchanged; cancelling again gives the same answer)',
   security: [{ bearer: [] }],
-  request: { params: RunParamsSchema },
-  responses: { 200: json(RunSchema, 'The run after cancel'), ...errors(400, ...SANDBOX_ERRORS) },
+  request: {
+    params: RunParamsSchema,
+    body: {
+      required: false,
+      content: { 'application/json': { schema: CancelRequestSchema } },
+    },
+  },
+  responses: { 200: json(RunSchema, 'The run after cancel'), ...errors(400, ...SANDBOX_ERRORS, 409) },
 });
 
 /** The SSE id of a run's event: unique to the run, so it cannot be replayed against another. */
@@ -99,6 +150,17 @@ function eventSeq(runId: string, lastEventId: string): number {
   return Number(n);
 }
 
+/** The key from the header or the body; both given and different is a 400. */
+function idempotencyKey(header: string | undefined, body: string | undefined): string | undefined {
+  if (header !== undefined && body !== undefined && header !== body) {
+    throw new RuntimeError(
+      'VALIDATION',
+      'the Idempotency-Key header and the idempotency_key field differ; send one of them',
+    );
+  }
+  return header ?? body;
+}
+
 export function registerRuns(app: OpenAPIHono<ApiEnv>, d: SandboxRouteDeps): void {
   // A run of another sandbox is "not found" here, whoever owns it.
   const ownRun = async (sandboxId: string, runId: string) => {
@@ -112,8 +174,10 @@ export function registerRuns(app: OpenAPIHono<ApiEnv>, d: SandboxRouteDeps): voi
     const record = c.get('sandbox');
     assertRunning(record);
     const b = c.req.valid('json');
-    const run = await d.runs.start({
+    const a = await d.runs.admit({
       sandboxId: record.id,
+      owner: c.get('session').address,
+      idempotencyKey: idempotencyKey(c.req.valid('header')['idempotency-key'], b.idempotency_key),
       kind: 'prompt',
       request: {
         message: b.message,
@@ -123,7 +187,7 @@ export function registerRuns(app: OpenAPIHono<ApiEnv>, d: SandboxRouteDeps): voi
       timeoutMs: Math.min(b.timeout_ms ?? d.config.timeouts.agent, d.config.timeouts.agent),
       requestId: c.get('requestId'),
     });
-    return c.json({ run_id: run.run_id, session_id: run.session_id, status: 'queued' as const }, 202);
+    return admitted(c, a);
   });
 
   app.openapi(taskRoute, async (c) => {
@@ -133,8 +197,10 @@ export function registerRuns(app: OpenAPIHono<ApiEnv>, d: SandboxRouteDeps): voi
     const metadata: Record<string, unknown> = { kind: 'task' };
     if (b.max_turns !== undefined) metadata.max_turns = b.max_turns;
     if (b.system_prompt !== undefined) metadata.system_prompt = b.system_prompt;
-    const run = await d.runs.start({
+    const a = await d.runs.admit({
       sandboxId: record.id,
+      owner: c.get('session').address,
+      idempotencyKey: idempotencyKey(c.req.valid('header')['idempotency-key'], b.idempotency_key),
       kind: 'task',
       request: {
         message: b.prompt,
@@ -145,7 +211,7 @@ export function registerRuns(app: OpenAPIHono<ApiEnv>, d: SandboxRouteDeps): voi
       timeoutMs: Math.min(b.timeout_ms ?? d.config.timeouts.task, d.config.timeouts.task),
       requestId: c.get('requestId'),
     });
-    return c.json({ run_id: run.run_id, session_id: run.session_id, status: 'queued' as const }, 202);
+    return admitted(c, a);
   });
 
   app.openapi(runRoute, async (c) => {
@@ -156,16 +222,34 @@ export function registerRuns(app: OpenAPIHono<ApiEnv>, d: SandboxRouteDeps): voi
   app.openapi(cancelRoute, async (c) => {
     const sandboxId = c.get('sandbox').id;
     const { run_id } = c.req.valid('param');
-    await ownRun(sandboxId, run_id);
+    const current = await ownRun(sandboxId, run_id);
+    // Digest-bound: a control reference (run id + digest) cancels only the request it admitted.
+    const named = c.req.header('content-type')?.includes('json')
+      ? c.req.valid('json').request_digest
+      : undefined;
+    if (named !== undefined && named !== current.request_digest) {
+      throw new RuntimeError(
+        'CONFLICT',
+        `run ${run_id} was admitted with request digest ${current.request_digest ?? '(none recorded)'}, not ${named}; nothing was cancelled`,
+        { details: { run_id, request_digest: current.request_digest ?? null } },
+      );
+    }
     const run = await d.runs.cancel(sandboxId, run_id, c.get('requestId'));
     return c.json(run!, 200);
   });
 
   app.openapi(eventsRoute, async (c) => {
     const { run_id } = c.req.valid('param');
-    await ownRun(c.get('sandbox').id, run_id);
+    const run = await ownRun(c.get('sandbox').id, run_id);
     const given = c.req.valid('header')['last-event-id'] ?? c.req.valid('query').last_event_id;
     const after = given === undefined ? 0 : eventSeq(run_id, given);
+    // Ids become visible only once stored, so a cursor past the last one was never issued.
+    if (after > run.last_event_id) {
+      throw new RuntimeError(
+        'VALIDATION',
+        `Last-Event-ID ${given} is past run ${run_id}'s last event (${run.last_event_id}); it was not issued by this run — reconnect without it to replay from the start`,
+      );
+    }
     return streamSSE(c, async (stream) => {
       const abort = new AbortController();
       stream.onAbort(() => abort.abort());

@@ -21,8 +21,25 @@ export interface RunRecord {
   /** Id of the last stored event (events are numbered 1, 2, …). */
   last_event_id: number;
   final_text: string | null;
-  usage: { inputTokens?: number; outputTokens?: number } | null;
+  usage: RunUsage | null;
   error: { code: string; message: string } | null;
+  /** sha256 of the turn's effective request (see idempotency.ts); absent on runs from before it. */
+  request_digest?: string;
+  /** The caller's idempotency key, if any; with `owner` and `sandbox_id` it finds this run again. */
+  idempotency_key?: string | null;
+  /** The address that admitted the run (lowercase), when known. */
+  owner?: string;
+}
+
+/**
+ * Token usage, cumulative for the run. `inputTokens` counts cache reads and writes (so
+ * `cachedInputTokens` ≤ `inputTokens`); `outputTokens` counts reasoning (`reasoningTokens` ≤ it).
+ */
+export interface RunUsage {
+  inputTokens: number;
+  outputTokens: number;
+  cachedInputTokens?: number;
+  reasoningTokens?: number;
 }
 
 export interface RunEvent {
@@ -81,20 +98,33 @@ interface LiveRun {
 
 const eventKey = (runId: string, seq: number) => `${runId}:${String(seq).padStart(10, '0')}`;
 
+/** The store key of an idempotency key: scoped to one sandbox and one owner. */
+export const idempotencyIndexKey = (sandboxId: string, owner: string, key: string) =>
+  JSON.stringify([sandboxId, owner.toLowerCase(), key]);
+
+const indexKeyOf = (r: RunRecord) =>
+  r.idempotency_key && r.owner ? idempotencyIndexKey(r.sandbox_id, r.owner, r.idempotency_key) : undefined;
+
 export class RunLog {
   private readonly runs: StoreCollection<RunRecord>;
   private readonly events: StoreCollection<RunEvent>;
+  /** idempotencyIndexKey → run id, written with the run and deleted with it. */
+  private readonly keys: StoreCollection<string>;
   private readonly live = new Map<string, LiveRun>();
   readonly limits: RunLimits;
 
   constructor(store: ApiStore, limits: Partial<RunLimits> = {}) {
     this.runs = store.collection<RunRecord>('api_runs');
     this.events = store.collection<RunEvent>('api_run_events');
+    this.keys = store.collection<string>('api_run_keys');
     this.limits = { ...DEFAULT_RUN_LIMITS, ...limits };
   }
 
   async create(record: RunRecord): Promise<void> {
     await this.runs.put(record.run_id, record);
+    // After the record: an index entry never names a run that was not stored.
+    const k = indexKeyOf(record);
+    if (k) await this.keys.put(k, record.run_id);
     this.live.set(record.run_id, {
       record,
       lastSeq: record.last_event_id,
@@ -114,6 +144,14 @@ export class RunLog {
     const l = this.live.get(runId);
     if (l) return { ...l.record, last_event_id: l.lastSeq };
     return (await this.runs.get(runId)) ?? undefined;
+  }
+
+  /** The run an idempotency key (of this sandbox and owner) admitted, if it is still kept. */
+  async byIdempotencyKey(sandboxId: string, owner: string, key: string): Promise<RunRecord | undefined> {
+    const runId = await this.keys.get(idempotencyIndexKey(sandboxId, owner, key));
+    if (!runId) return undefined;
+    const r = await this.get(runId);
+    return r && r.sandbox_id === sandboxId ? r : undefined;
   }
 
   /**
@@ -221,6 +259,8 @@ export class RunLog {
     while (await this.events.has(eventKey(runId, last + 1))) last++;
     const keys = Array.from({ length: last }, (_, i) => eventKey(runId, i + 1));
     for (let i = 0; i < keys.length; i += 1000) await this.events.delMany(keys.slice(i, i + 1000));
+    const k = indexKeyOf(r);
+    if (k && (await this.keys.get(k)) === runId) await this.keys.del(k);
     await this.runs.del(runId);
   }
 

@@ -1,12 +1,18 @@
 // Background agent runs (prompt and task): one active run per sandbox, driven through the sidecar's
-// agent stream, every event stored in the RunLog so clients can follow or resume it.
+// agent stream, every event stored in the RunLog (each frame within 1 MiB) so clients can follow
+// or resume it. Admission returns the run id at once; an idempotency key (scoped to the sandbox
+// and owner) with the same request digest returns the original run, a changed request conflicts.
+// Public API for other callers (e.g. workflows): admit/start, get, cancel, activeRun.
 import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
 import { RuntimeError } from '../../errors.ts';
 import type { AgentRunRequest } from '../../sidecar-client/index.ts';
 import type { ApiSidecars } from '../deps.ts';
 import { asRuntimeError, toErrorBody } from '../error-handler.ts';
-import type { RunKind, RunLog, RunRecord } from './run-log.ts';
+import { boundFrames } from './frames.ts';
+import { requestDigest } from './idempotency.ts';
+import { idempotencyIndexKey, type RunKind, type RunLog, type RunRecord, type RunUsage } from './run-log.ts';
+import { readUsage, StepUsage } from './usage.ts';
 
 export interface StartRunInput {
   sandboxId: string;
@@ -14,12 +20,24 @@ export interface StartRunInput {
   request: Omit<AgentRunRequest, 'sessionId'> & { sessionId?: string | undefined };
   timeoutMs: number;
   requestId: string;
+  /** Who admits the run (an address); scopes the idempotency key. */
+  owner?: string | undefined;
+  /** The caller's idempotency key: the same key and request return the original run. */
+  idempotencyKey?: string | undefined;
+}
+
+export interface Admission {
+  run: RunRecord;
+  /** True when an earlier request with the same idempotency key admitted this run. */
+  replayed: boolean;
 }
 
 interface ActiveRun {
   runId: string;
   abort: AbortController;
   cancelled: boolean;
+  /** The sidecar cancel in flight: the run keeps the sandbox's slot until it has been delivered. */
+  cancelling?: Promise<void>;
 }
 
 // Sidecar events carry one-line JSON; anything else is kept as text rather than dropped.
@@ -36,6 +54,8 @@ const newId = (prefix: string) => `${prefix}-${randomBytes(12).toString('hex')}`
 export class RunService {
   /** sandbox id → its one active run. */
   private readonly active = new Map<string, ActiveRun>();
+  /** Admissions in progress by idempotency index key: a concurrent retry joins the first one. */
+  private readonly admitting = new Map<string, Promise<Admission>>();
 
   constructor(
     private readonly log: RunLog,
@@ -43,7 +63,57 @@ export class RunService {
     private readonly logger: Logger,
   ) {}
 
+  /** Admits a run and returns it (queued) at once; see admit() for idempotent admission. */
   async start(input: StartRunInput): Promise<RunRecord> {
+    return (await this.admit(input)).run;
+  }
+
+  /**
+   * Admits a run: with an idempotency key, an earlier run of the same key (this sandbox, this
+   * owner) is returned when its request digest matches, and IDEMPOTENCY_CONFLICT (409, naming the
+   * original digest) when it does not. Without a key every call is a new run.
+   */
+  admit(input: StartRunInput): Promise<Admission> {
+    const digest = requestDigest({
+      kind: input.kind,
+      message: input.request.message,
+      sessionId: input.request.sessionId,
+      backend: input.request.backend,
+      metadata: input.request.metadata,
+      timeoutMs: input.timeoutMs,
+    });
+    const key = input.idempotencyKey;
+    if (key === undefined) return this.admitNew(input, digest);
+    if (!input.owner) throw new Error('an idempotency key needs the owner it is scoped to');
+    const owner = input.owner;
+    const slot = idempotencyIndexKey(input.sandboxId, owner, key);
+    const pending = this.admitting.get(slot);
+    const attempt = (async (): Promise<Admission> => {
+      // A concurrent request with this key waits for the first, then reads what it stored.
+      if (pending) await pending.catch(() => undefined);
+      const earlier = await this.log.byIdempotencyKey(input.sandboxId, owner, key);
+      if (earlier) {
+        if (earlier.request_digest !== digest) {
+          throw new RuntimeError(
+            'IDEMPOTENCY_CONFLICT',
+            `idempotency key already used for run ${earlier.run_id} with another request ` +
+              `(digest ${earlier.request_digest}); send that request again, or use a new key for a new turn`,
+            { details: { run_id: earlier.run_id, request_digest: earlier.request_digest } },
+          );
+        }
+        return { run: earlier, replayed: true };
+      }
+      return this.admitNew(input, digest);
+    })();
+    this.admitting.set(slot, attempt);
+    const release = () => {
+      if (this.admitting.get(slot) === attempt) this.admitting.delete(slot);
+    };
+    attempt.then(release, release);
+    return attempt;
+  }
+
+  private async admitNew(input: StartRunInput, digest: string): Promise<Admission> {
     const busy = this.active.get(input.sandboxId);
     if (busy) {
       throw new RuntimeError(
@@ -71,6 +141,9 @@ export class RunService {
         final_text: null,
         usage: null,
         error: null,
+        request_digest: digest,
+        idempotency_key: input.idempotencyKey ?? null,
+        ...(input.owner ? { owner: input.owner.toLowerCase() } : {}),
       };
       await this.log.create(record);
       await this.log.append(run.runId, 'run.queued', {
@@ -79,7 +152,7 @@ export class RunService {
         kind: input.kind,
       });
       setImmediate(() => void this.drive(run, record, input));
-      return record;
+      return { run: record, replayed: false };
     } catch (e) {
       this.active.delete(input.sandboxId);
       throw e;
@@ -90,16 +163,26 @@ export class RunService {
     return this.log.get(runId);
   }
 
-  /** Cancels an active run; a finished run is returned as it is (idempotent). */
+  /**
+   * Cancels exactly this run if it is going on, and answers with the run once it has ended; a
+   * finished run is returned as it is. Idempotent: every cancel of a run, concurrent or later,
+   * waits for the same end and returns the same record.
+   */
   async cancel(sandboxId: string, runId: string, requestId: string): Promise<RunRecord | undefined> {
     const run = this.active.get(sandboxId);
-    if (run && run.runId === runId && !run.cancelled) {
-      run.cancelled = true;
-      run.abort.abort();
-      try {
-        await (await this.sidecars.client(sandboxId)).cancelAgent({ requestId });
-      } catch (e) {
-        this.logger.warn({ run_id: runId, code: asRuntimeError(e).code }, 'sidecar cancel failed');
+    if (run && run.runId === runId) {
+      if (!run.cancelled) {
+        run.cancelled = true;
+        // One active run per sandbox, and this one holds the slot until the sidecar has the
+        // cancel (drive() waits for it): the cancel cannot reach a turn admitted after this run.
+        run.cancelling = (async () => {
+          try {
+            await (await this.sidecars.client(sandboxId)).cancelAgent({ requestId });
+          } catch (e) {
+            this.logger.warn({ run_id: runId, code: asRuntimeError(e).code }, 'sidecar cancel failed');
+          }
+        })();
+        run.abort.abort();
       }
       // Bounded: a sidecar that ignores the abort must not hold the cancel request forever.
       await Promise.race([this.settled(runId), new Promise((r) => setTimeout(r, 10_000).unref())]);
@@ -135,7 +218,12 @@ export class RunService {
       request_id: input.requestId,
     });
     let finalText: string | null = null;
-    let usage: RunRecord['usage'] = null;
+    let usage: RunUsage | null = null;
+    const steps = new StepUsage();
+    const idBytes = Buffer.byteLength(runId) + 12;
+    const put = async (event: string, data: unknown) => {
+      for (const f of boundFrames(event, data, idBytes)) await this.log.append(runId, f.event, f.data);
+    };
     let failure: { code: string; message: string } | null = null;
     try {
       await this.log.update(runId, { status: 'running', started_at: Date.now() });
@@ -152,9 +240,15 @@ export class RunService {
       for await (const ev of stream) {
         if (run.cancelled) break;
         const name = ev.event ?? 'message';
-        const data = parseData(ev.data);
-        await this.log.append(runId, name, data);
+        let data = parseData(ev.data);
         const d = (data ?? {}) as Record<string, unknown>;
+        if (name === 'message.part.updated') {
+          // A step that reports usage carries the run's running total (input counts cache, output
+          // counts reasoning), like the terminal receipt.
+          const total = steps.add(d.part);
+          if (total) data = { ...d, usage: total, usage_mode: 'cumulative' };
+        }
+        await put(name, data);
         if (name === 'result') {
           const text =
             typeof d.finalText === 'string'
@@ -164,7 +258,9 @@ export class RunService {
                 : null;
           // Bounded like the stored events: the record and run.completed carry it again.
           finalText = text === null ? null : text.slice(0, this.log.limits.maxTextChars);
-          usage = (d.usage as RunRecord['usage']) ?? null;
+          usage = readUsage(d.usage);
+          if (d.usage !== undefined && usage === null)
+            log.warn('the agent reported usage that is not a valid count');
         } else if (name === 'error') {
           failure = {
             code: typeof d.code === 'string' ? d.code : 'AGENT_EXECUTION_FAILED',
@@ -183,14 +279,20 @@ export class RunService {
       }
     }
     try {
+      if (run.cancelling) await run.cancelling;
       if (run.cancelled) {
-        await this.log.append(runId, 'run.cancelled', { run_id: runId });
+        await put('run.cancelled', { run_id: runId });
         await this.log.update(runId, { status: 'cancelled', finished_at: Date.now() });
       } else if (failure) {
-        await this.log.append(runId, 'run.failed', { run_id: runId, ...failure });
+        await put('run.failed', { run_id: runId, ...failure });
         await this.log.update(runId, { status: 'failed', finished_at: Date.now(), error: failure });
       } else {
-        await this.log.append(runId, 'run.completed', { run_id: runId, final_text: finalText, usage });
+        await put('run.completed', {
+          run_id: runId,
+          final_text: finalText,
+          usage,
+          ...(usage ? { usage_mode: 'cumulative' } : {}),
+        });
         await this.log.update(runId, {
           status: 'completed',
           finished_at: Date.now(),

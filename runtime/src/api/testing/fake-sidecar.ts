@@ -6,6 +6,8 @@ import type { AddressInfo } from 'node:net';
 export interface FakeSidecarBehaviour {
   /** Exec never answers. */
   hang: boolean;
+  /** Delay before a cancel takes effect and is answered (ms). */
+  cancelDelayMs?: number;
   /** Delay between agent stream events (ms). */
   eventDelayMs: number;
   /** Number of message.part.updated events before the result. */
@@ -133,6 +135,7 @@ export async function startFakeSidecar(): Promise<FakeSidecar> {
     }
 
     if (req.method === 'POST' && path === '/agents/run/cancel') {
+      if (behaviour.cancelDelayMs) await new Promise((r) => setTimeout(r, behaviour.cancelDelayMs));
       state.cancels++;
       activeAbort?.();
       return send(res, 200, { success: true });
