@@ -38,7 +38,12 @@ export interface InstanceTee {
   chainId: bigint;
   teeType: TeeKind;
   onChainDocument(sandboxId: string, nonce: Uint8Array): Promise<{ json: string }>;
+  /** TEE_BACKEND=phala: the sandbox is a CVM the backend deploys, not a container of this host. */
+  deploy?(p: CreateSandboxInput): Promise<SandboxFacts>;
 }
+
+/** What the instance sandbox is created from (the runtime's create params). */
+export type CreateSandboxInput = Parameters<SandboxRuntime['create']>[0];
 
 /** The binding context of a sandbox of this service and operator (`chainId:serviceId:sandboxId:operator`). */
 export const teeContextFor =
@@ -92,7 +97,7 @@ export async function provisionInstance(o: InstanceOptions): Promise<Provisioned
     o.policy,
   );
   o.log.info({ serviceId: `${o.serviceId}`, image: v.image, owner }, 'provisioning the instance sandbox');
-  const sandbox = await o.sandboxes.create({
+  const params: CreateSandboxInput = {
     owner,
     serviceId: `${o.serviceId}`,
     callId: instanceCallId(o.serviceId),
@@ -106,7 +111,8 @@ export async function provisionInstance(o: InstanceOptions): Promise<Provisioned
     env: v.env,
     metadata: v.metadata,
     exposedPorts: v.exposedPorts,
-  });
+  };
+  const sandbox = o.tee?.deploy ? await o.tee.deploy(params) : await o.sandboxes.create(params);
   const already = await read<boolean>('isOperatorProvisioned', [o.serviceId, o.account.address]);
   if (already) {
     o.log.info({ sandboxId: sandbox.id }, 'instance already reported on chain');

@@ -1,10 +1,19 @@
 // TEE-instance mode, where chain meets runtime: the TEE backend from the operator's settings, a
 // TeeService whose binding context names this chain, service and operator, the secrets it opens
 // going to the sandbox's normal secret path, and the InstanceTee that reportProvisioned uses.
+// With TEE_BACKEND=phala the instance sandbox is a CVM the backend deploys (its sidecar holds the key).
+import { createHash } from 'node:crypto';
 import { parseAllowList } from '@agent-sandbox/attestation';
-import { openTeeBackend, TeeService, type TeeSettings, teeTrustAnchors } from '@agent-sandbox/runtime';
+import {
+  openTeeBackend,
+  type SandboxTeeBackend,
+  TeeService,
+  type TeeSettings,
+  teeTrustAnchors,
+} from '@agent-sandbox/runtime';
 import type { Address } from 'viem';
-import { type InstanceTee, teeContextFor } from './instance.ts';
+import type { SandboxFacts } from './deps.ts';
+import { type CreateSandboxInput, type InstanceTee, teeContextFor } from './instance.ts';
 
 export interface TeeInstanceOptions {
   settings: TeeSettings;
@@ -29,9 +38,10 @@ export interface TeeInstance {
 export async function openTeeInstance(o: TeeInstanceOptions): Promise<TeeInstance> {
   const backend = await openTeeBackend(o.settings);
   const anchors = await teeTrustAnchors(o.settings);
+  const contextFor = teeContextFor(o.chainId, o.serviceId, o.operator);
   const service = new TeeService({
     backend,
-    contextFor: teeContextFor(o.chainId, o.serviceId, o.operator),
+    contextFor,
     injectSecrets: o.injectSecrets,
     verify: {
       anchors,
@@ -46,6 +56,9 @@ export async function openTeeInstance(o: TeeInstanceOptions): Promise<TeeInstanc
       chainId: o.chainId,
       teeType: backend.teeType(),
       onChainDocument: (id, nonce) => service.onChainDocument(id, nonce),
+      ...(backend.keyHolder === 'sandbox'
+        ? { deploy: (p: CreateSandboxInput) => deployCvm(backend, contextFor, o, p) }
+        : {}),
     },
     capabilities: {
       backend: backend.name,
@@ -54,4 +67,37 @@ export async function openTeeInstance(o: TeeInstanceOptions): Promise<TeeInstanc
       sealedSecrets: 'hpke-x25519-sha256-chacha20poly1305',
     },
   };
+}
+
+/** The instance sandbox as a CVM: its id fixed by (chain, service, operator), its context bound at boot. */
+async function deployCvm(
+  backend: SandboxTeeBackend,
+  contextFor: (sandboxId: string) => string,
+  o: Pick<TeeInstanceOptions, 'chainId' | 'serviceId' | 'operator'>,
+  p: CreateSandboxInput,
+): Promise<SandboxFacts> {
+  const seed = `tee-instance:${o.chainId}:${o.serviceId}:${o.operator.toLowerCase()}`;
+  const sandboxId = `sbx-${createHash('sha256').update(seed).digest('hex').slice(0, 32)}`;
+  await backend.deploy({
+    sandboxId,
+    ctx: contextFor(sandboxId),
+    image: p.image ?? '',
+    cpuCores: p.cpuCores ?? 1,
+    memoryMb: p.memoryMb ?? 2048,
+    diskGb: p.diskGb ?? 10,
+    env: p.env ?? {},
+  });
+  const now = Date.now();
+  return {
+    id: sandboxId,
+    owner: p.owner,
+    serviceId: p.serviceId,
+    callId: p.callId,
+    name: p.name ?? sandboxId,
+    state: 'running',
+    image: p.image,
+    resources: { cpuCores: p.cpuCores, memoryMb: p.memoryMb, diskGb: p.diskGb, diskEnforced: true },
+    timers: { idleTimeoutSeconds: p.idleTimeoutSeconds, maxLifetimeSeconds: p.maxLifetimeSeconds },
+    createdAt: now,
+  } as SandboxFacts;
 }
