@@ -3,9 +3,8 @@
 // encrypted to the CVM key (decrypted here as Phala's KMS would) and a dstack agent socket
 // answering in the real sample's shape. The operator deploys, waits, forwards; the key and the
 // secrets stay in the sidecar. No real CVM or Phala account was reached.
-import { generateKeyPairSync, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
-import { createServer, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
@@ -16,17 +15,12 @@ import {
   parseAttestationDoc,
   sealSecrets,
 } from '@agent-sandbox/attestation';
-import {
-  type FakeDstack,
-  type SidecarFixture,
-  startFakeDstack,
-  startSidecarFixture,
-} from '@agent-sandbox/sidecar/testing';
+import { type FakeDstack, startFakeDstack } from '@agent-sandbox/sidecar/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openTeeBackend } from '../config.ts';
 import { TeeService } from '../service.ts';
+import { FAKE_PHALA_API_KEY, type FakePhala, startFakePhala } from '../testing/fake-phala.ts';
 import type { PhalaTeeBackend } from './backend.ts';
-import { decryptEnvForCvm } from './env-encryption.ts';
 
 const operator = `0x${'cd'.repeat(20)}`;
 const contextFor = (id: string) => contextString({ chainId: 31337, serviceId: 9, sandboxId: id, operator });
@@ -36,69 +30,22 @@ const nonceHex = () => randomBytes(32).toString('hex');
 
 let dir: string;
 let dstack: FakeDstack;
-let api: Server;
-let cvm: SidecarFixture | undefined;
-const calls: Array<{ method: string; url: string; body: string }> = [];
-let statePolls = 0;
-/** The sidecar token the operator chose, as the CVM received it (decrypted). */
-let cvmToken = '';
-const inCvm = (command: string) => cvm!.call('POST', '/terminals/commands', { command }, { token: cvmToken });
-
-/** The fake Phala Cloud: pubkey, create (boots the sidecar from the decrypted env), state, network, delete. */
-async function startFakePhala(): Promise<string> {
-  const cvmKey = generateKeyPairSync('x25519');
-  const cvmPub = Buffer.from(cvmKey.publicKey.export({ format: 'jwk' }).x!, 'base64url').toString('hex');
-  api = createServer((req, res) => {
-    let text = '';
-    req.on('data', (c) => (text += c));
-    req.on('end', async () => {
-      calls.push({ method: req.method!, url: req.url!, body: text });
-      if (req.headers['x-api-key'] !== 'phala-test-key') return void res.writeHead(401).end('{}');
-      const u = req.url!;
-      const send = (o: unknown) => res.end(JSON.stringify(o));
-      if (u.endsWith('/cvms/pubkey/from_cvm_configuration'))
-        return send({ app_env_encrypt_pubkey: cvmPub, app_id_salt: 's' });
-      if (u.endsWith('/cvms/from_cvm_configuration')) {
-        const b = JSON.parse(text) as {
-          encrypted_env: string;
-          compose_manifest: { docker_compose_file: string };
-        };
-        if (!b.compose_manifest.docker_compose_file.includes('/var/run/dstack.sock:/var/run/dstack.sock'))
-          return void res.writeHead(422).end('{}');
-        const env = decryptEnvForCvm(b.encrypted_env, cvmKey.privateKey);
-        cvmToken = env.SIDECAR_AUTH_TOKEN!;
-        // The CVM boots: the image's sidecar with the env it was given (loopback port here).
-        cvm = await startSidecarFixture({
-          ...env,
-          SIDECAR_PORT: '0',
-          SIDECAR_DSTACK_SOCKET: dstack.socketPath,
-        });
-        return send({ id: 77, app_id: 'app77' });
-      }
-      if (u.endsWith('/77/state')) return send({ status: ++statePolls < 3 ? 'starting' : 'running' });
-      if (u.endsWith('/77/network'))
-        return send({ public_urls: [{ app: cvm!.sidecar.url }], internal_ip: '10.0.0.7' });
-      if (req.method === 'DELETE' && u.endsWith('/cvms/77')) return send({});
-      res.writeHead(404).end('{}');
-    });
-  });
-  await new Promise<void>((r) => api.listen(0, '127.0.0.1', r));
-  return `http://127.0.0.1:${(api.address() as { port: number }).port}/api/v1`;
-}
-
+let phala: FakePhala;
+const calls = () => phala.calls;
 let backend: PhalaTeeBackend;
 let service: TeeService;
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'phala-e2e-'));
   dstack = await startFakeDstack(join(dir, 'dstack.sock'));
-  const endpoint = await startFakePhala();
+  phala = await startFakePhala({ dstackSocket: dstack.socketPath });
+  const endpoint = phala.endpoint;
   backend = (await openTeeBackend({
     backend: 'phala',
     tsmRoot: '/nonexistent',
     pccsUrl: 'http://127.0.0.1:1',
     testMode: false,
     phala: {
-      apiKey: 'phala-test-key',
+      apiKey: FAKE_PHALA_API_KEY,
       endpoint,
       image: `reg.example/sandbox@sha256:${'e'.repeat(64)}`,
       pollMs: 10,
@@ -114,9 +61,8 @@ beforeAll(async () => {
   });
 });
 afterAll(async () => {
-  await cvm?.close();
+  await phala?.close();
   await dstack?.close();
-  await new Promise((r) => api?.close(r));
   await rm(dir, { recursive: true, force: true });
 });
 
@@ -131,18 +77,19 @@ describe('TEE_BACKEND=phala (fake Phala Cloud, real sidecar as the CVM, fake dst
       diskGb: 5,
       env: { GREETING: 'hello' },
     });
-    expect(d).toMatchObject({ sandboxId, deploymentId: '77', sidecarUrl: cvm!.sidecar.url });
-    expect(statePolls).toBeGreaterThanOrEqual(3);
+    const cvm = phala.cvm()!;
+    expect(d).toMatchObject({ sandboxId, deploymentId: cvm.id, sidecarUrl: cvm.sidecar.sidecar.url });
+    expect(phala.statePolls).toBeGreaterThanOrEqual(3);
+    const cvmToken = cvm.token;
     // The sidecar token and context went encrypted only.
-    const create = calls.find((c) => c.url.endsWith('/cvms/from_cvm_configuration'))!;
+    const create = calls().find((c) => c.url.endsWith('/cvms/from_cvm_configuration'))!;
     expect(cvmToken).toMatch(/^[0-9a-f]{64}$/);
     expect(create.body).not.toContain(cvmToken);
     expect(create.body).not.toContain(contextFor(sandboxId));
     expect(JSON.parse(create.body).compose_manifest.docker_compose_file).toContain(
       `reg.example/sandbox@sha256:${'e'.repeat(64)}`,
     );
-    const echo = await inCvm('echo "$GREETING"');
-    expect(echo.json.result.stdout.trim()).toBe('hello');
+    expect((await phala.inCvm('echo "$GREETING"')).stdout.trim()).toBe('hello');
   });
 
   it('forwards evidence bound to the client nonce and the CVM’s key; the operator cannot swap it', async () => {
@@ -189,11 +136,10 @@ describe('TEE_BACKEND=phala (fake Phala Cloud, real sidecar as the CVM, fake dst
     const body = sealSecrets(fromHex(v.pubkey), contextFor(sandboxId), sandboxId, {
       API_KEY: 'sealed-value-42',
     });
-    const before = calls.length;
+    const before = calls().length;
     expect(await service.sealedSecrets(sandboxId, body)).toEqual({ success: true, secrets_count: 1 });
-    expect(JSON.stringify(calls.slice(before))).not.toContain('sealed-value-42');
-    const echo = await inCvm('echo "$API_KEY"');
-    expect(echo.json.result.stdout.trim()).toBe('sealed-value-42');
+    expect(JSON.stringify(calls().slice(before))).not.toContain('sealed-value-42');
+    expect((await phala.inCvm('echo "$API_KEY"')).stdout.trim()).toBe('sealed-value-42');
     expect(await service.sealedSecrets(sandboxId, body)).toEqual({ success: false, secrets_count: 0 });
     const other = `sbx-${'c'.repeat(32)}`;
     const forOther = sealSecrets(fromHex(v.pubkey), contextFor(other), other, { A: 'b' });
@@ -207,7 +153,7 @@ describe('TEE_BACKEND=phala (fake Phala Cloud, real sidecar as the CVM, fake dst
     expect(doc).toMatchObject({ v: 1, tee: 'tdx', binding: { ctx: contextFor(sandboxId) } });
     checkBinding(quoteReportData(doc.evidence), doc.binding.ctx, fromHex(doc.binding.pubkey), nonce);
     await backend.destroy(sandboxId);
-    expect(calls.at(-1)).toMatchObject({ method: 'DELETE', url: '/api/v1/cvms/77' });
+    expect(calls().at(-1)).toMatchObject({ method: 'DELETE', url: `/api/v1/cvms/${phala.cvm()!.id}` });
     await expect(service.attestation(sandboxId, nonceHex())).rejects.toThrow(/no Phala CVM/);
   });
 
