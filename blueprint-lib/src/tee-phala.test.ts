@@ -121,7 +121,7 @@ describe('tee-instance on TEE_BACKEND=phala', () => {
 
     const tx = await jobs.pub.getTransaction({ hash: r.reportTx! });
     const json = (
-      decodeFunctionData({ abi: agentSandboxBlueprintAbi, data: tx.input }).args as unknown[]
+      decodeFunctionData({ abi: agentSandboxBlueprintAbi, data: tx.input }).args as readonly unknown[]
     )[4] as string;
     const stored = await jobs.pub.readContract({
       address: devnet.contracts.teeInstance,
