@@ -5,15 +5,17 @@
 import { createHash } from 'node:crypto';
 import { parseAllowList } from '@agent-sandbox/attestation';
 import {
+  type ApiSandboxes,
   openTeeBackend,
+  type SandboxRecord,
   type SandboxTeeBackend,
   TeeService,
   type TeeSettings,
   teeTrustAnchors,
 } from '@agent-sandbox/runtime';
 import type { Address } from 'viem';
-import type { SandboxFacts } from './deps.ts';
 import { type CreateSandboxInput, type InstanceTee, teeContextFor } from './instance.ts';
+import { cvmRecord, withCvmSandboxes } from './tee-sandboxes.ts';
 
 export interface TeeInstanceOptions {
   settings: TeeSettings;
@@ -30,6 +32,8 @@ export interface TeeInstanceOptions {
 export interface TeeInstance {
   service: TeeService;
   instance: InstanceTee;
+  /** The operator API's sandboxes: `base`, plus (phala) the CVM sandboxes with their sidecars. */
+  apiSandboxes(base: ApiSandboxes): ApiSandboxes;
   /** For the capabilities route: what this operator's TEE can do. */
   capabilities: { backend: string; type: string; bindsNonce: boolean; sealedSecrets: string };
 }
@@ -39,6 +43,8 @@ export async function openTeeInstance(o: TeeInstanceOptions): Promise<TeeInstanc
   const backend = await openTeeBackend(o.settings);
   const anchors = await teeTrustAnchors(o.settings);
   const contextFor = teeContextFor(o.chainId, o.serviceId, o.operator);
+  /** phala: the CVM sandboxes this operator deployed (in memory, as the backend's deployments). */
+  const cvms = new Map<string, SandboxRecord>();
   const service = new TeeService({
     backend,
     contextFor,
@@ -57,9 +63,23 @@ export async function openTeeInstance(o: TeeInstanceOptions): Promise<TeeInstanc
       teeType: backend.teeType(),
       onChainDocument: (id, nonce) => service.onChainDocument(id, nonce),
       ...(backend.keyHolder === 'sandbox'
-        ? { deploy: (p: CreateSandboxInput) => deployCvm(backend, contextFor, o, p) }
+        ? {
+            deploy: async (p: CreateSandboxInput) => {
+              const r = await deployCvm(backend, contextFor, o, p);
+              cvms.set(r.id, r);
+              return r;
+            },
+          }
         : {}),
     },
+    apiSandboxes: (base) =>
+      backend.keyHolder === 'sandbox'
+        ? withCvmSandboxes(base, {
+            record: (id) => cvms.get(id),
+            all: () => [...cvms.values()],
+            endpoint: (id) => backend.endpoint(id),
+          })
+        : base,
     capabilities: {
       backend: backend.name,
       type: backend.teeType(),
@@ -75,29 +95,31 @@ async function deployCvm(
   contextFor: (sandboxId: string) => string,
   o: Pick<TeeInstanceOptions, 'chainId' | 'serviceId' | 'operator'>,
   p: CreateSandboxInput,
-): Promise<SandboxFacts> {
+): Promise<SandboxRecord> {
   const seed = `tee-instance:${o.chainId}:${o.serviceId}:${o.operator.toLowerCase()}`;
   const sandboxId = `sbx-${createHash('sha256').update(seed).digest('hex').slice(0, 32)}`;
-  await backend.deploy({
+  const resources = { cpuCores: p.cpuCores ?? 1, memoryMb: p.memoryMb ?? 2048, diskGb: p.diskGb ?? 10 };
+  const d = await backend.deploy({
     sandboxId,
     ctx: contextFor(sandboxId),
     image: p.image ?? '',
-    cpuCores: p.cpuCores ?? 1,
-    memoryMb: p.memoryMb ?? 2048,
-    diskGb: p.diskGb ?? 10,
+    ...resources,
     env: p.env ?? {},
   });
-  const now = Date.now();
-  return {
+  return cvmRecord({
     id: sandboxId,
     owner: p.owner,
-    serviceId: p.serviceId,
-    callId: p.callId,
+    serviceId: String(p.serviceId),
+    callId: String(p.callId),
+    operatorId: o.operator.toLowerCase(),
     name: p.name ?? sandboxId,
-    state: 'running',
-    image: p.image,
-    resources: { cpuCores: p.cpuCores, memoryMb: p.memoryMb, diskGb: p.diskGb, diskEnforced: true },
-    timers: { idleTimeoutSeconds: p.idleTimeoutSeconds, maxLifetimeSeconds: p.maxLifetimeSeconds },
-    createdAt: now,
-  } as SandboxFacts;
+    image: p.image ?? '',
+    sidecarUrl: d.sidecarUrl,
+    deploymentId: d.deploymentId,
+    resources,
+    timers: {
+      idleTimeoutSeconds: p.idleTimeoutSeconds ?? 3600,
+      maxLifetimeSeconds: p.maxLifetimeSeconds ?? 86_400,
+    },
+  });
 }

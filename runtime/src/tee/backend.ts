@@ -58,6 +58,8 @@ export interface SandboxTeeBackend extends TeeBackendBase {
     what: 'attestation' | 'public-key',
     nonceHex: string,
   ): Promise<Record<string, unknown>>;
+  /** The sandbox's sidecar (URL and bearer token) for the operator API's sidecar client. */
+  endpoint(sandboxId: string): { url: string; token: string };
   /** The sidecar's answer to POST /tee/sealed-secrets with this body, untouched. */
   forwardSealed(sandboxId: string, body: unknown): Promise<Record<string, unknown>>;
   stop(sandboxId: string): Promise<void>;

@@ -173,6 +173,12 @@ export class PhalaTeeBackend implements SandboxTeeBackend {
     return json;
   }
 
+  /** Where the operator reaches the CVM's sidecar, with its token (for the API's sidecar client). */
+  endpoint(sandboxId: string): { url: string; token: string } {
+    const e = this.#entry(sandboxId);
+    return { url: e.url, token: e.token };
+  }
+
   async forwardEvidence(sandboxId: string, what: 'attestation' | 'public-key', nonceHex: string) {
     const r = await this.#sidecar(
       this.#entry(sandboxId),
