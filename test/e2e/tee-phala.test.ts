@@ -42,6 +42,7 @@ let dstack: FakeDstack;
 let phala: FakePhala;
 let operator: ChildProcess | undefined;
 let operatorUrl = '';
+let serviceId = 0n;
 const operatorLog = () => {
   try {
     return readFileSync(join(dir, 'operator.log'), 'utf8').slice(-4000);
@@ -83,7 +84,7 @@ beforeAll(async () => {
   });
   dstack = await startFakeDstack(join(dir, 'dstack.sock'));
   phala = await startFakePhala({ dstackSocket: dstack.socketPath, bootPolls: 1 });
-  const serviceId = await new DevnetJobs(devnet).newService('teeInstance', config);
+  serviceId = await new DevnetJobs(devnet).newService('teeInstance', config);
   const env = devnetOperatorEnv(
     {
       devnet,
@@ -163,5 +164,32 @@ describe('tee-instance on TEE_BACKEND=phala through the operator program', () =>
     expect(exec.code, exec.err).toBe(0);
     expect(exec.out.trim().split('\n')).toEqual([secret, 'cvm']);
     expect(operatorLog()).not.toContain(secret);
+  });
+
+  it('the CLI fails closed on these quotes (not Intel-signed): verify and sealed secrets exit 8, nothing sent', async () => {
+    const target = [
+      '--operator',
+      operatorUrl,
+      '--rpc',
+      devnet.rpcUrl,
+      '--blueprint',
+      devnet.contracts.teeInstance,
+      '--service',
+      `${serviceId}`,
+      '--measurement',
+      'ab'.repeat(48),
+    ];
+    const env = { AGENT_SANDBOX_PRIVATE_KEY: devnet.accounts.serviceOwner.privateKey };
+    const verify = await runCliInProcess(['tee', 'verify', ...target], { configDir: join(dir, 'cli2'), env });
+    expect(verify.code, verify.err).toBe(8);
+    expect(verify.err).toMatch(/TDX|collateral|verif/i);
+    const before = phala.calls.length;
+    const sealed = await runCliInProcess(['secrets', 'set', 'x', 'NEVER', '--sealed', ...target], {
+      configDir: join(dir, 'cli3'),
+      env: { ...env, NEVER: 'never-sent' },
+    });
+    expect(sealed.code, sealed.err).toBe(8);
+    expect(JSON.stringify(phala.calls.slice(before))).not.toContain('never-sent');
+    expect(operatorLog()).not.toContain('never-sent');
   });
 });
