@@ -19,6 +19,14 @@ export {
   parseAttestationDoc,
   serializeAttestationDoc,
 } from './src/document.ts';
+export {
+  checkDstackEventLog,
+  DSTACK_RUNTIME_EVENT_TYPE,
+  type DstackAppFacts,
+  type DstackEvent,
+  parseDstackEventLog,
+  replayDstackRtmrs,
+} from './src/dstack-eventlog.ts';
 export { AttestationError, type AttestationErrorCode } from './src/errors.ts';
 export { deriveKeyPair, generateKeyPair, setupBaseR, setupBaseS } from './src/hpke.ts';
 export { verifyNitroDocument } from './src/nitro.ts';

@@ -7,4 +7,5 @@ export {
   TEST_LABELS,
   type TestRig,
 } from './src/sandbox/testing/rig.ts';
+export { FAKE_PHALA_API_KEY, type FakePhala, startFakePhala } from './src/tee/testing/fake-phala.ts';
 export { FakeTsmFirmware, type FakeTsmOptions } from './src/tee/testing/fake-tsm.ts';

@@ -1,5 +1,6 @@
 // @agent-sandbox/sidecar/testing: test-only door of the sidecar (never imported by product code).
 
+export { DSTACK_SAMPLE, type FakeDstack, startFakeDstack } from './src/testing/fake-dstack.ts';
 export {
   probeHealth,
   type SandboxContainer,

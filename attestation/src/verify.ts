@@ -5,6 +5,7 @@
 import { productionAnchors, type TrustAnchors } from './anchors.ts';
 import { checkBinding } from './binding.ts';
 import { bytesEqual, fromHex, toHex } from './bytes.ts';
+import { checkDstackEventLog } from './dstack-eventlog.ts';
 import { AttestationError } from './errors.ts';
 import { verifyNitroDocument } from './nitro.ts';
 import { type SevMinTcb, verifySnpReport } from './sev.ts';
@@ -96,6 +97,8 @@ export interface BoundAttestation {
   collateral?: unknown;
   report_data: string;
   binding: { ctx: string; nonce: string; pubkey: string };
+  /** TDX from a dstack CVM: the agent's RTMR event log (JSON), replayed to the signed RTMR3. */
+  event_log?: string;
 }
 
 export interface BindingExpectation {
@@ -157,6 +160,16 @@ export function verifyBoundAttestation(a: BoundAttestation, o: AttestationOption
     v.report_data_matched = true;
   } catch (e) {
     return { ...fail(e), facts };
+  }
+  if (a.tee === 'tdx' && typeof a.event_log === 'string' && a.event_log) {
+    // The app facts (compose_hash, app_id, …) join the measurements only through the signed RTMR3,
+    // so an allow-list entry may pin {"compose_hash": "…"} beside mrtd and rtmr0-2.
+    try {
+      const app = checkDstackEventLog(a.event_log, facts.measurements['rtmr3'] ?? '');
+      facts = { ...facts, measurements: { ...facts.measurements, ...app } as Record<string, string> };
+    } catch (e) {
+      return { ...fail(e), facts };
+    }
   }
   v.measurement_matched = measurementAllowed(facts, o.allowList);
   if (!v.measurement_matched && (o.requirePinned ?? true)) {

@@ -17,7 +17,7 @@ export const TEE_VARIABLES = {
     group: 'TEE',
     schema: z.enum(['direct', 'phala'], { message: 'expected direct or phala' }),
     defaultDoc: '(none; required in tee-instance mode)',
-    doc: 'Where TEE evidence comes from: direct (this operator runs on a TDX/SEV-SNP VM; quotes from configfs-tsm)',
+    doc: 'Where TEE evidence comes from: direct (this operator runs on a TDX/SEV-SNP VM; quotes from configfs-tsm) or phala (each sandbox is a dstack CVM on Phala Cloud; its sidecar holds the key and quotes)',
   }),
   TEE_DIRECT_TYPE: v({
     group: 'TEE',
@@ -58,6 +58,28 @@ export const TEE_VARIABLES = {
       .transform((s) => !['0', 'false', 'no', 'off'].includes(s)),
     def: 'true',
     doc: "With an empty allow-list, the operator's own verdict is measurement_mismatch",
+  }),
+  PHALA_API_KEY: v({
+    group: 'TEE',
+    schema: z.string().trim().min(1),
+    secret: true,
+    defaultDoc: '(none; required with TEE_BACKEND=phala)',
+    doc: 'Phala Cloud API key (header x-api-key) the operator deploys CVMs with',
+  }),
+  PHALA_API_ENDPOINT: v({
+    group: 'TEE',
+    schema: z.string().trim().url(),
+    def: 'https://cloud-api.phala.network/api/v1',
+    doc: 'Phala Cloud REST API base URL',
+  }),
+  PHALA_SANDBOX_IMAGE: v({
+    group: 'TEE',
+    schema: z
+      .string()
+      .trim()
+      .regex(/@sha256:[0-9a-f]{64}$/, 'expected an image pinned by digest (name@sha256:<64 hex>)'),
+    defaultDoc: '(none; required with TEE_BACKEND=phala)',
+    doc: 'The sandbox image (with our sidecar) each CVM pulls, pinned by digest: a tag could change under the measurement',
   }),
   TEE_TEST_ANCHORS_DIR: v({
     group: 'TEE',

@@ -84,7 +84,13 @@ export function loadConfig(command: Command, source: EnvSource = process.env): O
   }
   const flagged = (name: string) => problems.some((p) => p.variable === name);
   if (n.OPERATOR_MODE === 'tee-instance' && !n.TEE_BACKEND && !flagged('TEE_BACKEND')) {
-    problems.push({ variable: 'TEE_BACKEND', problem: 'is required in tee-instance mode (direct)' });
+    problems.push({ variable: 'TEE_BACKEND', problem: 'is required in tee-instance mode (direct or phala)' });
+  }
+  if (n.TEE_BACKEND === 'phala') {
+    for (const name of ['PHALA_API_KEY', 'PHALA_SANDBOX_IMAGE'] as const) {
+      if (!n[name] && !flagged(name))
+        problems.push({ variable: name, problem: 'is required with TEE_BACKEND=phala' });
+    }
   }
   if (n.TEE_BACKEND === 'direct' && !n.TEE_DIRECT_TYPE && !flagged('TEE_DIRECT_TYPE')) {
     problems.push({

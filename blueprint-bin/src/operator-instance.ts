@@ -42,7 +42,9 @@ export async function startInstanceKeeper(w: InstanceWiring, cleanup: Cleanup): 
     blueprint: w.blueprint,
     serviceId: w.env.serviceId!,
     account: w.key.account,
-    runtime: instanceRuntime(w.manager, w.forgetRuns),
+    runtime: w.tee
+      ? w.tee.instanceRuntime(instanceRuntime(w.manager, w.forgetRuns))
+      : instanceRuntime(w.manager, w.forgetRuns),
     policy: w.deps.policy,
     operatorApiUrl: w.deps.operatorApiUrl,
     log: w.log.child({ component: 'instance' }),

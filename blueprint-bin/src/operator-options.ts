@@ -64,6 +64,7 @@ export function teeOptions(
       pccsUrl: v.TEE_PCCS_URL!,
       testAnchorsDir: v.TEE_TEST_ANCHORS_DIR,
       testMode,
+      phala: { apiKey: v.PHALA_API_KEY, endpoint: v.PHALA_API_ENDPOINT, image: v.PHALA_SANDBOX_IMAGE },
     },
     expectedMeasurements: v.SANDBOX_TEE_EXPECTED_MEASUREMENTS ?? [],
     requirePinned: v.SANDBOX_TEE_REQUIRE_PINNED_MEASUREMENT ?? true,

@@ -210,7 +210,9 @@ async function startApi(p: Parts, cleanup: Cleanup) {
   });
   // One breaker for the API's sidecar calls and workflow execs, so the GC timer can prune it.
   const breaker = new CircuitBreaker();
-  const sandboxes = apiSandboxes(manager, new HandledCalls(store), env.serviceId!);
+  const local = apiSandboxes(manager, new HandledCalls(store), env.serviceId!);
+  // phala: the CVM sandboxes join the API's view (their sidecars are reached over the CVM's URL).
+  const sandboxes = p.tee ? p.tee.apiSandboxes(local) : local;
   const sidecars = createApiSidecars(sandboxes, { breaker });
   const app = createOperatorApi(
     {

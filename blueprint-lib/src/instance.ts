@@ -42,7 +42,12 @@ export interface InstanceTee {
   chainId: bigint;
   teeType: TeeKind;
   onChainDocument(sandboxId: string, nonce: Uint8Array): Promise<{ json: string }>;
+  /** TEE_BACKEND=phala: the sandbox is a CVM the backend deploys, not a container of this host. */
+  deploy?(p: CreateSandboxInput): Promise<SandboxFacts>;
 }
+
+/** What the instance sandbox is created from (the runtime's create params). */
+export type CreateSandboxInput = RuntimeCreateParams;
 
 /** The binding context of a sandbox of this service and operator (`chainId:serviceId:sandboxId:operator`). */
 export const teeContextFor =
@@ -135,7 +140,7 @@ export async function provisionInstance(o: InstanceOptions): Promise<Provisioned
     { serviceId: `${o.serviceId}`, image: v.image, owner, attempt: o.attempt ?? 1, expiryExempt },
     'provisioning the instance sandbox',
   );
-  const sandbox = await o.sandboxes.create({
+  const params: CreateSandboxInput = {
     owner,
     serviceId: `${o.serviceId}`,
     callId: instanceCallId(o.serviceId, o.attempt),
@@ -150,7 +155,8 @@ export async function provisionInstance(o: InstanceOptions): Promise<Provisioned
     env: v.env,
     metadata: v.metadata,
     exposedPorts: v.exposedPorts,
-  });
+  };
+  const sandbox = o.tee?.deploy ? await o.tee.deploy(params) : await o.sandboxes.create(params);
   const already = await read<boolean>('isOperatorProvisioned', [o.serviceId, o.account.address]);
   if (already) {
     o.log.info({ sandboxId: sandbox.id }, 'instance already reported on chain');

@@ -8,8 +8,11 @@ import { ok, Router } from './http/http-router.ts';
 import { addAgentRoutes } from './routes/agents.ts';
 import { execHandler } from './routes/exec.ts';
 import { readFileHandler, writeFileHandler } from './routes/files.ts';
+import { teeAttestationHandler, teePublicKeyHandler, teeSealedSecretsHandler } from './routes/tee.ts';
 import { addTerminalRoutes } from './routes/terminals.ts';
 import { putUserEnvHandler } from './routes/user-env.ts';
+import { DstackClient } from './tee/dstack-client.ts';
+import { DstackEnclave } from './tee/enclave.ts';
 import { TerminalRegistry } from './terminals/terminal-registry.ts';
 
 export interface SidecarApp {
@@ -35,6 +38,15 @@ export function createApp(config: SidecarConfig, log: Logger): SidecarApp {
     .add('POST', '/files/read', readFileHandler(files))
     .add('POST', '/files/write', writeFileHandler(files))
     .add('PUT', '/env', putUserEnvHandler(config));
+  if (config.tee) {
+    // The sealing key is made now, in memory, and dies with this process.
+    const enclave = new DstackEnclave(config.tee.context, new DstackClient(config.tee.dstackSocket));
+    router
+      .add('GET', '/tee/attestation', teeAttestationHandler(enclave))
+      .add('GET', '/tee/public-key', teePublicKeyHandler(enclave))
+      .add('POST', '/tee/sealed-secrets', teeSealedSecretsHandler(enclave, config));
+    log.info({ keyId: enclave.keyId }, 'TEE sealing key made (dstack)');
+  }
   addAgentRoutes(router, config, agents);
   addTerminalRoutes(router, config, terminals);
   return {

@@ -1,5 +1,6 @@
 // The sidecar's configuration: read once from the container env at startup, validated, with documented defaults.
 import * as z from './schema.ts';
+import { parseTeeContext } from './tee/context.ts';
 import { UserEnv } from './user-env/user-env.ts';
 
 const intFrom = (def: number) => z._default(z.coerce.number().check(z.int(), z.positive()), def);
@@ -25,6 +26,11 @@ const EnvSchema = z.object({
   SIDECAR_SSE_KEEPALIVE_MS: intFrom(15_000),
   SIDECAR_DEFAULT_HARNESS: z.optional(z.string()),
   SIDECAR_AGENT_COMMAND: z.optional(z.string()),
+  /** `dstack`: this sidecar runs in a Phala/dstack CVM and holds the sealing key (TEE_BACKEND=phala). */
+  SIDECAR_TEE: z.optional(z.enum(['dstack'])),
+  /** The binding context `chainId:serviceId:sandboxId:0xoperator`, set by the operator at deploy. */
+  SIDECAR_TEE_CONTEXT: z.optional(z.string()),
+  SIDECAR_DSTACK_SOCKET: z._default(z.string().check(z.startsWith('/')), '/var/run/dstack.sock'),
   SIDECAR_LOG_LEVEL: z._default(
     z.enum(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent']),
     'info',
@@ -51,6 +57,8 @@ export interface SidecarConfig {
   defaultHarness: string | undefined;
   agentCommand: string | undefined;
   logLevel: string;
+  /** TEE mode (phala): the dstack agent's socket and the binding context; undefined elsewhere. */
+  tee: { kind: 'dstack'; context: string; dstackSocket: string } | undefined;
   /** The environment every child starts from: the container's (platform) env minus the token. */
   childEnv: Record<string, string>;
   /** The user's env (create env, secrets), delivered over PUT /env; children only. */
@@ -79,6 +87,13 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   if (e.SIDECAR_SOCKET && !e.SIDECAR_SOCKET.startsWith('/')) {
     throw new Error('invalid sidecar environment: SIDECAR_SOCKET must be an absolute path');
   }
+  if (e.SIDECAR_TEE) {
+    try {
+      parseTeeContext(e.SIDECAR_TEE_CONTEXT ?? '');
+    } catch (err) {
+      throw new Error(`invalid sidecar environment: ${(err as Error).message}`);
+    }
+  }
   return {
     port: e.SIDECAR_PORT,
     host: e.SIDECAR_HOST,
@@ -98,6 +113,9 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     defaultHarness: e.SIDECAR_DEFAULT_HARNESS || undefined,
     agentCommand: e.SIDECAR_AGENT_COMMAND || undefined,
     logLevel: e.SIDECAR_LOG_LEVEL,
+    tee: e.SIDECAR_TEE
+      ? { kind: e.SIDECAR_TEE, context: e.SIDECAR_TEE_CONTEXT!, dstackSocket: e.SIDECAR_DSTACK_SOCKET }
+      : undefined,
     childEnv: stripPrivateEnv(env),
     userEnv: new UserEnv(),
   };

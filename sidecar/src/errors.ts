@@ -21,6 +21,7 @@ export type SidecarErrorCode =
   | 'NOT_A_FILE'
   | 'AGENT_EXECUTION_FAILED'
   | 'SPAWN_FAILED'
+  | 'TEE_UNAVAILABLE'
   | 'INTERNAL'
   // image builder
   | 'NO_DEBIAN_MIRROR'

@@ -24,7 +24,7 @@ describe('TEE backend selection', () => {
     await expect(openTeeBackend({ ...base, backend: 'direct' })).rejects.toThrow(
       /TEE_DIRECT_TYPE=tdx or sev/,
     );
-    await expect(openTeeBackend({ ...base, backend: 'phala' })).rejects.toThrow(/not usable in this build/);
+    await expect(openTeeBackend({ ...base, backend: 'phala' })).rejects.toThrow(/needs PHALA_API_KEY/);
     await expect(openTeeBackend({ ...base, backend: 'direct', directType: 'tdx' })).rejects.toThrow(
       /not a confidential VM/,
     );

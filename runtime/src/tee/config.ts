@@ -8,6 +8,8 @@ import { productionAnchors } from '@agent-sandbox/attestation';
 import { RuntimeError } from '../errors.ts';
 import type { TeeBackend } from './backend.ts';
 import { DirectTeeBackend } from './direct.ts';
+import { PhalaTeeBackend } from './phala/backend.ts';
+import { PhalaCloudApi } from './phala/cloud-api.ts';
 
 export interface TeeSettings {
   backend: string | undefined;
@@ -17,6 +19,13 @@ export interface TeeSettings {
   /** TEST_MODE only: a directory with ark.pem and ask.pem of a test SEV PKI. */
   testAnchorsDir?: string | undefined;
   testMode: boolean;
+  /** TEE_BACKEND=phala: PHALA_API_KEY, PHALA_API_ENDPOINT, PHALA_SANDBOX_IMAGE. */
+  phala?: {
+    apiKey?: string | undefined;
+    endpoint?: string | undefined;
+    image?: string | undefined;
+    pollMs?: number;
+  };
 }
 
 export async function openTeeBackend(s: TeeSettings): Promise<TeeBackend> {
@@ -32,17 +41,28 @@ export async function openTeeBackend(s: TeeSettings): Promise<TeeBackend> {
       backend = new DirectTeeBackend({ type: s.directType, root: s.tsmRoot, pccsUrl: s.pccsUrl });
       break;
     }
-    case 'phala':
-      throw new RuntimeError(
-        'CONFIG_INVALID',
-        'TEE_BACKEND=phala is not usable in this build: its Phala Cloud and dstack clients exist, but the sandbox ' +
-          'side that must hold the sealing key inside the CVM does not (README, TEE-instance mode); use direct',
-      );
+    case 'phala': {
+      const p = s.phala ?? {};
+      if (!p.apiKey) throw new RuntimeError('CONFIG_INVALID', 'TEE_BACKEND=phala needs PHALA_API_KEY');
+      if (!p.image) {
+        throw new RuntimeError(
+          'CONFIG_INVALID',
+          'TEE_BACKEND=phala needs PHALA_SANDBOX_IMAGE: the sandbox image the CVM pulls, pinned by digest',
+        );
+      }
+      backend = new PhalaTeeBackend({
+        api: new PhalaCloudApi({ apiKey: p.apiKey, ...(p.endpoint ? { endpoint: p.endpoint } : {}) }),
+        image: p.image,
+        pccsUrl: s.pccsUrl,
+        ...(p.pollMs ? { pollMs: p.pollMs } : {}),
+      });
+      break;
+    }
     case undefined:
     case '':
-      throw new RuntimeError('CONFIG_INVALID', 'tee-instance mode needs TEE_BACKEND (direct)');
+      throw new RuntimeError('CONFIG_INVALID', 'tee-instance mode needs TEE_BACKEND (direct or phala)');
     default:
-      throw new RuntimeError('CONFIG_INVALID', `TEE_BACKEND=${s.backend} is unknown; use direct`);
+      throw new RuntimeError('CONFIG_INVALID', `TEE_BACKEND=${s.backend} is unknown; use direct or phala`);
   }
   await backend.check();
   return backend;

@@ -4,7 +4,7 @@
 import { toHex, vcekFromCertTable } from '@agent-sandbox/attestation';
 import { getCollateral } from '@phala/dcap-qvl';
 import { RuntimeError } from '../errors.ts';
-import type { TeeBackend, TeeEvidence } from './backend.ts';
+import type { LocalTeeBackend, TeeEvidence } from './backend.ts';
 import { checkTsmTree, type TsmOptions, tsmReport } from './configfs-tsm.ts';
 
 export interface DirectBackendOptions {
@@ -15,8 +15,9 @@ export interface DirectBackendOptions {
   pccsUrl: string;
 }
 
-export class DirectTeeBackend implements TeeBackend {
+export class DirectTeeBackend implements LocalTeeBackend {
   readonly name = 'direct';
+  readonly keyHolder = 'operator';
   readonly #tsm: TsmOptions;
   /** One report at a time from this process: the entry is shared, and the kernel serialises anyway. */
   #queue: Promise<unknown> = Promise.resolve();

@@ -1,5 +1,12 @@
 // TEE-instance mode, runtime side: backends, the sealing-key service, backend selection.
-export type { TeeBackend, TeeEvidence } from './backend.ts';
+export type {
+  LocalTeeBackend,
+  SandboxTeeBackend,
+  TeeBackend,
+  TeeDeployment,
+  TeeDeployParams,
+  TeeEvidence,
+} from './backend.ts';
 export { openTeeBackend, type TeeSettings, teeTrustAnchors } from './config.ts';
 export {
   checkTsmTree,
@@ -9,6 +16,6 @@ export {
   tsmReport,
 } from './configfs-tsm.ts';
 export { DirectTeeBackend } from './direct.ts';
+export { PhalaTeeBackend } from './phala/backend.ts';
 export { DEFAULT_PHALA_ENDPOINT, PhalaCloudApi, type PhalaCvmSpec } from './phala/cloud-api.ts';
-export { DstackClient } from './phala/dstack-client.ts';
 export { type TeeAttestationView, TeeService, type TeeServiceOptions } from './service.ts';

@@ -1,9 +1,12 @@
-// The TEE side of the operator API: one X25519 sealing key per sandbox, made in this process's
-// memory (inside the confidential VM) and never persisted; evidence over report_data binding
-// (context, key, nonce) per spec tee.md §4; sealed secrets opened here and handed to the sandbox
-// like normal secrets. The context string comes from the caller (runtime knows no chain).
+// The TEE side of the operator API: per sandbox, an X25519 sealing key and evidence over
+// report_data binding (context, key, nonce) per spec tee.md §4, and sealed secrets opened into
+// the sandbox's normal secret path. With a `direct` backend the key is made in this process's
+// memory (inside the confidential VM) and never persisted; with `phala` it lives in the sandbox's
+// sidecar inside its CVM and this class only forwards, adding the operator's own verdict (a hint).
+// The context string comes from the caller (runtime knows no chain).
 import {
   type AttestationDocV1,
+  type BoundAttestation,
   bindingReportData,
   generateKeyPair,
   keyId,
@@ -80,11 +83,25 @@ export class TeeService {
     this.#keys.delete(sandboxId);
   }
 
-  async evidence(sandboxId: string, nonce: Uint8Array): Promise<TeeAttestationView> {
+  async evidence(
+    sandboxId: string,
+    nonce: Uint8Array,
+    what: 'attestation' | 'public-key' = 'attestation',
+  ): Promise<TeeAttestationView> {
     if (!this.o.backend.supportsAttestationReportData()) {
       throw new RuntimeError('CONFLICT', 'this TEE backend cannot bind a nonce; no attestation is offered');
     }
     const ctx = this.o.contextFor(sandboxId);
+    if (this.o.backend.keyHolder === 'sandbox') {
+      const fwd = await this.o.backend.forwardEvidence(sandboxId, what, toHex(nonce));
+      const r = this.#check(fwd as unknown as BoundAttestation, ctx, nonce);
+      // Untouched: the client checks the same bytes against its own context and nonce.
+      return {
+        ...(fwd as unknown as TeeAttestationView),
+        measurements: r.facts?.measurements ?? {},
+        verification: r.verification,
+      };
+    }
     const { publicKey } = this.#key(sandboxId);
     const reportData = bindingReportData(ctx, publicKey, nonce);
     const ev = await this.o.backend.attest(reportData, sandboxId);
@@ -95,14 +112,7 @@ export class TeeService {
       report_data: toHex(reportData),
       binding: { ctx, nonce: toHex(nonce), pubkey: toHex(publicKey) },
     };
-    const r = verifyBoundAttestation(att, {
-      nowMs: (this.o.now ?? Date.now)(),
-      expect: { ctx, nonce },
-      allowList: this.o.verify.allowList,
-      requirePinned: this.o.verify.requirePinned,
-      acceptedTcbStatuses: this.o.verify.acceptedTcbStatuses,
-      ...(this.o.verify.anchors ? { anchors: this.o.verify.anchors } : {}),
-    });
+    const r = this.#check(att, ctx, nonce);
     return {
       ...att,
       pubkey: toHex(publicKey),
@@ -111,11 +121,26 @@ export class TeeService {
     };
   }
 
+  #check(att: BoundAttestation, ctx: string, nonce: Uint8Array) {
+    return verifyBoundAttestation(att, {
+      nowMs: (this.o.now ?? Date.now)(),
+      expect: { ctx, nonce },
+      allowList: this.o.verify.allowList,
+      requirePinned: this.o.verify.requirePinned,
+      acceptedTcbStatuses: this.o.verify.acceptedTcbStatuses,
+      ...(this.o.verify.anchors ? { anchors: this.o.verify.anchors } : {}),
+    });
+  }
+
   async attestation(sandboxId: string, nonceHex: string | undefined): Promise<TeeAttestationView> {
     return this.evidence(sandboxId, this.#nonce(nonceHex));
   }
 
   async publicKey(sandboxId: string, nonceHex: string | undefined) {
+    if (this.o.backend.keyHolder === 'sandbox') {
+      // The sidecar names its own algorithm and key id beside the evidence.
+      return this.evidence(sandboxId, this.#nonce(nonceHex), 'public-key');
+    }
     const view = await this.evidence(sandboxId, this.#nonce(nonceHex));
     return { ...view, algorithm: SEALED_ALGORITHM, key_id: keyId(this.#key(sandboxId).publicKey) };
   }
@@ -125,6 +150,11 @@ export class TeeService {
     sandboxId: string,
     body: unknown,
   ): Promise<{ success: boolean; secrets_count: number }> {
+    if (this.o.backend.keyHolder === 'sandbox') {
+      // Opened inside the CVM only; the operator never holds the plaintext.
+      const r = await this.o.backend.forwardSealed(sandboxId, body);
+      return { success: r.success === true, secrets_count: Number(r.secrets_count ?? 0) };
+    }
     let env: Record<string, string>;
     try {
       env = this.#key(sandboxId).opener.open(body);

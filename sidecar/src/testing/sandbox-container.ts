@@ -12,7 +12,13 @@ export interface SandboxContainer {
 
 export async function startSandboxContainer(
   image: string,
-  opts: { env?: Record<string, string>; labels?: Record<string, string>; docker?: Docker } = {},
+  opts: {
+    env?: Record<string, string>;
+    labels?: Record<string, string>;
+    docker?: Docker;
+    /** Host paths mounted in, `host:container` (e.g. a fake /var/run/dstack.sock). */
+    binds?: string[];
+  } = {},
 ): Promise<SandboxContainer> {
   const docker = opts.docker ?? new Docker();
   const token = randomBytes(32).toString('hex');
@@ -22,7 +28,10 @@ export async function startSandboxContainer(
     Env: Object.entries(env).map(([k, v]) => `${k}=${v}`),
     Labels: { 'agent-sandbox.test': '1', ...opts.labels },
     ExposedPorts: { '8080/tcp': {} },
-    HostConfig: { PortBindings: { '8080/tcp': [{ HostIp: '127.0.0.1', HostPort: '' }] } },
+    HostConfig: {
+      PortBindings: { '8080/tcp': [{ HostIp: '127.0.0.1', HostPort: '' }] },
+      ...(opts.binds ? { Binds: opts.binds } : {}),
+    },
   });
   const remove = () => container.remove({ force: true }).catch(() => {});
   try {

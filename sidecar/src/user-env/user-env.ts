@@ -43,13 +43,21 @@ export const USER_AGENT_COMMAND_KEY = 'SANDBOX_AGENT_COMMAND';
 
 export class UserEnv {
   #env: Readonly<Record<string, string>> = {};
+  /** Secrets opened inside the TEE (POST /tee/sealed-secrets): the operator never saw them. */
+  #sealed: Readonly<Record<string, string>> = {};
 
   /** Replaces the whole user env (a delivery is always complete: secrets wiped are gone). */
   replace(env: Record<string, string>): void {
     this.#env = Object.freeze({ ...env });
   }
 
+  /** Adds sealed secrets; an operator delivery (replace) does not remove them, and they win over it. */
+  addSealed(env: Record<string, string>): void {
+    this.#sealed = Object.freeze({ ...this.#sealed, ...env });
+  }
+
   get current(): Readonly<Record<string, string>> {
-    return this.#env;
+    if (Object.keys(this.#sealed).length === 0) return this.#env;
+    return Object.freeze({ ...this.#env, ...this.#sealed });
   }
 }

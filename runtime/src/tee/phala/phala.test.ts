@@ -1,23 +1,14 @@
-// The phala building blocks against local fakes: the Phala Cloud REST API (an HTTP server here)
-// and the dstack guest agent (unix-socket HTTP, answering with the real sample /GetQuote shape).
-// No real CVM or Phala account was reached.
-import { generateKeyPairSync, randomBytes } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+// The Phala Cloud REST client against a local fake of the API (an HTTP server here). The dstack
+// socket client is tested with the sidecar that uses it (sidecar/src/tee). No real CVM or Phala
+// account was reached.
+import { generateKeyPairSync } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PhalaCloudApi } from './cloud-api.ts';
-import { DstackClient } from './dstack-client.ts';
 import { decryptEnvForCvm } from './env-encryption.ts';
-
-const sample = JSON.parse(
-  readFileSync(
-    new URL('../../../../attestation/testdata/tdx/dstack_getquote_response.json', import.meta.url),
-    'utf8',
-  ),
-) as { quote: string; event_log: string; report_data: string; vm_config: string };
 
 const body = (req: IncomingMessage) =>
   new Promise<string>((res) => {
@@ -38,43 +29,6 @@ beforeAll(async () => {
 afterAll(async () => {
   for (const s of servers) await new Promise((r) => s.close(r));
   await rm(dir, { recursive: true, force: true });
-});
-
-describe('dstack guest agent client (fake socket, real sample shape)', () => {
-  it('asks /GetQuote for our 64 bytes and refuses a quote carrying other report_data', async () => {
-    const sock = join(dir, 'dstack.sock');
-    const seen: Array<{ path: string; body: unknown }> = [];
-    let honest = true;
-    const srv = createServer(async (req, res) => {
-      const b = JSON.parse((await body(req)) || '{}') as { report_data?: string };
-      seen.push({ path: req.url ?? '', body: b });
-      if (req.url === '/GetQuote') {
-        // Like dstack's simulator: the sample quote with report_data patched in (its signature is
-        // then invalid; only the wire shape is under test here).
-        const q = Buffer.from(sample.quote, 'hex');
-        if (honest) Buffer.from(b.report_data!, 'hex').copy(q, 568);
-        res.end(JSON.stringify({ ...sample, quote: q.toString('hex'), report_data: b.report_data }));
-      } else if (req.url === '/Info') {
-        res.end(
-          JSON.stringify({ app_id: 'app', instance_id: 'i', tcb_info: JSON.stringify({ mrtd: 'ab' }) }),
-        );
-      } else res.writeHead(404).end();
-    });
-    servers.push(srv);
-    await listen(srv, sock);
-    const client = new DstackClient(sock);
-    const rd = new Uint8Array(randomBytes(64));
-    const q = await client.getQuote(rd);
-    expect(seen[0]).toEqual({ path: '/GetQuote', body: { report_data: Buffer.from(rd).toString('hex') } });
-    expect(q.quote.length).toBe(Buffer.from(sample.quote, 'hex').length);
-    expect(Array.isArray(q.eventLog) && q.eventLog.length).toBeGreaterThan(0);
-    expect((await client.info()).tcb_info).toEqual({ mrtd: 'ab' });
-    honest = false;
-    await expect(client.getQuote(rd)).rejects.toThrow(/does not carry the report_data/);
-    await expect(new DstackClient(join(dir, 'none.sock')).getQuote(rd)).rejects.toThrow(
-      /is this a dstack CVM/,
-    );
-  });
 });
 
 describe('Phala Cloud REST client (fake API)', () => {

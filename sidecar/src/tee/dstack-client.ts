@@ -1,15 +1,17 @@
 // Our own client of the dstack guest agent (HTTP/1.1 over /var/run/dstack.sock; every call a
-// POST with a JSON body), used inside a Phala CVM for fresh, nonce-bound quotes. Not the
-// @phala/dstack-sdk: its @noble peers conflict with ours (spec tee.md §2).
+// POST with a JSON body), used by the sidecar inside a Phala CVM for fresh, nonce-bound quotes.
+// Not the @phala/dstack-sdk: its @noble peers conflict with ours (spec tee.md §2).
 import { request } from 'node:http';
-import { RuntimeError } from '../../errors.ts';
+import { SidecarError } from '../errors.ts';
+
+const fail = (message: string) => new SidecarError('TEE_UNAVAILABLE', message, 503);
 
 export const DSTACK_SOCKET = '/var/run/dstack.sock';
 
 export interface DstackQuote {
   quote: Uint8Array;
-  /** The RTMR event log (parsed from the agent's JSON string). */
-  eventLog: unknown[];
+  /** The RTMR event log, the agent's JSON string as it came (a verifier replays it to RTMR3). */
+  eventLog: string;
   reportData: Uint8Array;
   vmConfig: string;
 }
@@ -45,24 +47,23 @@ export class DstackClient {
           res.on('end', () => {
             const text = Buffer.concat(chunks).toString('utf8');
             if ((res.statusCode ?? 500) >= 300) {
-              reject(new RuntimeError('INTERNAL', `dstack ${path} answered ${res.statusCode}`));
+              reject(fail(`dstack ${path} answered ${res.statusCode}`));
               return;
             }
             try {
               resolve(JSON.parse(text));
             } catch {
-              reject(new RuntimeError('INTERNAL', `dstack ${path} did not answer JSON`));
+              reject(fail(`dstack ${path} did not answer JSON`));
             }
           });
         },
       );
-      req.on('timeout', () => req.destroy(new RuntimeError('INTERNAL', `dstack ${path} timed out`)));
+      req.on('timeout', () => req.destroy(fail(`dstack ${path} timed out`)));
       req.on('error', (e) =>
         reject(
-          e instanceof RuntimeError
+          e instanceof SidecarError
             ? e
-            : new RuntimeError(
-                'INTERNAL',
+            : fail(
                 `cannot reach the dstack agent at ${this.socketPath} (${(e as NodeJS.ErrnoException).code ?? e.message}); is this a dstack CVM with the socket mounted?`,
               ),
         ),
@@ -73,19 +74,18 @@ export class DstackClient {
 
   /** A fresh quote whose report_data is exactly these 64 bytes (checked in the answer). */
   async getQuote(reportData: Uint8Array): Promise<DstackQuote> {
-    if (reportData.length !== 64) throw new RuntimeError('VALIDATION', 'dstack report_data must be 64 bytes');
+    if (reportData.length !== 64) throw fail('dstack report_data must be 64 bytes');
     const hex = Buffer.from(reportData).toString('hex');
     const r = (await this.post('/GetQuote', { report_data: hex })) as Record<string, unknown>;
     if (typeof r.quote !== 'string' || typeof r.report_data !== 'string') {
-      throw new RuntimeError('INTERNAL', 'dstack /GetQuote answered without quote or report_data');
+      throw fail('dstack /GetQuote answered without quote or report_data');
     }
     const quote = new Uint8Array(Buffer.from(r.quote, 'hex'));
     const signed = Buffer.from(quote.subarray(48 + 520, 48 + 520 + 64)).toString('hex');
     if (r.report_data.slice(0, 128) !== hex || signed !== hex) {
-      throw new RuntimeError('INTERNAL', 'the dstack quote does not carry the report_data we asked for');
+      throw fail('the dstack quote does not carry the report_data we asked for');
     }
-    let eventLog: unknown[] = [];
-    if (typeof r.event_log === 'string' && r.event_log) eventLog = JSON.parse(r.event_log) as unknown[];
+    const eventLog = typeof r.event_log === 'string' ? r.event_log : '';
     return { quote, eventLog, reportData, vmConfig: typeof r.vm_config === 'string' ? r.vm_config : '' };
   }
 

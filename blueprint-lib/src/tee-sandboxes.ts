@@ -1,0 +1,91 @@
+// The operator API's view of sandboxes in phala mode: the local SandboxManager's, plus the CVM
+// sandboxes the TEE backend deployed (their sidecars reached over the CVM's URL), so sign-in,
+// exec, files, terminals, agents and the …/tee/* routes work on a CVM sandbox as on a container.
+// Operations a CVM does not have here (stop, resume, snapshot) and plaintext secrets (they would
+// pass through the operator: use `secrets set --sealed`) are refused, saying so.
+import { type ApiSandboxes, RuntimeError, type SandboxRecord } from '@agent-sandbox/runtime';
+
+export interface CvmSandboxes {
+  record(id: string): SandboxRecord | undefined;
+  all(): SandboxRecord[];
+  endpoint(id: string): { url: string; token: string };
+}
+
+export function withCvmSandboxes(base: ApiSandboxes, cvms: CvmSandboxes): ApiSandboxes {
+  const refuse = (what: string) => {
+    throw new RuntimeError(
+      'CONFLICT',
+      `${what} is not available for a sandbox running in a Phala CVM (TEE_BACKEND=phala)`,
+    );
+  };
+  return {
+    ...base,
+    get: (id) => cvms.record(id) ?? base.get(id),
+    list: async (f) => [
+      ...(await base.list(f)),
+      ...cvms.all().filter((r) => r.owner.toLowerCase() === f.owner.toLowerCase()),
+    ],
+    stop: (id) => (cvms.record(id) ? refuse('stop') : base.stop(id)),
+    resume: (id) => (cvms.record(id) ? refuse('resume') : base.resume(id)),
+    snapshot: (id) => (cvms.record(id) ? refuse('snapshot') : base.snapshot(id)),
+    injectSecrets: (id, env) =>
+      cvms.record(id)
+        ? refuse('a plaintext secret (it would pass through the operator; use secrets set --sealed)')
+        : base.injectSecrets(id, env),
+    wipeSecrets: (id) => (cvms.record(id) ? refuse('wiping secrets') : base.wipeSecrets(id)),
+    touch: (id) => (cvms.record(id) ? undefined : base.touch(id)),
+    sidecarEndpoint: (id) => (cvms.record(id) ? cvms.endpoint(id) : base.sidecarEndpoint(id)),
+    exposedPort: (id, port) => (cvms.record(id) ? null : (base.exposedPort?.(id, port) ?? null)),
+  };
+}
+
+/** A SandboxRecord for a CVM sandbox (no container, volume or snapshot on this host). */
+export function cvmRecord(f: {
+  id: string;
+  owner: string;
+  serviceId: string;
+  callId: string;
+  operatorId: string;
+  name: string;
+  image: string;
+  sidecarUrl: string;
+  deploymentId: string;
+  resources: { cpuCores: number; memoryMb: number; diskGb: number };
+  timers: { idleTimeoutSeconds: number; maxLifetimeSeconds: number };
+}): SandboxRecord {
+  const now = Date.now();
+  return {
+    id: f.id,
+    owner: f.owner,
+    serviceId: f.serviceId,
+    callId: f.callId,
+    operatorId: f.operatorId,
+    name: f.name,
+    state: 'running',
+    // Never used: the CVM sidecar's token lives with the TEE backend (endpoint()).
+    token: '0'.repeat(64),
+    image: f.image,
+    containerId: null,
+    volumeName: '',
+    hostPort: null,
+    sidecarUrl: f.sidecarUrl,
+    exposedPorts: [],
+    exposedHostPorts: {},
+    tier: null,
+    snapshotImageId: null,
+    snapshotArchiveDir: null,
+    resources: { ...f.resources, diskEnforced: false },
+    timers: f.timers,
+    baseEnv: {},
+    userEnv: {},
+    metadata: { tee_backend: 'phala', deployment_id: f.deploymentId },
+    createdAt: now,
+    updatedAt: now,
+    startedAt: now,
+    lastActivityAt: now,
+    stoppedAt: null,
+    tierSince: null,
+    stopReason: null,
+    error: null,
+  };
+}

@@ -1,0 +1,195 @@
+// TEE_BACKEND=phala through the real operator program: `agent-sandbox-operator run` in
+// tee-instance mode deploys the instance sandbox as a CVM on a local fake of the Phala Cloud API
+// (whose "CVM" is a real sidecar process with a fake dstack agent socket in the real sample's
+// shape), reports it on chain, and serves it on its API: the owner signs in, gets evidence over
+// a nonce of their own bound to the CVM's key, seals a secret the operator cannot read, and `exec`
+// in the CVM sees it. No real CVM or Phala account was reached; the quotes are not Intel-signed.
+import type { ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { openSync, readFileSync } from 'node:fs';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { checkBinding, fromHex, sealSecrets } from '@agent-sandbox/attestation';
+import { devnetOperatorEnv, operatorReady, spawnOperator } from '@agent-sandbox/blueprint-bin/testing';
+import { SANDBOX_CREATE_INPUT } from '@agent-sandbox/blueprint-lib';
+import { DevnetJobs } from '@agent-sandbox/blueprint-lib/testing';
+import { FAKE_PHALA_API_KEY, type FakePhala, startFakePhala } from '@agent-sandbox/runtime/testing';
+import { type FakeDstack, startFakeDstack } from '@agent-sandbox/sidecar/testing';
+import { encodeAbiParameters } from 'viem';
+import { privateKeyToAccount } from 'viem/accounts';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { runCliInProcess } from '../../client/src/testing/cli-harness.ts';
+import { signInOverHttp } from '../../runtime/src/api/testing/sign-in.ts';
+
+const devnet = inject('devnet');
+const image = inject('sandboxImage');
+const RUN = `e2e-phala-${Date.now().toString(36)}`;
+
+const freePort = (): Promise<number> =>
+  new Promise((res, rej) => {
+    const s = createServer();
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address() as { port: number };
+      s.close(() => res(port));
+    });
+    s.on('error', rej);
+  });
+
+let dir = '';
+let dstack: FakeDstack;
+let phala: FakePhala;
+let operator: ChildProcess | undefined;
+let operatorUrl = '';
+let serviceId = 0n;
+const operatorLog = () => {
+  try {
+    return readFileSync(join(dir, 'operator.log'), 'utf8').slice(-4000);
+  } catch {
+    return '';
+  }
+};
+
+const config = encodeAbiParameters(
+  [{ type: 'tuple', components: SANDBOX_CREATE_INPUT }],
+  [
+    {
+      name: 'phala-e2e',
+      image: '',
+      stack: '',
+      agent_identifier: '',
+      env_json: '{"MODE":"cvm"}',
+      metadata_json: '{}',
+      ssh_enabled: false,
+      ssh_public_key: '',
+      web_terminal_enabled: false,
+      max_lifetime_seconds: 3600n,
+      idle_timeout_seconds: 900n,
+      cpu_cores: 1n,
+      memory_mb: 256n,
+      disk_gb: 1n,
+      tee_required: true,
+      tee_type: 1,
+      attestation_nonce: '',
+      capabilities_json: '',
+    },
+  ],
+);
+
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), `${RUN}-`));
+  await writeFile(join(dir, 'operator-ecdsa.key'), `${devnet.accounts.operator1.privateKey}\n`, {
+    mode: 0o600,
+  });
+  dstack = await startFakeDstack(join(dir, 'dstack.sock'));
+  phala = await startFakePhala({ dstackSocket: dstack.socketPath, bootPolls: 1 });
+  serviceId = await new DevnetJobs(devnet).newService('teeInstance', config);
+  const env = devnetOperatorEnv(
+    {
+      devnet,
+      blueprintId: devnet.blueprints.teeInstance,
+      serviceId,
+      keyFile: join(dir, 'operator-ecdsa.key'),
+      operatorId: `${RUN}-operator1`,
+      image,
+      labels: `agent-sandbox.test=1,agent-sandbox.test.suite=e2e-phala`,
+      extra: {
+        DATA_DIR: join(dir, 'op'),
+        OPERATOR_API_PORT: `${await freePort()}`,
+        OPERATOR_MODE: 'tee-instance',
+        TEE_BACKEND: 'phala',
+        PHALA_API_KEY: FAKE_PHALA_API_KEY,
+        PHALA_API_ENDPOINT: phala.endpoint,
+        PHALA_SANDBOX_IMAGE: `reg.example/agent-sandbox@sha256:${'a'.repeat(64)}`,
+        TEE_PCCS_URL: 'http://127.0.0.1:1',
+      },
+    },
+    randomBytes(32).toString('hex'),
+  );
+  operator = spawnOperator({ env, detached: true, stderr: openSync(join(dir, 'operator.log'), 'a') });
+  operatorUrl = await operatorReady(operator, { log: operatorLog });
+});
+
+afterAll(async () => {
+  if (operator?.pid && operator.exitCode === null && operator.signalCode === null) {
+    const gone = new Promise((r) => operator!.once('exit', r));
+    process.kill(-operator.pid, 'SIGTERM');
+    await gone;
+  }
+  await phala?.close();
+  await dstack?.close();
+  if (dir) await rm(dir, { recursive: true, force: true });
+});
+
+describe('tee-instance on TEE_BACKEND=phala through the operator program', () => {
+  it('serves the CVM sandbox: bound evidence, a sealed secret only the CVM opens, exec sees it', async () => {
+    expect(phala.cvm(), operatorLog()).toBeDefined();
+    const owner = privateKeyToAccount(devnet.accounts.serviceOwner.privateKey);
+    const token = await signInOverHttp(operatorUrl, owner);
+    const call = async (method: string, path: string, body?: unknown) => {
+      const r = await fetch(`${operatorUrl}${path}`, {
+        method,
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+      });
+      // biome-ignore lint/suspicious/noExplicitAny: test-only convenience
+      return { status: r.status, json: (await r.json()) as any };
+    };
+    const nonce = randomBytes(32).toString('hex');
+    const pk = await call('GET', `/api/sandbox/tee/public-key?nonce=${nonce}`);
+    expect(pk.status, JSON.stringify(pk.json)).toBe(200);
+    const ctx = pk.json.binding.ctx as string;
+    const sandboxId = ctx.split(':')[2]!;
+    expect(ctx.endsWith(`:${devnet.accounts.operator1.address.toLowerCase()}`)).toBe(true);
+    checkBinding(fromHex(pk.json.evidence).subarray(568, 632), ctx, fromHex(pk.json.pubkey), fromHex(nonce));
+
+    const secret = `sealed-${randomBytes(6).toString('hex')}`;
+    const body = sealSecrets(fromHex(pk.json.pubkey), ctx, sandboxId, { CVM_SECRET: secret });
+    expect((await call('POST', '/api/sandbox/tee/sealed-secrets', body)).json).toEqual({
+      success: true,
+      secrets_count: 1,
+    });
+    // A plaintext secret would pass through the operator: refused for a CVM sandbox.
+    const plain = await call('POST', `/api/sandboxes/${sandboxId}/secrets`, { env: { X: 'y' } });
+    expect([plain.status, JSON.stringify(plain.json)]).toEqual([409, expect.stringMatching(/Phala CVM/)]);
+
+    const exec = await runCliInProcess(
+      ['exec', sandboxId, '--operator', operatorUrl, 'printenv CVM_SECRET MODE'],
+      {
+        configDir: join(dir, 'cli'),
+        env: { AGENT_SANDBOX_PRIVATE_KEY: devnet.accounts.serviceOwner.privateKey },
+      },
+    );
+    expect(exec.code, exec.err).toBe(0);
+    expect(exec.out.trim().split('\n')).toEqual([secret, 'cvm']);
+    expect(operatorLog()).not.toContain(secret);
+  });
+
+  it('the CLI fails closed on these quotes (not Intel-signed): verify and sealed secrets exit 8, nothing sent', async () => {
+    const target = [
+      '--operator',
+      operatorUrl,
+      '--rpc',
+      devnet.rpcUrl,
+      '--blueprint',
+      devnet.contracts.teeInstance,
+      '--service',
+      `${serviceId}`,
+      '--measurement',
+      'ab'.repeat(48),
+    ];
+    const env = { AGENT_SANDBOX_PRIVATE_KEY: devnet.accounts.serviceOwner.privateKey };
+    const verify = await runCliInProcess(['tee', 'verify', ...target], { configDir: join(dir, 'cli2'), env });
+    expect(verify.code, verify.err).toBe(8);
+    expect(verify.err).toMatch(/TDX|collateral|verif/i);
+    const before = phala.calls.length;
+    const sealed = await runCliInProcess(['secrets', 'set', 'x', 'NEVER', '--sealed', ...target], {
+      configDir: join(dir, 'cli3'),
+      env: { ...env, NEVER: 'never-sent' },
+    });
+    expect(sealed.code, sealed.err).toBe(8);
+    expect(JSON.stringify(phala.calls.slice(before))).not.toContain('never-sent');
+    expect(operatorLog()).not.toContain('never-sent');
+  });
+});
