@@ -85,6 +85,9 @@ export type ApiSidecarClient = Pick<
   | 'deleteTerminal'
   | 'terminalInput'
   | 'streamTerminal'
+  | 'readFile'
+  | 'writeFile'
+  | 'listFiles'
 >;
 
 /**

@@ -5,6 +5,7 @@ import type { ApiEnv } from './context.ts';
 import type { ApiSessions } from './deps.ts';
 import { requireSandboxAccess, requireSession } from './middleware/session.ts';
 import { registerExec } from './routes/exec.ts';
+import { registerFiles } from './routes/files.ts';
 import { registerLifecycle } from './routes/lifecycle.ts';
 import { registerPortProxy } from './routes/port-proxy.ts';
 import { registerRuns } from './routes/runs.ts';
@@ -26,6 +27,7 @@ export function sandboxApi(d: SandboxRouteDeps, sessions: Pick<ApiSessions, 'ver
   registerLifecycle(app, d);
   registerSecrets(app, d);
   registerTerminals(app, d);
+  registerFiles(app, d);
   registerPortProxy(app, d);
   if (d.tee) registerTee(app, d.tee);
   return app;
