@@ -93,7 +93,9 @@ describe('operator API on real sandboxes', () => {
     const auth = { authorization: `Bearer ${token}` };
     const put = await fetch(`${base}/content?path=up/bin.dat`, { method: 'PUT', headers: auth, body: bytes });
     expect(put.status).toBe(200);
-    expect(((await put.json()) as { sha256: string }).sha256).toBe(createHash('sha256').update(bytes).digest('hex'));
+    expect(((await put.json()) as { sha256: string }).sha256).toBe(
+      createHash('sha256').update(bytes).digest('hex'),
+    );
     const ls = await call('GET', `/api/sandboxes/${id}/files?path=up`);
     expect(ls.json.entries).toEqual([
       expect.objectContaining({ name: 'bin.dat', type: 'file', size: bytes.length }),
