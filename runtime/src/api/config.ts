@@ -37,7 +37,11 @@ export const ApiConfigSchema = z.object({
     .positive()
     .default(16 * 1024 * 1024),
   /** Lifetime of a port-preview cookie (POST …/previews), 10 minutes. */
-  previewTtlMs: z.number().int().positive().default(10 * 60_000),
+  previewTtlMs: z
+    .number()
+    .int()
+    .positive()
+    .default(10 * 60_000),
   /** Whole-request timeout, streams excepted (120 s). */
   requestTimeoutMs: z.number().int().positive().default(120_000),
   /** Served over TLS (directly or by a terminating proxy): send HSTS. */

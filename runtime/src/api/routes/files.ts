@@ -9,13 +9,10 @@ import { errors, json, SANDBOX_ERRORS } from '../schemas.ts';
 import type { SandboxRouteDeps } from './types.ts';
 
 const PathQuery = z.object({
-  path: z
-    .string()
-    .max(4096)
-    .openapi({
-      description: 'Workspace-relative (or absolute inside the workspace) path',
-      example: 'notes.txt',
-    }),
+  path: z.string().max(4096).openapi({
+    description: 'Workspace-relative (or absolute inside the workspace) path',
+    example: 'notes.txt',
+  }),
 });
 const DirQuery = z.object({
   path: z.string().max(4096).optional().openapi({ description: 'Directory; the workspace root when absent' }),
