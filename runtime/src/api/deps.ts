@@ -129,4 +129,6 @@ export interface OperatorApiDeps {
   ready?: () => boolean;
   tee?: ApiTee;
   config?: ApiConfigInput;
+  /** The web console's build output (console/dist), served at /console/; absent: a 503 saying how to build it. */
+  consoleDir?: string;
 }
