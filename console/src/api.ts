@@ -59,7 +59,7 @@ export class Api {
     return res;
   }
 
-  async json<T = any>(method: string, path: string, body?: object): Promise<T> {
+  async json<T = unknown>(method: string, path: string, body?: object): Promise<T> {
     const res = await this.raw(method, path, body);
     return (res.status === 204 ? undefined : await res.json()) as T;
   }

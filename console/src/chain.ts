@@ -1,8 +1,22 @@
 // Jobs 0 (create) and 1 (delete) submitted through the user's wallet (EIP-1193 injected provider),
 // with the same encoding the CLI uses (client's pure job-io module). Loaded on demand.
-import { buildCreateRequest, encodeCreateInput, encodeDeleteInput, JOB_SANDBOX_CREATE, JOB_SANDBOX_DELETE } from '@agent-sandbox/client/job-io';
+import {
+  buildCreateRequest,
+  encodeCreateInput,
+  encodeDeleteInput,
+  JOB_SANDBOX_CREATE,
+  JOB_SANDBOX_DELETE,
+} from '@agent-sandbox/client/job-io';
 import { iTangleAbi } from '@agent-sandbox/contracts';
-import { type Address, createPublicClient, createWalletClient, custom, type Hex, toEventSelector, getAbiItem } from 'viem';
+import {
+  type Address,
+  createPublicClient,
+  createWalletClient,
+  custom,
+  getAbiItem,
+  type Hex,
+  toEventSelector,
+} from 'viem';
 import { injected } from './wallet.ts';
 
 export interface ChainInfo {
@@ -13,7 +27,12 @@ export interface ChainInfo {
 
 const jobSubmitted = toEventSelector(getAbiItem({ abi: iTangleAbi, name: 'JobSubmitted' }));
 
-async function submit(info: ChainInfo, account: Address, jobIndex: number, inputs: Hex): Promise<{ callId: bigint; txHash: Hex }> {
+async function submit(
+  info: ChainInfo,
+  account: Address,
+  jobIndex: number,
+  inputs: Hex,
+): Promise<{ callId: bigint; txHash: Hex }> {
   const provider = injected();
   const transport = custom(provider);
   const pub = createPublicClient({ transport });
@@ -30,7 +49,13 @@ async function submit(info: ChainInfo, account: Address, jobIndex: number, input
   if (receipt.status !== 'success') throw new Error(`transaction ${txHash} reverted`);
   for (const log of receipt.logs) {
     const [t0, t1, t2] = log.topics;
-    if (log.address.toLowerCase() === info.tangle.toLowerCase() && t0 === jobSubmitted && t1 && t2 && BigInt(t1) === info.serviceId) {
+    if (
+      log.address.toLowerCase() === info.tangle.toLowerCase() &&
+      t0 === jobSubmitted &&
+      t1 &&
+      t2 &&
+      BigInt(t1) === info.serviceId
+    ) {
       return { callId: BigInt(t2), txHash };
     }
   }

@@ -22,37 +22,69 @@ interface ChatState {
 }
 
 const key = (sandbox: string) => `console.chat.${sandbox}`;
-const load = (sandbox: string): ChatState => JSON.parse(sessionStorage.getItem(key(sandbox)) ?? '{"blocks":[]}');
+const load = (sandbox: string): ChatState =>
+  JSON.parse(sessionStorage.getItem(key(sandbox)) ?? '{"blocks":[]}');
 const seq = (id: string | undefined) => Number(id?.slice(id.lastIndexOf(':') + 1) ?? 0);
+
+interface Part {
+  id: string;
+  type?: string;
+  text?: string;
+  content?: string;
+  tool?: Block['tool'];
+}
+interface EventData extends Partial<Part> {
+  part?: Part;
+  finalText?: string;
+  final_text?: string;
+  response?: string;
+  usage?: Record<string, number>;
+  message?: string;
+  code?: string;
+}
 
 /** Applies one run event to the state (pure); events at or before lastEventId are ignored. */
 export function applyEvent(s: ChatState, ev: SseEvent): ChatState {
   if (ev.id && s.lastEventId && seq(ev.id) <= seq(s.lastEventId)) return s;
   const next: ChatState = { ...s, blocks: [...s.blocks], lastEventId: ev.id ?? s.lastEventId };
-  let d: any = {};
+  let d: EventData = {};
   try {
     d = JSON.parse(ev.data);
   } catch {
     // not JSON: keep the id, ignore the body
   }
   if (ev.event === 'message.part.updated') {
-    const part = d.part ?? d;
+    const part = (d.part ?? d) as Part;
     const i = next.blocks.findIndex((b) => b.id === part.id);
     if (part.type === 'tool') {
       const t = part.tool ?? {};
-      const b: Block = { id: part.id, kind: 'tool', text: '', tool: { ...(i >= 0 ? next.blocks[i]!.tool : {}), ...t } };
+      const b: Block = {
+        id: part.id,
+        kind: 'tool',
+        text: '',
+        tool: { ...(i >= 0 ? next.blocks[i]!.tool : {}), ...t },
+      };
       if (i >= 0) next.blocks[i] = b;
       else next.blocks.push(b);
     } else {
       const delta = String(part.text ?? part.content ?? '');
       if (i >= 0) next.blocks[i] = { ...next.blocks[i]!, text: next.blocks[i]!.text + delta };
-      else next.blocks.push({ id: part.id, kind: part.type === 'reasoning' ? 'reasoning' : 'text', text: delta });
+      else
+        next.blocks.push({
+          id: part.id,
+          kind: part.type === 'reasoning' ? 'reasoning' : 'text',
+          text: delta,
+        });
     }
   } else if (ev.event === 'result') {
     next.finalText = d.finalText ?? d.final_text ?? d.response;
     next.usage = d.usage;
   } else if (ev.event === 'error') {
-    next.blocks.push({ id: `err-${ev.id}`, kind: 'error', text: `${d.message ?? 'run failed'} (${d.code ?? 'ERROR'})` });
+    next.blocks.push({
+      id: `err-${ev.id}`,
+      kind: 'error',
+      text: `${d.message ?? 'run failed'} (${d.code ?? 'ERROR'})`,
+    });
   } else if (ev.event.startsWith('run.') && ev.event !== 'run.queued' && ev.event !== 'run.truncated') {
     next.status = ev.event.slice(4);
   }
@@ -74,10 +106,14 @@ export function Chat({ sandbox }: { sandbox: string }) {
     const ctl = new AbortController();
     abort.current = ctl;
     try {
-      await api.stream(`/api/sandboxes/${sandbox}/runs/${runId}/events`, (ev) => update((s) => applyEvent(s, ev)), {
-        lastEventId: ref.current.lastEventId,
-        signal: ctl.signal,
-      });
+      await api.stream(
+        `/api/sandboxes/${sandbox}/runs/${runId}/events`,
+        (ev) => update((s) => applyEvent(s, ev)),
+        {
+          lastEventId: ref.current.lastEventId,
+          signal: ctl.signal,
+        },
+      );
     } catch (e) {
       if (!ctl.signal.aborted) setError(describeError(e));
     }
@@ -116,12 +152,20 @@ export function Chat({ sandbox }: { sandbox: string }) {
         {state.blocks.map((b) =>
           b.kind === 'tool' ? (
             <details key={b.id} class="block tool" open>
-              <summary>tool {b.tool?.name} · {b.tool?.status}</summary>
+              <summary>
+                tool {b.tool?.name} · {b.tool?.status}
+              </summary>
               <pre>{JSON.stringify(b.tool?.input, null, 2)}</pre>
-              {b.tool?.output !== undefined && <pre class="output">{typeof b.tool.output === 'string' ? b.tool.output : JSON.stringify(b.tool.output, null, 2)}</pre>}
+              {b.tool?.output !== undefined && (
+                <pre class="output">
+                  {typeof b.tool.output === 'string' ? b.tool.output : JSON.stringify(b.tool.output, null, 2)}
+                </pre>
+              )}
             </details>
           ) : (
-            <pre key={b.id} class={`block ${b.kind}`} data-testid={`block-${b.kind}`}>{b.text}</pre>
+            <pre key={b.id} class={`block ${b.kind}`} data-testid={`block-${b.kind}`}>
+              {b.text}
+            </pre>
           ),
         )}
       </div>
@@ -137,15 +181,29 @@ export function Chat({ sandbox }: { sandbox: string }) {
           {state.usage.cachedInputTokens ? ` · cached ${state.usage.cachedInputTokens}` : ''}
         </p>
       )}
-      {state.status && <p class="meta" data-testid="run-status">run {state.status}</p>}
-      {error && <p role="alert" class="error">{error}</p>}
+      {state.status && (
+        <p class="meta" data-testid="run-status">
+          run {state.status}
+        </p>
+      )}
+      {error && (
+        <p role="alert" class="error">
+          {error}
+        </p>
+      )}
       <form onSubmit={send} class="row">
         <label class="grow">
           <span class="sr">Message</span>
           <textarea name="message" rows={2} placeholder="Ask the agent…" data-testid="chat-input" />
         </label>
-        <button type="submit" disabled={running} data-testid="chat-send">Send</button>
-        {running && <button type="button" onClick={cancel} data-testid="chat-cancel">Cancel</button>}
+        <button type="submit" disabled={running} data-testid="chat-send">
+          Send
+        </button>
+        {running && (
+          <button type="button" onClick={cancel} data-testid="chat-cancel">
+            Cancel
+          </button>
+        )}
       </form>
     </section>
   );

@@ -3,8 +3,8 @@
 import { render } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import { Api, describeError } from './api.ts';
-import { SandboxList } from './sandboxes.tsx';
 import { SandboxView } from './sandbox-view.tsx';
+import { SandboxList } from './sandboxes.tsx';
 import './style.css';
 
 export const api = new Api('');
@@ -42,7 +42,10 @@ function SignIn({ onDone }: { onDone: () => void }) {
     try {
       const { signMessage } = await import('./wallet.ts');
       const signature = await signMessage(address, message);
-      const s = await api.json<{ token: string; address: string }>('POST', '/api/auth/session', { message, signature });
+      const s = await api.json<{ token: string; address: string }>('POST', '/api/auth/session', {
+        message,
+        signature,
+      });
       api.setSession(s.token, s.address);
       onDone();
     } catch (e) {
@@ -54,7 +57,10 @@ function SignIn({ onDone }: { onDone: () => void }) {
   return (
     <main class="card signin" aria-labelledby="signin-title">
       <h1 id="signin-title">Sign in with your wallet</h1>
-      <p>The operator at <code>{location.host}</code> asks your wallet to sign a message (EIP-4361). Nothing is sent on chain.</p>
+      <p>
+        The operator at <code>{location.host}</code> asks your wallet to sign a message (EIP-4361). Nothing is
+        sent on chain.
+      </p>
       {!message && (
         <button type="button" onClick={prepare} disabled={busy} data-testid="connect">
           Connect wallet
@@ -63,13 +69,19 @@ function SignIn({ onDone }: { onDone: () => void }) {
       {message && (
         <>
           <h2>Message you are about to sign</h2>
-          <pre class="siwe" data-testid="siwe-message">{message}</pre>
+          <pre class="siwe" data-testid="siwe-message">
+            {message}
+          </pre>
           <button type="button" onClick={sign} disabled={busy} data-testid="sign">
             Sign and sign in
           </button>
         </>
       )}
-      {error && <p role="alert" class="error">{error}</p>}
+      {error && (
+        <p role="alert" class="error">
+          {error}
+        </p>
+      )}
     </main>
   );
 }
@@ -77,7 +89,9 @@ function SignIn({ onDone }: { onDone: () => void }) {
 function App() {
   const [signedIn, setSignedIn] = useState(Boolean(api.token));
   const [caps, setCaps] = useState<Capabilities>({});
-  const [selected, setSelected] = useState<string | undefined>(sessionStorage.getItem('console.selected') ?? undefined);
+  const [selected, setSelected] = useState<string | undefined>(
+    sessionStorage.getItem('console.selected') ?? undefined,
+  );
   useEffect(() => {
     api.json<Capabilities>('GET', '/api/capabilities').then(setCaps, () => {});
   }, []);
@@ -102,8 +116,12 @@ function App() {
     <div class="app">
       <header>
         <strong>Agent sandboxes</strong>
-        <span class="who" data-testid="who">{api.address}</span>
-        <button type="button" onClick={signOut} data-testid="signout">Sign out</button>
+        <span class="who" data-testid="who">
+          {api.address}
+        </span>
+        <button type="button" onClick={signOut} data-testid="signout">
+          Sign out
+        </button>
       </header>
       {selected ? (
         <SandboxView id={selected} caps={caps} onBack={() => select(undefined)} />

@@ -4,7 +4,12 @@ import { useEffect, useState } from 'preact/hooks';
 import { describeError } from './api.ts';
 import { api } from './main.tsx';
 
-const Err = ({ e }: { e?: string }) => (e ? <p role="alert" class="error">{e}</p> : null);
+const Err = ({ e }: { e?: string }) =>
+  e ? (
+    <p role="alert" class="error">
+      {e}
+    </p>
+  ) : null;
 
 interface Entry {
   name: string;
@@ -31,7 +36,8 @@ export function Files({ sandbox }: { sandbox: string }) {
   useEffect(() => {
     list('.');
   }, [sandbox]);
-  const read = async (path: string) => (await api.raw('GET', `${base}/content?path=${encodeURIComponent(path)}`)).blob();
+  const read = async (path: string) =>
+    (await api.raw('GET', `${base}/content?path=${encodeURIComponent(path)}`)).blob();
   const open = async (name: string) => {
     try {
       const blob = await read(join(name));
@@ -71,19 +77,27 @@ export function Files({ sandbox }: { sandbox: string }) {
       <ul class="files" data-testid="files">
         {up && (
           <li>
-            <button type="button" class="link" onClick={() => list(up)}>..</button>
+            <button type="button" class="link" onClick={() => list(up)}>
+              ..
+            </button>
           </li>
         )}
         {entries.map((e) => (
           <li key={e.name} data-name={e.name}>
             {e.type === 'directory' ? (
-              <button type="button" class="link" onClick={() => list(join(e.name))}>{e.name}/</button>
+              <button type="button" class="link" onClick={() => list(join(e.name))}>
+                {e.name}/
+              </button>
             ) : (
               <>
-                <button type="button" class="link" onClick={() => open(e.name)}>{e.name}</button>
+                <button type="button" class="link" onClick={() => open(e.name)}>
+                  {e.name}
+                </button>
                 <span class="meta"> {e.type === 'file' ? `${e.size} B` : e.type}</span>{' '}
                 {e.type === 'file' && (
-                  <button type="button" onClick={() => download(e.name)} data-testid="download">Download</button>
+                  <button type="button" onClick={() => download(e.name)} data-testid="download">
+                    Download
+                  </button>
                 )}
               </>
             )}
@@ -96,7 +110,9 @@ export function Files({ sandbox }: { sandbox: string }) {
       {view && (
         <div>
           <h3>{view.path}</h3>
-          <pre class="viewer" data-testid="file-view">{view.text}</pre>
+          <pre class="viewer" data-testid="file-view">
+            {view.text}
+          </pre>
         </div>
       )}
       <Err e={error} />
@@ -123,7 +139,9 @@ export function Exec({ sandbox }: { sandbox: string }) {
         <label class="grow">
           Command <input name="command" required data-testid="exec-command" />
         </label>
-        <button type="submit" data-testid="exec-run">Run</button>
+        <button type="submit" data-testid="exec-run">
+          Run
+        </button>
       </form>
       {out && (
         <div data-testid="exec-output">
@@ -142,7 +160,11 @@ export function Secrets({ sandbox }: { sandbox: string }) {
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<string>();
   const base = `/api/sandboxes/${sandbox}/secrets`;
-  const load = () => api.json<{ names: string[] }>('GET', base).then((r) => setNames(r.names), (e) => setError(describeError(e)));
+  const load = () =>
+    api.json<{ names: string[] }>('GET', base).then(
+      (r) => setNames(r.names),
+      (e) => setError(describeError(e)),
+    );
   useEffect(() => {
     load();
   }, [sandbox]);
@@ -179,13 +201,27 @@ export function Secrets({ sandbox }: { sandbox: string }) {
   };
   return (
     <section aria-label="Secrets">
-      <p>Names only: values are never shown again. Setting replaces all secrets (the container is recreated).</p>
-      <ul data-testid="secret-names">{names.map((n) => <li key={n}>{n}</li>)}</ul>
+      <p>
+        Names only: values are never shown again. Setting replaces all secrets (the container is recreated).
+      </p>
+      <ul data-testid="secret-names">
+        {names.map((n) => (
+          <li key={n}>{n}</li>
+        ))}
+      </ul>
       <form onSubmit={set} class="row" autocomplete="off">
-        <label>Name <input name="name" required pattern="[A-Za-z_][A-Za-z0-9_]*" data-testid="secret-name" /></label>
-        <label>Value <input name="value" type="password" required autocomplete="off" data-testid="secret-value" /></label>
-        <button type="submit" disabled={busy} data-testid="secret-set">Set</button>
-        <button type="button" disabled={busy} onClick={wipe} class="danger">Wipe all</button>
+        <label>
+          Name <input name="name" required pattern="[A-Za-z_][A-Za-z0-9_]*" data-testid="secret-name" />
+        </label>
+        <label>
+          Value <input name="value" type="password" required autocomplete="off" data-testid="secret-value" />
+        </label>
+        <button type="submit" disabled={busy} data-testid="secret-set">
+          Set
+        </button>
+        <button type="button" disabled={busy} onClick={wipe} class="danger">
+          Wipe all
+        </button>
       </form>
       <Err e={error} />
     </section>
@@ -213,9 +249,22 @@ export function Preview({ sandbox, ports }: { sandbox: string; ports: string[] }
       <p>Opens an exposed port in a new tab with a credential valid for that port only, for a few minutes.</p>
       <form onSubmit={open} class="row">
         <label>
-          Port <input name="port" type="number" min={1} max={65535} required list="ports" data-testid="preview-port" />
+          Port{' '}
+          <input
+            name="port"
+            type="number"
+            min={1}
+            max={65535}
+            required
+            list="ports"
+            data-testid="preview-port"
+          />
         </label>
-        <datalist id="ports">{ports.map((p) => <option key={p} value={p} />)}</datalist>
+        <datalist id="ports">
+          {ports.map((p) => (
+            <option key={p} value={p} />
+          ))}
+        </datalist>
         <button type="submit">Open preview</button>
       </form>
       <Err e={error} />

@@ -24,20 +24,33 @@ export function SandboxView({ id, onBack }: { id: string; caps: Capabilities; on
   return (
     <main>
       <div class="row">
-        <button type="button" onClick={onBack} data-testid="back">← Sandboxes</button>
+        <button type="button" onClick={onBack} data-testid="back">
+          ← Sandboxes
+        </button>
         <h1 class="grow">{sb?.name || id}</h1>
         {sb && <span class={`state ${sb.state}`}>{sb.state}</span>}
       </div>
-      {error && <p role="alert" class="error" data-testid="sandbox-error">{error}</p>}
+      {error && (
+        <p role="alert" class="error" data-testid="sandbox-error">
+          {error}
+        </p>
+      )}
       {sb && (
         <>
-          <nav role="tablist" class="tabs">
+          <div role="tablist" class="tabs">
             {TABS.map((t) => (
-              <button key={t} type="button" role="tab" aria-selected={t === tab} onClick={() => pick(t)} data-testid={`tab-${t}`}>
+              <button
+                key={t}
+                type="button"
+                role="tab"
+                aria-selected={t === tab}
+                onClick={() => pick(t)}
+                data-testid={`tab-${t}`}
+              >
                 {t}
               </button>
             ))}
-          </nav>
+          </div>
           <div class="card">
             {tab === 'Chat' && <Chat sandbox={id} />}
             {tab === 'Terminal' && <Terminals sandbox={id} />}

@@ -24,7 +24,8 @@ const kv = (o: Record<string, unknown>) =>
     .join(' · ');
 
 export function chainInfo(caps: Capabilities) {
-  if (!caps.chain || !caps.serviceId) throw new Error('this operator does not publish its chain (capabilities.chain)');
+  if (!caps.chain || !caps.serviceId)
+    throw new Error('this operator does not publish its chain (capabilities.chain)');
   return { chainId: caps.chain.chainId, tangle: caps.chain.tangle, serviceId: BigInt(caps.serviceId) };
 }
 
@@ -62,7 +63,8 @@ function CreateForm({ caps, onCreated }: { caps: Capabilities; onCreated: () => 
             last = pv.phase;
             setPhase((p) => [...p, pv.phase!]);
           }
-          if (pv.phase === 'failed') throw new Error(`provisioning failed: ${pv.error ?? 'see the operator log'}`);
+          if (pv.phase === 'failed')
+            throw new Error(`provisioning failed: ${pv.error ?? 'see the operator log'}`);
           if (pv.phase === 'ready' || pv.phase === 'running') break;
         }
         await new Promise((r) => setTimeout(r, 500));
@@ -77,22 +79,40 @@ function CreateForm({ caps, onCreated }: { caps: Capabilities; onCreated: () => 
   return (
     <form class="card" onSubmit={submit} aria-label="Create a sandbox">
       <h2>Create a sandbox (on chain)</h2>
-      <label>Name <input name="name" maxLength={255} /></label>
-      <label>CPU cores <input name="cpu" type="number" min={1} value="1" /></label>
-      <label>Memory (MB) <input name="memory" type="number" min={128} value="512" /></label>
-      <label>Disk (GB) <input name="disk" type="number" min={1} value="1" /></label>
-      <label>Ports to expose <input name="ports" placeholder="3000, 8080" /></label>
+      <label>
+        Name <input name="name" maxLength={255} />
+      </label>
+      <label>
+        CPU cores <input name="cpu" type="number" min={1} value="1" />
+      </label>
+      <label>
+        Memory (MB) <input name="memory" type="number" min={128} value="512" />
+      </label>
+      <label>
+        Disk (GB) <input name="disk" type="number" min={1} value="1" />
+      </label>
+      <label>
+        Ports to expose <input name="ports" placeholder="3000, 8080" />
+      </label>
       <label>
         Environment (JSON, public on chain; put secrets in Secrets)
         <input name="env" placeholder='{"LOG_LEVEL":"debug"}' data-testid="create-env" />
       </label>
-      <button type="submit" disabled={busy} data-testid="create">Create</button>
+      <button type="submit" disabled={busy} data-testid="create">
+        Create
+      </button>
       {phase.length > 0 && (
         <ol class="phases" data-testid="phases" aria-live="polite">
-          {phase.map((p) => <li key={p}>{p}</li>)}
+          {phase.map((p) => (
+            <li key={p}>{p}</li>
+          ))}
         </ol>
       )}
-      {error && <p role="alert" class="error">{error}</p>}
+      {error && (
+        <p role="alert" class="error">
+          {error}
+        </p>
+      )}
     </form>
   );
 }
@@ -135,7 +155,11 @@ export function SandboxList({ caps, onOpen }: { caps: Capabilities; onOpen: (id:
     <main>
       <section class="card" aria-labelledby="list-title">
         <h1 id="list-title">Your sandboxes</h1>
-        {error && <p role="alert" class="error">{error}</p>}
+        {error && (
+          <p role="alert" class="error">
+            {error}
+          </p>
+        )}
         {list?.length === 0 && <p>None yet: create one below.</p>}
         <ul class="sandboxes" data-testid="sandbox-list">
           {list?.map((s) => (
@@ -144,22 +168,42 @@ export function SandboxList({ caps, onOpen }: { caps: Capabilities; onOpen: (id:
                 <button type="button" class="link" onClick={() => onOpen(s.id)} data-testid="open">
                   {s.name || s.id}
                 </button>{' '}
-                <span class={`state ${s.state}`} data-testid="state">{s.state}</span>
+                <span class={`state ${s.state}`} data-testid="state">
+                  {s.state}
+                </span>
               </div>
               <div class="meta">{kv(s.resources)}</div>
               <div class="meta">timers: {kv(s.timers) || '—'}</div>
-              <div class="meta">created {when(s.created_at)} · last activity {when(s.last_activity_at)}</div>
+              <div class="meta">
+                created {when(s.created_at)} · last activity {when(s.last_activity_at)}
+              </div>
               <div class="actions">
-                {s.state === 'running' && <button type="button" disabled={busy === s.id} onClick={() => act(s.id, 'stop')}>Stop</button>}
-                {s.state === 'stopped' && <button type="button" disabled={busy === s.id} onClick={() => act(s.id, 'resume')}>Resume</button>}
-                <button type="button" class="danger" disabled={busy === s.id} onClick={() => act(s.id, 'delete')} data-testid="delete">
+                {s.state === 'running' && (
+                  <button type="button" disabled={busy === s.id} onClick={() => act(s.id, 'stop')}>
+                    Stop
+                  </button>
+                )}
+                {s.state === 'stopped' && (
+                  <button type="button" disabled={busy === s.id} onClick={() => act(s.id, 'resume')}>
+                    Resume
+                  </button>
+                )}
+                <button
+                  type="button"
+                  class="danger"
+                  disabled={busy === s.id}
+                  onClick={() => act(s.id, 'delete')}
+                  data-testid="delete"
+                >
                   Delete (on chain)
                 </button>
               </div>
             </li>
           ))}
         </ul>
-        <button type="button" onClick={load}>Refresh</button>
+        <button type="button" onClick={load}>
+          Refresh
+        </button>
       </section>
       <CreateForm caps={caps} onCreated={load} />
     </main>

@@ -28,19 +28,47 @@ function TerminalTab({ sandbox, active }: { sandbox: string; active: boolean }) 
     let dispose = () => {};
     (async () => {
       nonceStyles();
-      const [{ Terminal }] = await Promise.all([import('@xterm/xterm'), import('@xterm/xterm/css/xterm.css')]);
+      const [{ Terminal }] = await Promise.all([
+        import('@xterm/xterm'),
+        import('@xterm/xterm/css/xterm.css'),
+      ]);
       const base = `/api/sandboxes/${sandbox}/terminals`;
       const size = () => {
         const el = host.current!;
-        return { cols: Math.max(20, Math.floor(el.clientWidth / 9)), rows: Math.max(8, Math.floor(el.clientHeight / 17)) };
+        return {
+          cols: Math.max(20, Math.floor(el.clientWidth / 9)),
+          rows: Math.max(8, Math.floor(el.clientHeight / 17)),
+        };
       };
-      const created = await api.json<{ sessionId?: string; data?: { sessionId?: string } }>('POST', base, size());
+      const created = await api.json<{ sessionId?: string; data?: { sessionId?: string } }>(
+        'POST',
+        base,
+        size(),
+      );
       const tid = created.sessionId ?? created.data?.sessionId;
       if (!tid) throw new Error('the operator answered without a terminal id');
       const term = new Terminal({ ...size(), convertEol: false, fontSize: 14 });
       term.open(host.current!);
+      // One input request at a time, keystrokes typed meanwhile batched: order is kept.
+      let pending = '';
+      let sending = false;
+      const flush = async () => {
+        if (sending || !pending) return;
+        sending = true;
+        const data = pending;
+        pending = '';
+        try {
+          await api.json('POST', `${base}/${tid}/input`, { data });
+        } catch (e) {
+          setError(describeError(e));
+        } finally {
+          sending = false;
+          void flush();
+        }
+      };
       term.onData((data) => {
-        api.json('POST', `${base}/${tid}/input`, { data }).catch((e) => setError(describeError(e)));
+        pending += data;
+        void flush();
       });
       const onResize = () => {
         const s = size();
@@ -78,7 +106,11 @@ function TerminalTab({ sandbox, active }: { sandbox: string; active: boolean }) 
   return (
     <div class="term" hidden={!active}>
       <div ref={host} class="xterm-host" data-testid="terminal" />
-      {error && <p role="alert" class="error">{error}</p>}
+      {error && (
+        <p role="alert" class="error">
+          {error}
+        </p>
+      )}
     </div>
   );
 }
@@ -104,10 +136,14 @@ export function Terminals({ sandbox }: { sandbox: string }) {
             <button type="button" role="tab" aria-selected={n === active} onClick={() => setActive(n)}>
               Terminal {n}
             </button>
-            <button type="button" aria-label={`Close terminal ${n}`} onClick={() => close(n)}>×</button>
+            <button type="button" aria-label={`Close terminal ${n}`} onClick={() => close(n)}>
+              ×
+            </button>
           </span>
         ))}
-        <button type="button" onClick={add} data-testid="terminal-add">+ New terminal</button>
+        <button type="button" onClick={add} data-testid="terminal-add">
+          + New terminal
+        </button>
       </div>
       {tabs.map((n) => (
         <TerminalTab key={n} sandbox={sandbox} active={n === active} />

@@ -4,7 +4,10 @@ import { type Address, createWalletClient, custom, type EIP1193Provider } from '
 
 export function injected(): EIP1193Provider {
   const p = (globalThis as { ethereum?: EIP1193Provider }).ethereum;
-  if (!p) throw new Error('no wallet found: install or enable a browser wallet (an EIP-1193 provider), then reload');
+  if (!p)
+    throw new Error(
+      'no wallet found: install or enable a browser wallet (an EIP-1193 provider), then reload',
+    );
   return p;
 }
 

@@ -41,7 +41,10 @@ export function consoleRoutes(dir: string | undefined): Hono<ApiEnv> {
 
   const page = (c: Context<ApiEnv>) => {
     if (!built) {
-      return c.text('the console is not built: run `npm run build -w @agent-sandbox/console`, then restart', 503);
+      return c.text(
+        'the console is not built: run `npm run build -w @agent-sandbox/console`, then restart',
+        503,
+      );
     }
     const nonce = randomBytes(16).toString('base64');
     c.header('content-security-policy', consoleCsp(nonce));
