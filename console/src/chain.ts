@@ -7,7 +7,7 @@ import {
   JOB_SANDBOX_CREATE,
   JOB_SANDBOX_DELETE,
 } from '@agent-sandbox/client/job-io';
-import { iTangleAbi } from '@agent-sandbox/contracts';
+import { agentSandboxBlueprintAbi, iTangleAbi } from '@agent-sandbox/contracts';
 import {
   type Address,
   createPublicClient,
@@ -15,6 +15,7 @@ import {
   custom,
   getAbiItem,
   type Hex,
+  parseEventLogs,
   toEventSelector,
 } from 'viem';
 import { injected } from './wallet.ts';
@@ -32,7 +33,7 @@ async function submit(
   account: Address,
   jobIndex: number,
   inputs: Hex,
-): Promise<{ callId: bigint; txHash: Hex }> {
+): Promise<{ callId: bigint; txHash: Hex; operator: Address | undefined }> {
   const provider = injected();
   const transport = custom(provider);
   const pub = createPublicClient({ transport });
@@ -56,7 +57,15 @@ async function submit(
       t2 &&
       BigInt(t1) === info.serviceId
     ) {
-      return { callId: BigInt(t2), txHash };
+      const callId = BigInt(t2);
+      // The operator the blueprint picked (create) or routed to (delete), from this receipt only.
+      const assigned = parseEventLogs({
+        abi: agentSandboxBlueprintAbi,
+        logs: receipt.logs,
+        eventName: ['OperatorAssigned', 'OperatorRouted'],
+        strict: false,
+      }).find((e) => (e.args as { callId?: bigint }).callId === callId);
+      return { callId, txHash, operator: (assigned?.args as { operator?: Address } | undefined)?.operator };
     }
   }
   throw new Error(`transaction ${txHash} emitted no JobSubmitted for service ${info.serviceId}`);

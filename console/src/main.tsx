@@ -11,6 +11,7 @@ export const api = new Api('');
 
 export interface Capabilities {
   mode?: string;
+  operator?: string;
   serviceId?: string;
   tee?: unknown;
   chain?: { chainId: number; tangle: `0x${string}` };

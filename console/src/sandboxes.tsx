@@ -45,7 +45,7 @@ function CreateForm({ caps, onCreated }: { caps: Capabilities; onCreated: () => 
         .split(/[ ,]+/)
         .filter(Boolean)
         .map(Number);
-      const { callId } = await submitCreate(chainInfo(caps), api.address as `0x${string}`, {
+      const { callId, operator } = await submitCreate(chainInfo(caps), api.address as `0x${string}`, {
         name: String(f.get('name') ?? ''),
         cpuCores: Number(f.get('cpu')),
         memoryMb: Number(f.get('memory')),
@@ -54,6 +54,11 @@ function CreateForm({ caps, onCreated }: { caps: Capabilities; onCreated: () => 
         envJson: String(f.get('env') ?? ''),
       });
       setPhase((p) => [...p, `call ${callId} submitted`]);
+      if (operator && caps.operator && operator.toLowerCase() !== caps.operator.toLowerCase()) {
+        throw new Error(
+          `the blueprint assigned call ${callId} to operator ${operator}, not this one (${caps.operator}); follow it in that operator's console`,
+        );
+      }
       let last = '';
       for (;;) {
         const res = await fetch(`/api/provisions/${callId}`);
