@@ -6,7 +6,7 @@ import {
   encodeDeleteInput,
   JOB_SANDBOX_CREATE,
   JOB_SANDBOX_DELETE,
-} from '@agent-sandbox/client/job-io';
+} from '@agent-sandbox/client/browser';
 import { agentSandboxBlueprintAbi, iTangleAbi } from '@agent-sandbox/contracts';
 import {
   type Address,
