@@ -17,6 +17,10 @@ export function SandboxView({ id, onBack }: { id: string; caps: Capabilities; on
   useEffect(() => {
     api.json<View>('GET', `/api/sandboxes/${id}`).then(setSb, (e) => setError(describeError(e)));
   }, [id]);
+  const [termsOpened, setTermsOpened] = useState(false);
+  useEffect(() => {
+    if (tab === 'Terminal') setTermsOpened(true);
+  }, [tab]);
   const pick = (t: Tab) => {
     sessionStorage.setItem('console.tab', t);
     setTab(t);
@@ -53,7 +57,12 @@ export function SandboxView({ id, onBack }: { id: string; caps: Capabilities; on
           </div>
           <div class="card">
             {tab === 'Chat' && <Chat sandbox={id} />}
-            {tab === 'Terminal' && <Terminals sandbox={id} />}
+            {/* Terminals stay mounted once opened: switching tabs must not end their shells. */}
+            {(tab === 'Terminal' || termsOpened) && (
+              <div hidden={tab !== 'Terminal'}>
+                <Terminals sandbox={id} />
+              </div>
+            )}
             {tab === 'Files' && <Files sandbox={id} />}
             {tab === 'Exec' && <Exec sandbox={id} />}
             {tab === 'Secrets' && <Secrets sandbox={id} />}

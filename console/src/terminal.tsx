@@ -76,25 +76,34 @@ function TerminalTab({ sandbox, active }: { sandbox: string; active: boolean }) 
         api.json('PATCH', `${base}/${tid}`, s).catch(() => {});
       };
       window.addEventListener('resize', onResize);
+      // Once its stream has ended (shell exited, or the container was recreated by a secrets
+      // change), the terminal is gone on the sandbox side: nothing to delete.
+      let ended = false;
       dispose = () => {
         window.removeEventListener('resize', onResize);
         term.dispose();
-        api.raw('DELETE', `${base}/${tid}`).catch(() => {});
+        if (!ended) api.raw('DELETE', `${base}/${tid}`).catch(() => {});
       };
       term.focus();
-      await api.stream(
-        `${base}/${tid}/stream`,
-        (ev) => {
-          try {
-            const f = JSON.parse(ev.data) as { type?: string; properties?: { text?: string } };
-            if (f.type === 'data.stdout' && f.properties?.text) term.write(f.properties.text);
-            if (f.type === 'session.exited') term.write('\r\n[session ended]\r\n');
-          } catch {
-            term.write(ev.data);
-          }
-        },
-        { signal: ctl.signal },
-      );
+      await api
+        .stream(
+          `${base}/${tid}/stream`,
+          (ev) => {
+            try {
+              const f = JSON.parse(ev.data) as { type?: string; properties?: { text?: string } };
+              if (f.type === 'data.stdout' && f.properties?.text) term.write(f.properties.text);
+              if (f.type === 'session.exited') term.write('\r\n[session ended]\r\n');
+            } catch {
+              term.write(ev.data);
+            }
+          },
+          { signal: ctl.signal },
+        )
+        .finally(() => {
+          if (ctl.signal.aborted) return;
+          ended = true;
+          term.write('\r\n[terminal closed: open a new one]\r\n');
+        });
     })().catch((e) => {
       if (!ctl.signal.aborted) setError(describeError(e));
     });

@@ -210,6 +210,7 @@ describe('web console in Chromium', () => {
 
   it('creates a sandbox on chain (job 0) and follows its phases until ready', async () => {
     await page.getByTestId('create-env').fill(JSON.stringify({ SANDBOX_AGENT_COMMAND: AGENT }));
+    await page.getByLabel('Ports to expose').fill('3000');
     await page.getByTestId('create').click();
     await page.locator('[data-testid="phases"] li', { hasText: 'ready' }).waitFor({ timeout: 120_000 });
     const row = page.locator('[data-testid="sandbox-list"] li[data-state="running"]');
@@ -244,6 +245,36 @@ describe('web console in Chromium', () => {
     await page.keyboard.press('Enter');
     await term.locator('.xterm-rows', { hasText: 'term-42' }).waitFor({ timeout: 20_000 });
     await page.screenshot({ path: join(SHOTS, 'terminal.png') });
+    // An app for the preview test: a static server on the exposed port, left running in this PTY.
+    await page.keyboard.type('cd /home/agent && python3 -m http.server 3000 >/dev/null 2>&1 &');
+    await page.keyboard.press('Enter');
+  }, 40_000);
+
+  it('opens a port preview in a new tab with a port-scoped cookie, no token in the URL', async () => {
+    await page.getByTestId('tab-Preview').click();
+    await page.getByTestId('preview-port').fill('3000');
+    const [popup] = await Promise.all([
+      page.waitForEvent('popup'),
+      page.getByRole('button', { name: 'Open preview' }).click(),
+    ]);
+    await popup.waitForURL(/\/port\/3000\/$/);
+    expect(popup.url()).toBe(`${url}/api/sandboxes/${sandboxId}/port/3000/`);
+    // The server was started just before; a few reloads at most (the proxy counts against the rate limit).
+    for (let i = 0; i < 8 && !(await popup.content()).includes('Directory listing'); i++) {
+      if (process.env['CONSOLE_TEST_DEBUG']) console.log('POPUP', await popup.content());
+      await popup.waitForTimeout(300);
+      await popup.reload();
+    }
+    expect(await popup.content()).toContain('Directory listing');
+    const cookies = await ctx.cookies(`${url}/api/sandboxes/${sandboxId}/port/3000/`);
+    const c = cookies.find((k) => k.name === 'asb_preview');
+    expect(c).toMatchObject({
+      httpOnly: true,
+      sameSite: 'Strict',
+      path: `/api/sandboxes/${sandboxId}/port/3000/`,
+    });
+    expect(await ctx.cookies(`${url}/api/sandboxes/${sandboxId}/`)).toEqual([]);
+    await popup.close();
   }, 40_000);
 
   it('uploads a file and downloads it byte-identical', async () => {
