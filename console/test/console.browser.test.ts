@@ -3,7 +3,8 @@
 // injected EIP-1193 provider backed by a devnet key (wallet.ts). One operator, one browser.
 // Covers: sign in (message shown first), create on chain → ready, chat streaming to the final
 // answer, reload mid-run → resumed without repeats, terminal input/output, upload → download
-// byte-identical, a secret used by exec, another wallet refused (403 shown), delete on chain.
+// byte-identical, a port preview, a secret used by exec, another wallet refused (403 shown),
+// sign-out revoking the session, delete on chain.
 // Saves a screenshot of each main screen (under docs/console/ with UPDATE_SCREENSHOTS=1).
 import type { ChildProcess } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
@@ -329,8 +330,13 @@ describe('web console in Chromium', () => {
     expect(text).toContain('Not yours');
     expect(text).toMatch(/FORBIDDEN, HTTP 403, request \S+/);
     await p2.screenshot({ path: join(SHOTS, 'other-wallet-375px.png'), fullPage: true });
+    const token = (await p2.evaluate(`sessionStorage.getItem('agent-sandbox.session')`)) as string;
     await p2.getByTestId('signout').click();
     await p2.getByTestId('connect').waitFor();
+    // Sign-out revoked the session on the operator, not only in the page.
+    const after = await fetch(`${url}/api/sandboxes`, { headers: { authorization: `Bearer ${token}` } });
+    expect(after.status).toBe(401);
+    expect(await p2.evaluate('sessionStorage.length')).toBe(0);
     await other.close();
   }, 60_000);
 
