@@ -28,5 +28,7 @@ node scripts/contracts-build.mjs
 step "sandbox image (built once, then cached by content hash)"
 SANDBOX_IMAGE="$(node_modules/.bin/tsx scripts/build-image.ts)"
 export SANDBOX_IMAGE
+step "web console (vite build; served by the operator at /console/)"
+npm run build --silent -w @agent-sandbox/console >/dev/null
 echo "builds done in $((SECONDS - started)) s"
 exec node --import tsx scripts/demo/run.ts "$@"

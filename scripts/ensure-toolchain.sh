@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs and starts what the project needs on a machine of this kind: the Docker engine
-# (Debian's docker.io), debootstrap for the sandbox image, and the npm dependencies (which bring
+# (Debian's docker.io), debootstrap for the sandbox image, chromium for the console's browser test, and the npm dependencies (which bring
 # anvil/forge/cast and solc-js). Idempotent: a second run only checks.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -11,6 +11,8 @@ die() { printf '\033[31m[toolchain] error:\033[0m %s\n' "$*" >&2; exit 1; }
 need_apt=()
 command -v dockerd >/dev/null 2>&1 || need_apt+=(docker.io)
 command -v debootstrap >/dev/null 2>&1 || need_apt+=(debootstrap)
+# Headless Chromium for the web console's browser test (console/test), driven by playwright-core.
+command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
 if [ ${#need_apt[@]} -gt 0 ]; then
   if [ "$(id -u)" != 0 ]; then
     die "missing ${need_apt[*]}; run as root, or install them: sudo apt-get install -y ${need_apt[*]}"

@@ -30,6 +30,9 @@ if [ -f scripts/build-image.ts ]; then
   node_modules/.bin/tsx scripts/build-image.ts
 fi
 
+step "web console (vite build; served by the operator at /console/)"
+npm run build --silent -w @agent-sandbox/console >/dev/null
+
 step "typecheck and lint"
 node_modules/.bin/tsc -p tsconfig.json --noEmit
 node_modules/.bin/biome check . --diagnostic-level=error

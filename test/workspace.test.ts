@@ -69,14 +69,19 @@ const packageOf = (spec: string): string =>
 
 describe('workspace', () => {
   it.each(packages)(
-    '%s has a package.json whose exports are index.ts and at most a testing.ts door',
+    '%s has a package.json whose exports are index.ts and at most a testing.ts and a browser.ts door',
     (dir) => {
       const pkg = manifest(dir);
       expect(pkg.name).toBe(`@agent-sandbox/${dir}`);
       expect(pkg.type).toBe('module');
-      const { './testing': testing, ...rest } = pkg.exports;
+      // browser.ts: the browser-safe subset (no node: imports) that the web console bundles.
+      const { './testing': testing, './browser': browser, ...rest } = pkg.exports;
       expect(rest).toEqual({ '.': './index.ts' });
       expect(existsSync(`${dir}/index.ts`)).toBe(true);
+      if (browser !== undefined) {
+        expect(browser).toBe('./browser.ts');
+        expect(existsSync(`${dir}/browser.ts`)).toBe(true);
+      }
       if (testing !== undefined) {
         expect(testing).toBe('./testing.ts');
         expect(existsSync(`${dir}/testing.ts`)).toBe(true);

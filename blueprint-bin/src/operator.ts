@@ -3,6 +3,7 @@
 // TEE → reconcile → operator API → job handlers → instance sandbox → job runner → timers.
 // The runtime↔chain adapters live in blueprint-lib (runtime-adapters.ts); this file only wires.
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import {
   afterJob,
   apiSandboxes,
@@ -43,6 +44,9 @@ import type { OperatorConfig } from './config.ts';
 import { startInstanceKeeper } from './operator-instance.ts';
 import { apiOptions, capabilities, managerConfig, teeOptions } from './operator-options.ts';
 import { Cleanup, checkDocker, loadOperatorKey, resolveImage, step } from './operator-startup.ts';
+
+/** The web console's build (the console workspace package's `vite build`), served at /console/. */
+const CONSOLE_DIR = fileURLToPath(new URL('../../console/dist', import.meta.url));
 
 export interface RunningOperator {
   apiUrl: string;
@@ -199,12 +203,13 @@ async function startApi(p: Parts, cleanup: Cleanup) {
   const chainClient = createPublicClient({ transport: http(env.httpRpcUrl) });
   // Sign-in messages name the URL clients reach (known only after listen when the port is 0).
   let listenUrl: string | undefined;
+  const chainId = await chainClient.getChainId();
   const sessions = await SessionAuth.create({
     secret: v.SESSION_AUTH_SECRET!,
     store,
     siwe: {
       publicUrl: cfg.api.publicUrl ?? (() => listenUrl ?? 'http://127.0.0.1'),
-      chainId: await chainClient.getChainId(),
+      chainId,
     },
     allowLegacyMessage: v.AUTH_ALLOW_LEGACY_MESSAGE ?? false,
   });
@@ -223,7 +228,12 @@ async function startApi(p: Parts, cleanup: Cleanup) {
       metrics: p.registry,
       logger: log,
       mode: cfg.mode,
-      capabilities: capabilities(cfg, p.key, p.image, p.tee?.capabilities ?? false),
+      capabilities: {
+        ...capabilities(cfg, p.key, p.image, p.tee?.capabilities ?? false),
+        // What the web console needs to submit jobs 0/1 through the user's wallet.
+        chain: { chainId, tangle: env.tangleContract },
+      },
+      consoleDir: CONSOLE_DIR,
       health: {
         runtime: () => new Docker().ping(),
         store: () => {

@@ -141,7 +141,7 @@ export function encodeCreateInput(req: SandboxCreateRequest): Hex {
 
 /** Job 1 input, flat `(string sandbox_id)`. */
 export function encodeDeleteInput(sandboxId: string): Hex {
-  if (!sandboxId || Buffer.byteLength(sandboxId) > 255) {
+  if (!sandboxId || new TextEncoder().encode(sandboxId).length > 255) {
     throw new ClientError('USAGE', 'sandbox id must be 1–255 bytes');
   }
   return encodeAbiParameters(DELETE_INPUT, [sandboxId]);

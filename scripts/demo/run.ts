@@ -61,6 +61,7 @@ The devnet and both operators keep running. In another terminal, from ${process.
   npx agent-sandbox --help
 
 Operators: operator1 http://127.0.0.1:${OPERATOR_PORTS.operator1}  operator2 http://127.0.0.1:${OPERATOR_PORTS.operator2}
+Console: http://127.0.0.1:${OPERATOR_PORTS.operator1}/console/  (web console: sign in with a browser wallet on this devnet)
   logs:    ${rel(DEMO_DIR)}/operator1.log, ${rel(DEMO_DIR)}/operator2.log
   status:  node blueprint-bin/bin/agent-sandbox-operator.mjs status --url http://127.0.0.1:${OPERATOR_PORTS.operator1}
 Devnet:  ${rel(STATE_FILE)} (chain, contracts, service ids, dev keys)

@@ -7,7 +7,7 @@ import { BearerAuth } from './http/auth.ts';
 import { ok, Router } from './http/http-router.ts';
 import { addAgentRoutes } from './routes/agents.ts';
 import { execHandler } from './routes/exec.ts';
-import { readFileHandler, writeFileHandler } from './routes/files.ts';
+import { listFilesHandler, readFileHandler, writeFileHandler } from './routes/files.ts';
 import { teeAttestationHandler, teePublicKeyHandler, teeSealedSecretsHandler } from './routes/tee.ts';
 import { addTerminalRoutes } from './routes/terminals.ts';
 import { putUserEnvHandler } from './routes/user-env.ts';
@@ -37,6 +37,7 @@ export function createApp(config: SidecarConfig, log: Logger): SidecarApp {
     .add('POST', '/terminals/commands', execHandler(config))
     .add('POST', '/files/read', readFileHandler(files))
     .add('POST', '/files/write', writeFileHandler(files))
+    .add('POST', '/files/list', listFilesHandler(files))
     .add('PUT', '/env', putUserEnvHandler(config));
   if (config.tee) {
     // The sealing key is made now, in memory, and dies with this process.

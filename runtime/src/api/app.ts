@@ -16,6 +16,7 @@ import { requireSession } from './middleware/session.ts';
 import { SessionCache } from './middleware/session-cache.ts';
 import { serveOpenApiDocument } from './openapi.ts';
 import { authRoutes } from './routes/auth.ts';
+import { consoleRoutes } from './routes/console.ts';
 import { publicRoutes } from './routes/public.ts';
 import { registerList } from './routes/sandboxes.ts';
 import { validationHook } from './routes/validation.ts';
@@ -83,6 +84,7 @@ export function createOperatorApi(deps: OperatorApiDeps, configInput?: ApiConfig
     }),
   );
   app.route('/', authRoutes(deps.sessions, sessions));
+  app.route('/', consoleRoutes(deps.consoleDir));
 
   app.use('/api/sandboxes', requireSession(sessions));
   registerList(app, deps.sandboxes);

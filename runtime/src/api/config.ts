@@ -30,6 +30,18 @@ export const ApiConfigSchema = z.object({
     .int()
     .positive()
     .default(256 * (64 * 1024 + 512) + 4096),
+  /** PUT …/files/content: the sidecar's file size limit (16 MiB); larger files are refused (413). */
+  filesBodyLimit: z
+    .number()
+    .int()
+    .positive()
+    .default(16 * 1024 * 1024),
+  /** Lifetime of a port-preview cookie (POST …/previews), 10 minutes. */
+  previewTtlMs: z
+    .number()
+    .int()
+    .positive()
+    .default(10 * 60_000),
   /** Whole-request timeout, streams excepted (120 s). */
   requestTimeoutMs: z.number().int().positive().default(120_000),
   /** Served over TLS (directly or by a terminating proxy): send HSTS. */

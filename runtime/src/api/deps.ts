@@ -86,6 +86,9 @@ export type ApiSidecarClient = Pick<
   | 'deleteTerminal'
   | 'terminalInput'
   | 'streamTerminal'
+  | 'readFile'
+  | 'writeFile'
+  | 'listFiles'
 >;
 
 /**
@@ -139,4 +142,6 @@ export interface OperatorApiDeps {
   instance?: () => InstanceHealth | undefined;
   tee?: ApiTee;
   config?: ApiConfigInput;
+  /** The web console's build output (console/dist), served at /console/; absent: a 503 saying how to build it. */
+  consoleDir?: string;
 }

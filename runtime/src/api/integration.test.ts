@@ -1,6 +1,7 @@
 // The operator API on the real SandboxManager, real Docker engine and the project's sandbox image:
 // sign in, exec, a prompt run streamed through a SANDBOX_AGENT_COMMAND agent (with a Last-Event-ID
-// reconnect), a terminal, secrets into exec's env, wipe, stop → refused → resume with files kept.
+// reconnect), a terminal, file routes (upload/download byte-identical, escapes and other wallets
+// refused), secrets into exec's env, wipe, stop → refused → resume with files kept.
 import { createHash } from 'node:crypto';
 import pino from 'pino';
 import { Registry } from 'prom-client';
@@ -85,6 +86,43 @@ describe('operator API on real sandboxes', () => {
     });
     expect(r.json).toEqual({ exit_code: 0, stdout: 'agent\n', stderr: '' });
   });
+
+  it('files: upload → list → download byte-identical; escapes and another wallet refused', async () => {
+    const bytes = Buffer.from([0, 1, 2, 253, 254, 255, ...Buffer.from('héllo')]);
+    const base = `${server.url}/api/sandboxes/${id}/files`;
+    const auth = { authorization: `Bearer ${token}` };
+    const put = await fetch(`${base}/content?path=up/bin.dat`, { method: 'PUT', headers: auth, body: bytes });
+    expect(put.status).toBe(200);
+    expect(((await put.json()) as { sha256: string }).sha256).toBe(
+      createHash('sha256').update(bytes).digest('hex'),
+    );
+    const ls = await call('GET', `/api/sandboxes/${id}/files?path=up`);
+    expect(ls.json.entries).toEqual([
+      expect.objectContaining({ name: 'bin.dat', type: 'file', size: bytes.length }),
+    ]);
+    const get = await fetch(`${base}/content?path=up/bin.dat`, { headers: auth });
+    expect(get.headers.get('content-disposition')).toContain('attachment');
+    expect(Buffer.from(await get.arrayBuffer())).toEqual(bytes);
+    // A symlink the agent planted pointing outside, `..` and absolute paths: all refused.
+    await call('POST', `/api/sandboxes/${id}/exec`, { command: 'ln -s /etc /home/agent/etc-link' });
+    for (const q of ['etc-link/passwd', '../../etc/passwd', '/etc/passwd', 'etc-link/../etc-link/hostname']) {
+      const r = await fetch(`${base}/content?path=${encodeURIComponent(q)}`, { headers: auth });
+      expect(r.status).toBe(403);
+      expect(await r.text()).not.toContain('root:');
+    }
+    expect((await call('GET', `/api/sandboxes/${id}/files?path=etc-link`)).status).toBe(403);
+    const w = await fetch(`${base}/content?path=etc-link/pwned`, { method: 'PUT', headers: auth, body: 'x' });
+    expect(w.status).toBe(403);
+    const other = await signInOverHttp(server.url, privateKeyToAccount(generatePrivateKey()));
+    const oh = { authorization: `Bearer ${other}` };
+    expect((await fetch(`${base}?path=up`, { headers: oh })).status).toBe(403);
+    expect((await fetch(`${base}/content?path=up/bin.dat`, { headers: oh })).status).toBe(403);
+    const ow = await fetch(`${base}/content?path=up/bin.dat`, { method: 'PUT', headers: oh, body: 'x' });
+    expect(ow.status).toBe(403);
+    expect(
+      Buffer.from(await (await fetch(`${base}/content?path=up/bin.dat`, { headers: auth })).arrayBuffer()),
+    ).toEqual(bytes);
+  }, 60_000);
 
   it('streams a prompt run to completion, and a reconnect with Last-Event-ID continues without gaps', async () => {
     const p = await call('POST', `/api/sandboxes/${id}/prompt`, { message: 'hello agent' });

@@ -3,11 +3,14 @@
 import { OpenAPIHono } from '@hono/zod-openapi';
 import type { ApiEnv } from './context.ts';
 import type { ApiSessions } from './deps.ts';
-import { requireSandboxAccess, requireSession } from './middleware/session.ts';
+import { requireSandboxAccess } from './middleware/session.ts';
+import { PreviewCredentials } from './previews/preview-credentials.ts';
 import { registerCapabilities } from './routes/capabilities.ts';
 import { registerExec } from './routes/exec.ts';
+import { registerFiles } from './routes/files.ts';
 import { registerLifecycle } from './routes/lifecycle.ts';
 import { registerPortProxy } from './routes/port-proxy.ts';
+import { registerPreviews, sessionOrPreview } from './routes/previews.ts';
 import { registerRuns } from './routes/runs.ts';
 import { registerGet } from './routes/sandboxes.ts';
 import { registerSecrets } from './routes/secrets.ts';
@@ -18,8 +21,10 @@ import { validationHook } from './routes/validation.ts';
 
 export function sandboxApi(d: SandboxRouteDeps, sessions: Pick<ApiSessions, 'verify'>): OpenAPIHono<ApiEnv> {
   const app = new OpenAPIHono<ApiEnv>({ defaultHook: validationHook });
-  // Order matters: who is calling, then may they use this sandbox (sandboxId was set by the mount).
-  app.use('*', requireSession(sessions));
+  const previews = new PreviewCredentials(d.config.previewTtlMs);
+  // Order matters: who is calling (a session, or on the port proxy a preview cookie for exactly that
+  // sandbox and port), then may they use this sandbox (sandboxId was set by the mount).
+  app.use('*', sessionOrPreview(sessions, previews));
   app.use('*', requireSandboxAccess(d.sandboxes));
   registerGet(app);
   registerExec(app, d);
@@ -28,6 +33,8 @@ export function sandboxApi(d: SandboxRouteDeps, sessions: Pick<ApiSessions, 'ver
   registerLifecycle(app, d);
   registerSecrets(app, d);
   registerTerminals(app, d);
+  registerFiles(app, d);
+  registerPreviews(app, d, previews);
   registerPortProxy(app, d);
   if (d.tee) registerTee(app, d.tee);
   return app;

@@ -242,6 +242,26 @@ export class SidecarClient {
     });
   }
 
+  /** The entries of a workspace directory ('' is the workspace root); symlinks reported, not followed. */
+  listFiles(
+    path: string,
+    o: CallOptions = {},
+  ): Promise<{
+    path: string;
+    entries: { name: string; type: string; size: number; mtimeMs: number }[];
+    truncated: boolean;
+  }> {
+    return this.request<Json & { data?: unknown }>('default', 'POST', '/files/list', { path }, o).then(
+      (r) => {
+        const d = r.data as { path?: unknown; entries?: unknown; truncated?: unknown } | undefined;
+        if (!d || typeof d.path !== 'string' || !Array.isArray(d.entries)) {
+          throw new RuntimeError('SIDECAR_ERROR', 'the sidecar answered files/list without entries');
+        }
+        return d as { path: string; entries: []; truncated: boolean };
+      },
+    );
+  }
+
   writeFile(
     path: string,
     content: string,

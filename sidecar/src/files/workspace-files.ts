@@ -2,7 +2,7 @@
 // (its /proc/self/fd link), so a symlink swapped in after a check cannot lead the root sidecar outside.
 import { createHash } from 'node:crypto';
 import { constants } from 'node:fs';
-import { type FileHandle, mkdir, open, readlink, realpath } from 'node:fs/promises';
+import { type FileHandle, lstat, mkdir, open, readdir, readlink, realpath } from 'node:fs/promises';
 import { isAbsolute, relative, resolve, sep } from 'node:path';
 import { SidecarError } from '../errors.ts';
 
@@ -26,6 +26,17 @@ function isInside(root: string, p: string): boolean {
   const rel = relative(root, p);
   return rel === '' || (!rel.startsWith(`..${sep}`) && rel !== '..' && !isAbsolute(rel));
 }
+
+/** One directory entry as `/files/list` reports it (symlinks are reported, never followed). */
+export interface WorkspaceEntry {
+  name: string;
+  type: 'file' | 'directory' | 'symlink' | 'other';
+  size: number;
+  mtimeMs: number;
+}
+
+/** At most this many entries per listing (sorted by name); `truncated` says when more exist. */
+export const MAX_LIST_ENTRIES = 1000;
 
 export class WorkspaceFiles {
   #realRoot: string | undefined;
@@ -81,8 +92,37 @@ export class WorkspaceFiles {
     }
   }
 
+  /** The entries of a workspace directory ('' or '.' is the root), walked and verified like writes. */
+  async list(path: string): Promise<{ path: string; entries: WorkspaceEntry[]; truncated: boolean }> {
+    const abs = path === '' ? resolve(this.opts.root) : this.#lexical(path);
+    const dir = await this.#openDir(abs, path, false);
+    try {
+      const base = `/proc/self/fd/${dir.fd}`;
+      const names = (await readdir(base)).sort();
+      const entries: WorkspaceEntry[] = [];
+      for (const name of names.slice(0, MAX_LIST_ENTRIES)) {
+        const st = await lstat(`${base}/${name}`).catch(() => undefined);
+        if (!st) continue; // removed meanwhile
+        const type = st.isFile()
+          ? 'file'
+          : st.isDirectory()
+            ? 'directory'
+            : st.isSymbolicLink()
+              ? 'symlink'
+              : 'other';
+        entries.push({ name, type, size: st.size, mtimeMs: Math.trunc(st.mtimeMs) });
+      }
+      const rel = relative(resolve(this.opts.root), abs);
+      return { path: rel === '' ? '.' : rel, entries, truncated: names.length > MAX_LIST_ENTRIES };
+    } catch (err) {
+      throw fsError(err, path);
+    } finally {
+      await dir.close().catch(() => {});
+    }
+  }
+
   /** Opens (creating as needed) each directory from the root down, verifying each one it enters. */
-  async #openDir(dirAbs: string, path: string): Promise<FileHandle> {
+  async #openDir(dirAbs: string, path: string, create = true): Promise<FileHandle> {
     const root = await this.#root();
     const rel = relative(resolve(this.opts.root), dirAbs);
     let dir = await open(root, O_RDONLY | O_DIRECTORY);
@@ -92,7 +132,7 @@ export class WorkspaceFiles {
       try {
         child = await open(next, O_RDONLY | O_DIRECTORY);
       } catch (err) {
-        if ((err as NodeJS.ErrnoException).code !== 'ENOENT') {
+        if (!create || (err as NodeJS.ErrnoException).code !== 'ENOENT') {
           await dir.close();
           throw fsError(err, path);
         }

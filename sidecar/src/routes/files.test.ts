@@ -1,4 +1,4 @@
-// POST /files/read and /files/write: round trip, ownership, confinement (incl. symlink escapes), bad paths.
+// POST /files/read, /files/write and /files/list: round trip, ownership, confinement (incl. symlink escapes), bad paths.
 
 import { createHash } from 'node:crypto';
 import { mkdir, readFile, stat, symlink, writeFile } from 'node:fs/promises';
@@ -15,6 +15,7 @@ afterAll(() => fx.close());
 
 const read = (body: unknown) => fx.call('POST', '/files/read', body);
 const write = (body: unknown) => fx.call('POST', '/files/write', body);
+const list = (body: unknown) => fx.call('POST', '/files/list', body);
 
 describe('files', () => {
   it('writes and reads back a file, creating parents owned by the agent user', async () => {
@@ -83,5 +84,34 @@ describe('files', () => {
     expect((await read({})).status).toBe(400);
     expect((await write({ path: 'x.txt' })).status).toBe(400);
     expect((await read({ path: 'a\u0000b' })).status).toBe(400);
+  });
+
+  it('lists a directory (symlinks reported, not followed) and refuses escapes and missing dirs', async () => {
+    await write({ path: 'ls/one.txt', content: '1' });
+    await write({ path: 'ls/sub/two.txt', content: '22' });
+    const outsideDir = join(tmpdir(), `sidecar-outside-ls-${process.pid}`);
+    await mkdir(outsideDir, { recursive: true });
+    await writeFile(join(outsideDir, 'hidden.txt'), 'x');
+    await symlink(outsideDir, join(fx.workspace, 'ls', 'out'));
+    const r = await list({ path: 'ls' });
+    expect(r.status).toBe(200);
+    expect(r.json.data.path).toBe('ls');
+    expect(r.json.data.truncated).toBe(false);
+    const byName = Object.fromEntries(
+      r.json.data.entries.map((e: { name: string; type: string; size: number }) => [e.name, e]),
+    );
+    expect(Object.keys(byName)).toEqual(['one.txt', 'out', 'sub']);
+    expect(byName['one.txt']).toMatchObject({ type: 'file', size: 1 });
+    expect(byName.sub.type).toBe('directory');
+    expect(byName.out.type).toBe('symlink');
+    expect((await list({})).json.data.path).toBe('.');
+    for (const path of ['ls/out', '..', '/etc', 'ls/../../']) {
+      const e = await list({ path });
+      expect(e.status).toBe(403);
+      expect(JSON.stringify(e.json)).not.toContain('hidden.txt');
+    }
+    expect((await list({ path: 'no/such/dir' })).status).toBe(404);
+    await expect(stat(join(fx.workspace, 'no'))).rejects.toThrow();
+    expect((await list({ path: 'ls/one.txt' })).status).toBe(400);
   });
 });

@@ -1,15 +1,20 @@
-// Request body size limits (1 MiB, secrets larger) and the whole-request timeout (streams excepted).
+// Request body size limits (1 MiB, secrets and file uploads larger) and the whole-request timeout (streams excepted).
 import type { MiddlewareHandler } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { RuntimeError } from '../../errors.ts';
 import type { ApiEnv } from '../context.ts';
 
 const SECRETS_PATH = /^\/api\/(sandboxes\/[^/]+|sandbox)\/secrets$/;
+const FILES_PATH = /^\/api\/(sandboxes\/[^/]+|sandbox)\/files\/content$/;
 // SSE streams and the port proxy (which may carry streams of its own) run as long as they need.
 const STREAM_PATH =
   /^\/api\/(sandboxes\/[^/]+|sandbox)\/(runs\/[^/]+\/events|terminals\/[^/]+\/stream|port\/.*)$/;
 
-export function bodyLimits(opts: { bodyLimit: number; secretsBodyLimit: number }): MiddlewareHandler<ApiEnv> {
+export function bodyLimits(opts: {
+  bodyLimit: number;
+  secretsBodyLimit: number;
+  filesBodyLimit: number;
+}): MiddlewareHandler<ApiEnv> {
   const tooLarge = (max: number) => () => {
     throw new RuntimeError('PAYLOAD_TOO_LARGE', `request body exceeds ${max} bytes`, {
       details: { max_bytes: max },
@@ -17,8 +22,10 @@ export function bodyLimits(opts: { bodyLimit: number; secretsBodyLimit: number }
   };
   const normal = bodyLimit({ maxSize: opts.bodyLimit, onError: tooLarge(opts.bodyLimit) });
   const secrets = bodyLimit({ maxSize: opts.secretsBodyLimit, onError: tooLarge(opts.secretsBodyLimit) });
+  const files = bodyLimit({ maxSize: opts.filesBodyLimit, onError: tooLarge(opts.filesBodyLimit) });
   return (c, next) => {
     if (c.req.method === 'GET' || c.req.method === 'HEAD') return next();
+    if (FILES_PATH.test(c.req.path)) return files(c, next);
     return (SECRETS_PATH.test(c.req.path) ? secrets : normal)(c, next);
   };
 }

@@ -1,0 +1,100 @@
+// Jobs 0 (create) and 1 (delete) submitted through the user's wallet (EIP-1193 injected provider),
+// with the same encoding the CLI uses (client's pure job-io module). Loaded on demand.
+import {
+  buildCreateRequest,
+  encodeCreateInput,
+  encodeDeleteInput,
+  JOB_SANDBOX_CREATE,
+  JOB_SANDBOX_DELETE,
+} from '@agent-sandbox/client/browser';
+import { agentSandboxBlueprintAbi, iTangleAbi } from '@agent-sandbox/contracts';
+import {
+  type Address,
+  createPublicClient,
+  createWalletClient,
+  custom,
+  getAbiItem,
+  type Hex,
+  parseEventLogs,
+  toEventSelector,
+} from 'viem';
+import { injected } from './wallet.ts';
+
+export interface ChainInfo {
+  chainId: number;
+  tangle: Address;
+  serviceId: bigint;
+}
+
+const jobSubmitted = toEventSelector(getAbiItem({ abi: iTangleAbi, name: 'JobSubmitted' }));
+
+async function submit(
+  info: ChainInfo,
+  account: Address,
+  jobIndex: number,
+  inputs: Hex,
+): Promise<{ callId: bigint; txHash: Hex; operator: Address | undefined }> {
+  const provider = injected();
+  const transport = custom(provider);
+  const pub = createPublicClient({ transport });
+  const wallet = createWalletClient({ account, transport });
+  const { request } = await pub.simulateContract({
+    account,
+    address: info.tangle,
+    abi: iTangleAbi,
+    functionName: 'submitJob',
+    args: [info.serviceId, jobIndex, inputs],
+  });
+  const txHash = await wallet.writeContract({ ...request, chain: null });
+  const receipt = await pub.waitForTransactionReceipt({ hash: txHash, pollingInterval: 250 });
+  if (receipt.status !== 'success') throw new Error(`transaction ${txHash} reverted`);
+  for (const log of receipt.logs) {
+    const [t0, t1, t2] = log.topics;
+    if (
+      log.address.toLowerCase() === info.tangle.toLowerCase() &&
+      t0 === jobSubmitted &&
+      t1 &&
+      t2 &&
+      BigInt(t1) === info.serviceId
+    ) {
+      const callId = BigInt(t2);
+      // The operator the blueprint picked (create) or routed to (delete), from this receipt only.
+      const assigned = parseEventLogs({
+        abi: agentSandboxBlueprintAbi,
+        logs: receipt.logs,
+        eventName: ['OperatorAssigned', 'OperatorRouted'],
+        strict: false,
+      }).find((e) => (e.args as { callId?: bigint }).callId === callId);
+      return { callId, txHash, operator: (assigned?.args as { operator?: Address } | undefined)?.operator };
+    }
+  }
+  throw new Error(`transaction ${txHash} emitted no JobSubmitted for service ${info.serviceId}`);
+}
+
+export interface CreateForm {
+  name: string;
+  cpuCores: number;
+  memoryMb: number;
+  diskGb: number;
+  ports: number[];
+  /** Public (on chain) environment, a JSON object of strings; secrets go in the secrets panel. */
+  envJson: string;
+}
+
+/** Job 0 with the CLI's encoding; answers the call id to follow at GET /api/provisions/{callId}. */
+export function submitCreate(info: ChainInfo, account: Address, form: CreateForm) {
+  const req = buildCreateRequest({
+    name: form.name,
+    cpu_cores: form.cpuCores,
+    memory_mb: form.memoryMb,
+    disk_gb: form.diskGb,
+    env_json: form.envJson.trim() || '{}',
+    metadata_json: form.ports.length ? JSON.stringify({ ports: form.ports }) : '{}',
+  });
+  return submit(info, account, JOB_SANDBOX_CREATE, encodeCreateInput(req));
+}
+
+/** Job 1 (only the owner may; the blueprint reverts for anyone else). */
+export function submitDelete(info: ChainInfo, account: Address, sandboxId: string) {
+  return submit(info, account, JOB_SANDBOX_DELETE, encodeDeleteInput(sandboxId));
+}

@@ -1,0 +1,75 @@
+// One sandbox: its state and tabs for chat, terminals, files, exec, secrets and port previews.
+import { useEffect, useState } from 'preact/hooks';
+import { describeError } from './api.ts';
+import { Chat } from './chat.tsx';
+import { api, type Capabilities } from './main.tsx';
+import { Exec, Files, Preview, Secrets } from './panels.tsx';
+import type { SandboxView as View } from './sandboxes.tsx';
+import { Terminals } from './terminal.tsx';
+
+const TABS = ['Chat', 'Terminal', 'Files', 'Exec', 'Secrets', 'Preview'] as const;
+type Tab = (typeof TABS)[number];
+
+export function SandboxView({ id, onBack }: { id: string; caps: Capabilities; onBack: () => void }) {
+  const [sb, setSb] = useState<View>();
+  const [error, setError] = useState<string>();
+  const [tab, setTab] = useState<Tab>((sessionStorage.getItem('console.tab') as Tab) ?? 'Chat');
+  useEffect(() => {
+    api.json<View>('GET', `/api/sandboxes/${id}`).then(setSb, (e) => setError(describeError(e)));
+  }, [id]);
+  const [termsOpened, setTermsOpened] = useState(false);
+  useEffect(() => {
+    if (tab === 'Terminal') setTermsOpened(true);
+  }, [tab]);
+  const pick = (t: Tab) => {
+    sessionStorage.setItem('console.tab', t);
+    setTab(t);
+  };
+  return (
+    <main>
+      <div class="row">
+        <button type="button" onClick={onBack} data-testid="back">
+          ← Sandboxes
+        </button>
+        <h1 class="grow">{sb?.name || id}</h1>
+        {sb && <span class={`state ${sb.state}`}>{sb.state}</span>}
+      </div>
+      {error && (
+        <p role="alert" class="error" data-testid="sandbox-error">
+          {error}
+        </p>
+      )}
+      {sb && (
+        <>
+          <div role="tablist" class="tabs">
+            {TABS.map((t) => (
+              <button
+                key={t}
+                type="button"
+                role="tab"
+                aria-selected={t === tab}
+                onClick={() => pick(t)}
+                data-testid={`tab-${t}`}
+              >
+                {t}
+              </button>
+            ))}
+          </div>
+          <div class="card">
+            {tab === 'Chat' && <Chat sandbox={id} />}
+            {/* Terminals stay mounted once opened: switching tabs must not end their shells. */}
+            {(tab === 'Terminal' || termsOpened) && (
+              <div hidden={tab !== 'Terminal'}>
+                <Terminals sandbox={id} />
+              </div>
+            )}
+            {tab === 'Files' && <Files sandbox={id} />}
+            {tab === 'Exec' && <Exec sandbox={id} />}
+            {tab === 'Secrets' && <Secrets sandbox={id} />}
+            {tab === 'Preview' && <Preview sandbox={id} ports={Object.keys(sb.ports ?? {})} />}
+          </div>
+        </>
+      )}
+    </main>
+  );
+}

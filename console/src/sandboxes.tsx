@@ -1,0 +1,216 @@
+// The caller's sandboxes (state, resources, timers, created / last activity; stop, resume, delete
+// on chain through the wallet) and the create form (job 0 through the wallet, then the operator's
+// provisioning phases live until the sandbox runs).
+import { useEffect, useState } from 'preact/hooks';
+import { describeError } from './api.ts';
+import { api, type Capabilities } from './main.tsx';
+
+export interface SandboxView {
+  id: string;
+  name?: string;
+  state: string;
+  resources: Record<string, unknown>;
+  timers: Record<string, unknown>;
+  ports: Record<string, unknown>;
+  created_at: number;
+  last_activity_at: number;
+  secret_names: string[];
+}
+
+const when = (ms: number) => (ms ? new Date(ms).toLocaleString() : '—');
+const kv = (o: Record<string, unknown>) =>
+  Object.entries(o)
+    .map(([k, v]) => `${k} ${v}`)
+    .join(' · ');
+
+export function chainInfo(caps: Capabilities) {
+  if (!caps.chain || !caps.serviceId)
+    throw new Error('this operator does not publish its chain (capabilities.chain)');
+  return { chainId: caps.chain.chainId, tangle: caps.chain.tangle, serviceId: BigInt(caps.serviceId) };
+}
+
+function CreateForm({ caps, onCreated }: { caps: Capabilities; onCreated: () => void }) {
+  const [phase, setPhase] = useState<string[]>([]);
+  const [error, setError] = useState<string>();
+  const [busy, setBusy] = useState(false);
+  const submit = async (e: Event) => {
+    e.preventDefault();
+    const f = new FormData(e.target as HTMLFormElement);
+    setBusy(true);
+    setError(undefined);
+    setPhase(['submitting job 0 through your wallet']);
+    try {
+      const { submitCreate } = await import('./chain.ts');
+      const ports = String(f.get('ports') ?? '')
+        .split(/[ ,]+/)
+        .filter(Boolean)
+        .map(Number);
+      const { callId, operator } = await submitCreate(chainInfo(caps), api.address as `0x${string}`, {
+        name: String(f.get('name') ?? ''),
+        cpuCores: Number(f.get('cpu')),
+        memoryMb: Number(f.get('memory')),
+        diskGb: Number(f.get('disk')),
+        ports,
+        envJson: String(f.get('env') ?? ''),
+      });
+      setPhase((p) => [...p, `call ${callId} submitted`]);
+      if (operator && caps.operator && operator.toLowerCase() !== caps.operator.toLowerCase()) {
+        throw new Error(
+          `the blueprint assigned call ${callId} to operator ${operator}, not this one (${caps.operator}); follow it in that operator's console`,
+        );
+      }
+      let last = '';
+      for (;;) {
+        const res = await fetch(`/api/provisions/${callId}`);
+        if (res.ok) {
+          const pv = (await res.json()) as { phase?: string; error?: string; sandboxId?: string };
+          if (pv.phase && pv.phase !== last) {
+            last = pv.phase;
+            setPhase((p) => [...p, pv.phase!]);
+          }
+          if (pv.phase === 'failed')
+            throw new Error(`provisioning failed: ${pv.error ?? 'see the operator log'}`);
+          if (pv.phase === 'ready' || pv.phase === 'running') break;
+        }
+        await new Promise((r) => setTimeout(r, 500));
+      }
+      onCreated();
+    } catch (err) {
+      setError(describeError(err));
+    } finally {
+      setBusy(false);
+    }
+  };
+  return (
+    <form class="card" onSubmit={submit} aria-label="Create a sandbox">
+      <h2>Create a sandbox (on chain)</h2>
+      <label>
+        Name <input name="name" maxLength={255} />
+      </label>
+      <label>
+        CPU cores <input name="cpu" type="number" min={1} value="1" />
+      </label>
+      <label>
+        Memory (MB) <input name="memory" type="number" min={128} value="512" />
+      </label>
+      <label>
+        Disk (GB) <input name="disk" type="number" min={1} value="1" />
+      </label>
+      <label>
+        Ports to expose <input name="ports" placeholder="3000, 8080" />
+      </label>
+      <label>
+        Environment (JSON, public on chain; put secrets in Secrets)
+        <input name="env" placeholder='{"LOG_LEVEL":"debug"}' data-testid="create-env" />
+      </label>
+      <button type="submit" disabled={busy} data-testid="create">
+        Create
+      </button>
+      {phase.length > 0 && (
+        <ol class="phases" data-testid="phases" aria-live="polite">
+          {phase.map((p) => (
+            <li key={p}>{p}</li>
+          ))}
+        </ol>
+      )}
+      {error && (
+        <p role="alert" class="error">
+          {error}
+        </p>
+      )}
+    </form>
+  );
+}
+
+export function SandboxList({ caps, onOpen }: { caps: Capabilities; onOpen: (id: string) => void }) {
+  const [list, setList] = useState<SandboxView[]>();
+  const [error, setError] = useState<string>();
+  const [busy, setBusy] = useState<string>();
+  const load = () =>
+    api.json<{ sandboxes: SandboxView[] }>('GET', '/api/sandboxes').then(
+      (r) => setList(r.sandboxes),
+      (e) => setError(describeError(e)),
+    );
+  useEffect(() => {
+    load();
+  }, []);
+  const act = async (id: string, what: 'stop' | 'resume' | 'delete') => {
+    setBusy(id);
+    setError(undefined);
+    try {
+      if (what === 'delete') {
+        const { submitDelete } = await import('./chain.ts');
+        await submitDelete(chainInfo(caps), api.address as `0x${string}`, id);
+        for (let i = 0; i < 120; i++) {
+          const r = await api.json<{ sandboxes: SandboxView[] }>('GET', '/api/sandboxes');
+          if (!r.sandboxes.some((s) => s.id === id)) break;
+          await new Promise((res) => setTimeout(res, 500));
+        }
+      } else {
+        await api.json('POST', `/api/sandboxes/${id}/${what}`);
+      }
+      await load();
+    } catch (e) {
+      setError(describeError(e));
+    } finally {
+      setBusy(undefined);
+    }
+  };
+  return (
+    <main>
+      <section class="card" aria-labelledby="list-title">
+        <h1 id="list-title">Your sandboxes</h1>
+        {error && (
+          <p role="alert" class="error">
+            {error}
+          </p>
+        )}
+        {list?.length === 0 && <p>None yet: create one below.</p>}
+        <ul class="sandboxes" data-testid="sandbox-list">
+          {list?.map((s) => (
+            <li key={s.id} class="sandbox" data-state={s.state} data-id={s.id}>
+              <div>
+                <button type="button" class="link" onClick={() => onOpen(s.id)} data-testid="open">
+                  {s.name || s.id}
+                </button>{' '}
+                <span class={`state ${s.state}`} data-testid="state">
+                  {s.state}
+                </span>
+              </div>
+              <div class="meta">{kv(s.resources)}</div>
+              <div class="meta">timers: {kv(s.timers) || '—'}</div>
+              <div class="meta">
+                created {when(s.created_at)} · last activity {when(s.last_activity_at)}
+              </div>
+              <div class="actions">
+                {s.state === 'running' && (
+                  <button type="button" disabled={busy === s.id} onClick={() => act(s.id, 'stop')}>
+                    Stop
+                  </button>
+                )}
+                {s.state === 'stopped' && (
+                  <button type="button" disabled={busy === s.id} onClick={() => act(s.id, 'resume')}>
+                    Resume
+                  </button>
+                )}
+                <button
+                  type="button"
+                  class="danger"
+                  disabled={busy === s.id}
+                  onClick={() => act(s.id, 'delete')}
+                  data-testid="delete"
+                >
+                  Delete (on chain)
+                </button>
+              </div>
+            </li>
+          ))}
+        </ul>
+        <button type="button" onClick={load}>
+          Refresh
+        </button>
+      </section>
+      <CreateForm caps={caps} onCreated={load} />
+    </main>
+  );
+}
