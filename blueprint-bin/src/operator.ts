@@ -1,6 +1,7 @@
 // `run`: the operator's startup order and clean shutdown, one named step each. Configuration is
 // validated before this is called; then key → store → Docker engine → image → sandbox manager →
-// TEE → reconcile → operator API → job handlers → instance sandbox → job runner → timers.
+// TEE → reconcile → operator API → job handlers → instance sandbox → job runner → timers →
+// workflow scheduler.
 // The runtime↔chain adapters live in blueprint-lib (runtime-adapters.ts); this file only wires.
 import { join } from 'node:path';
 import {
@@ -16,8 +17,8 @@ import {
   openTeeInstance,
   provisionInstance,
   resolveBlueprintContract,
-  sidecarExec,
   type TeeInstance,
+  workflowSandbox,
 } from '@agent-sandbox/blueprint-lib';
 import {
   CircuitBreaker,
@@ -101,6 +102,7 @@ export async function startOperator(cfg: OperatorConfig, log: Logger): Promise<R
     manager.startBackground();
     cleanup.push(() => manager.stopBackground());
     startTimers(parts, cleanup, api, gone);
+    await startWorkflows(parts, cleanup, api);
 
     state.ready = true;
     log.info(
@@ -225,6 +227,7 @@ async function startApi(p: Parts, cleanup: Cleanup) {
       },
       ready: () => p.state.ready,
       ...(cfg.mode === 'cloud' ? {} : { instanceSandboxId: () => p.state.instanceSandboxId }),
+      workflowSandbox: workflowSandbox(() => p.state.instanceSandboxId),
       ...(p.tee ? { tee: p.tee.service } : {}),
     },
     apiOptions(v),
@@ -258,7 +261,7 @@ function blueprintDeps(p: Parts, chain: BlueprintChain, api: Api): BlueprintDeps
       teeAvailable: p.tee !== undefined,
     },
     operatorApiUrl: api.publicUrl,
-    exec: sidecarExec(api.sidecars, p.manager),
+    workflows: api.app.workflows,
     logger: p.log,
   };
 }
@@ -325,6 +328,14 @@ async function startJobs(
   await step(log, 'starting the job runner', () => runner.start());
   cleanup.push(() => runner.stop());
   return gone;
+}
+
+/** The cron loop, once jobs are taken: runs a previous process left going are recorded failed first. */
+async function startWorkflows(p: Parts, cleanup: Cleanup, api: Api): Promise<void> {
+  const interrupted = await api.app.workflows.recover();
+  if (interrupted) p.log.warn({ interrupted }, 'workflow runs interrupted by the last stop recorded as failed');
+  api.app.scheduler.start();
+  cleanup.push(() => api.app.scheduler.stop());
 }
 
 /** The timers: report sandboxes gone for good; collect expired sessions and idle circuit breakers. */

@@ -60,6 +60,7 @@ export function createOperatorApi(deps: OperatorApiDeps, configInput?: ApiConfig
     maxTimeoutMs: config.workflows.maxTimeoutMs,
   });
   const scheduler = new WorkflowScheduler(workflows, logger);
+  workflows.onChange(() => scheduler.poke());
   const limiter = rateLimit(config.rateLimits);
   const sessions = new SessionCache(deps.sessions);
 

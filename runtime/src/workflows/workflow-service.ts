@@ -48,6 +48,7 @@ export class WorkflowService {
   private readonly maxTimeoutMs: number;
   private readonly keepRuns: number;
   private readonly now: () => number;
+  private readonly listeners: Array<() => void> = [];
   /** workflow key → its one active run. */
   private readonly active = new Map<string, Promise<WorkflowRunRecord>>();
 
@@ -85,7 +86,17 @@ export class WorkflowService {
           lastSlotAt: null,
         },
     );
+    this.changed();
     return w!;
+  }
+
+  /** Called after a create or cancel (the scheduler re-arms its timer). */
+  onChange(fn: () => void): void {
+    this.listeners.push(fn);
+  }
+
+  private changed(): void {
+    for (const fn of this.listeners) fn();
   }
 
   get(serviceId: string, workflowId: string): Promise<WorkflowRecord | undefined> {
@@ -112,9 +123,11 @@ export class WorkflowService {
 
   /** Cancels a workflow: it never fires again (its schedule is cleared); a run going on finishes. */
   async cancel(serviceId: string, workflowId: string): Promise<WorkflowRecord | undefined> {
-    return this.workflows.update(key(serviceId, workflowId), (cur) =>
+    const w = await this.workflows.update(key(serviceId, workflowId), (cur) =>
       cur ? { ...cur, active: false, nextDueAt: null, updatedAt: this.now() } : undefined,
     );
+    this.changed();
+    return w;
   }
 
   /** Job 3: runs the workflow now (or records a skipped run when one is active). */
