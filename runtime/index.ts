@@ -23,6 +23,8 @@ export {
   parseList,
   serveOperatorApi,
 } from './src/api/index.ts';
+export { RunLog } from './src/api/runs/run-log.ts';
+export { RunService } from './src/api/runs/run-service.ts';
 export type {
   Challenge,
   CollectResult,
@@ -123,5 +125,3 @@ export type { SchedulerClock } from './src/workflows/scheduler.ts';
 export { realClock, WorkflowScheduler } from './src/workflows/scheduler.ts';
 export type { NewWorkflow, WorkflowServiceOptions } from './src/workflows/workflow-service.ts';
 export { WorkflowService } from './src/workflows/workflow-service.ts';
-export { RunLog } from './src/api/runs/run-log.ts';
-export { RunService } from './src/api/runs/run-service.ts';

@@ -333,7 +333,8 @@ async function startJobs(
 /** The cron loop, once jobs are taken: runs a previous process left going are recorded failed first. */
 async function startWorkflows(p: Parts, cleanup: Cleanup, api: Api): Promise<void> {
   const interrupted = await api.app.workflows.recover();
-  if (interrupted) p.log.warn({ interrupted }, 'workflow runs interrupted by the last stop recorded as failed');
+  if (interrupted)
+    p.log.warn({ interrupted }, 'workflow runs interrupted by the last stop recorded as failed');
   api.app.scheduler.start();
   cleanup.push(() => api.app.scheduler.stop());
 }
