@@ -17,7 +17,7 @@ import {
 import { ClientError } from './errors.ts';
 import { OperatorHttp, type OperatorHttpOptions } from './operator-http.ts';
 import type { SseEvent } from './sse.ts';
-import { type Workflow, WorkflowList, type WorkflowRun, WorkflowRunList } from './workflows.ts';
+import { type Workflow, WorkflowList, type WorkflowRun, WorkflowRunList } from './workflow-types.ts';
 
 export interface OperatorClientOptions extends OperatorHttpOptions {
   /** `instance` serves one sandbox under `/api/sandbox/…`; default `cloud` (`/api/sandboxes/{id}/…`). */
