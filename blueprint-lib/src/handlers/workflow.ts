@@ -120,7 +120,7 @@ export function workflowHandlers(deps: BlueprintDeps) {
           `target sandbox ${req.target_sandbox_id} is not active on this service`,
         );
       }
-      checkTarget(req, ctx.serviceId);
+      checkTarget(req, ctx.serviceId, deps.mode);
       await requireOwner(ctx, req.target_kind, req.target_sandbox_id, ctx.caller);
       const wf = service();
       const def = {
@@ -232,6 +232,7 @@ function checkTarget(
     'target_service_id' | 'target_kind' | 'target_sandbox_id' | 'sandbox_config_json'
   >,
   serviceId: bigint,
+  mode: BlueprintDeps['mode'],
 ): void {
   if (req.target_service_id !== 0n && req.target_service_id !== serviceId) {
     throw new BlueprintError(
@@ -250,6 +251,18 @@ function checkTarget(
     throw new BlueprintError(
       'INVALID_REQUEST',
       'target_kind must be 0 (a sandbox by id) or 1 (the instance)',
+    );
+  }
+  if (mode === 'cloud' && req.target_kind !== 0) {
+    throw new BlueprintError(
+      'INVALID_REQUEST',
+      'a cloud service runs workflows in a sandbox: target_kind 0 with its id',
+    );
+  }
+  if (mode !== 'cloud' && req.target_kind !== 1) {
+    throw new BlueprintError(
+      'INVALID_REQUEST',
+      'an instance service runs workflows in its instance: target_kind 1, empty target_sandbox_id',
     );
   }
   if (req.target_kind === 1 && req.target_sandbox_id !== '') {
