@@ -94,6 +94,10 @@ export async function startOperator(cfg: OperatorConfig, log: Logger): Promise<R
     log.info({ report }, 'reconciled');
     const blueprint = await blueprintContract(cfg, env);
     const api = await startApi(parts, cleanup);
+    // Before any job can start a run: runs a previous process left going are recorded failed.
+    const interrupted = await api.app.workflows.recover();
+    if (interrupted)
+      log.warn({ interrupted }, 'workflow runs interrupted by the last stop recorded as failed');
     const chain = new BlueprintChain({ httpRpcUrl: env.httpRpcUrl, blueprint });
     const deps = blueprintDeps(parts, chain, api);
     if (cfg.mode !== 'cloud')
@@ -102,7 +106,7 @@ export async function startOperator(cfg: OperatorConfig, log: Logger): Promise<R
     manager.startBackground();
     cleanup.push(() => manager.stopBackground());
     startTimers(parts, cleanup, api, gone);
-    await startWorkflows(parts, cleanup, api);
+    startWorkflows(cleanup, api);
 
     state.ready = true;
     log.info(
@@ -330,11 +334,8 @@ async function startJobs(
   return gone;
 }
 
-/** The cron loop, once jobs are taken: runs a previous process left going are recorded failed first. */
-async function startWorkflows(p: Parts, cleanup: Cleanup, api: Api): Promise<void> {
-  const interrupted = await api.app.workflows.recover();
-  if (interrupted)
-    p.log.warn({ interrupted }, 'workflow runs interrupted by the last stop recorded as failed');
+/** The cron loop, once jobs are taken (stopped first at shutdown). */
+function startWorkflows(cleanup: Cleanup, api: Api): void {
   api.app.scheduler.start();
   cleanup.push(() => api.app.scheduler.stop());
 }
