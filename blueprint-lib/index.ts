@@ -12,11 +12,11 @@ export {
 export { BlueprintWriter, type ChainWriter, type WriteOutcome } from './src/chain-writes.ts';
 export type {
   BlueprintDeps,
-  ExecOutcome,
   OperatorMode,
   RuntimeCreateParams,
   SandboxFacts,
   SandboxRuntime,
+  WorkflowJobs,
 } from './src/deps.ts';
 export {
   BlueprintError,
@@ -27,7 +27,7 @@ export {
 export { afterJob, type FinishedJob, GoneReporter, type GoneSource } from './src/follow-ups.ts';
 export { type HandledCall, HandledCalls } from './src/handled-calls.ts';
 export { createResultJson, describeFailure } from './src/handlers/sandbox.ts';
-export { type StoredWorkflow, type WorkflowRun, workflowCommand } from './src/handlers/workflow.ts';
+export type { StoredWorkflow } from './src/handlers/workflow.ts';
 export {
   type InstanceOptions,
   type InstanceRecords,
@@ -46,7 +46,7 @@ export {
   type SupervisorOptions,
 } from './src/instance-supervisor.ts';
 export * from './src/jobs.ts';
-export { apiSandboxes, instanceRuntime, jobSandboxes, sidecarExec } from './src/runtime-adapters.ts';
+export { apiSandboxes, instanceRuntime, jobSandboxes, workflowSandbox } from './src/runtime-adapters.ts';
 export { openTeeInstance, type TeeInstance, type TeeInstanceOptions } from './src/tee.ts';
 export {
   type CreatePolicy,

@@ -24,6 +24,8 @@ export {
   parseList,
   serveOperatorApi,
 } from './src/api/index.ts';
+export { RunLog } from './src/api/runs/run-log.ts';
+export { RunService } from './src/api/runs/run-service.ts';
 export type {
   Challenge,
   CollectResult,
@@ -115,3 +117,12 @@ export {
 export type { EncryptedStoreOptions, StoreCollection } from './src/store/index.ts';
 export { EncryptedStore } from './src/store/index.ts';
 export * from './src/tee/index.ts';
+export type { WorkflowAction } from './src/workflows/actions.ts';
+export { parseAction } from './src/workflows/actions.ts';
+export type { WorkflowRecord, WorkflowRunRecord, WorkflowRunStatus } from './src/workflows/records.ts';
+export type { Trigger } from './src/workflows/schedule.ts';
+export { nextSlot, parseTrigger } from './src/workflows/schedule.ts';
+export type { SchedulerClock } from './src/workflows/scheduler.ts';
+export { realClock, WorkflowScheduler } from './src/workflows/scheduler.ts';
+export type { NewWorkflow, WorkflowServiceOptions } from './src/workflows/workflow-service.ts';
+export { WorkflowService } from './src/workflows/workflow-service.ts';

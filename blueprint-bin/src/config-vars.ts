@@ -4,6 +4,7 @@
 import { envAddress, envUint64 } from '@agent-sandbox/sdk';
 import { z } from 'zod';
 import { TEE_VARIABLES } from './config-vars-tee.ts';
+import { WORKFLOW_VARIABLES } from './config-vars-workflows.ts';
 
 export type Command = 'run' | 'register' | 'keys' | 'status' | 'devnet';
 
@@ -548,6 +549,7 @@ export const VARIABLES = {
     doc: 'Sidecar port inside the container',
   }),
   ...TEE_VARIABLES,
+  ...WORKFLOW_VARIABLES,
 } as const;
 
 export type VariableName = keyof typeof VARIABLES;

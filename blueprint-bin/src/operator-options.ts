@@ -108,5 +108,9 @@ export function apiOptions(v: Values): ApiConfigInput {
       maxTextChars: v.RUN_MAX_TEXT_CHARS!,
       retentionMs: v.RUN_RETENTION! * 1000,
     },
+    workflows: {
+      defaultTimeoutMs: v.WORKFLOW_DEFAULT_TIMEOUT! * 1000,
+      maxTimeoutMs: v.WORKFLOW_MAX_TIMEOUT! * 1000,
+    },
   };
 }

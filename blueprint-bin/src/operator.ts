@@ -1,6 +1,7 @@
 // `run`: the operator's startup order and clean shutdown, one named step each. Configuration is
 // validated before this is called; then key → store → Docker engine → image → sandbox manager →
-// TEE → reconcile → operator API → job handlers → instance sandbox → job runner → timers.
+// TEE → reconcile → operator API → job handlers → instance sandbox → job runner → timers →
+// workflow scheduler.
 // The runtime↔chain adapters live in blueprint-lib (runtime-adapters.ts); this file only wires.
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -17,8 +18,8 @@ import {
   jobSandboxes,
   openTeeInstance,
   resolveBlueprintContract,
-  sidecarExec,
   type TeeInstance,
+  workflowSandbox,
 } from '@agent-sandbox/blueprint-lib';
 import {
   CircuitBreaker,
@@ -98,6 +99,10 @@ export async function startOperator(cfg: OperatorConfig, log: Logger): Promise<R
     log.info({ report }, 'reconciled');
     const blueprint = await blueprintContract(cfg, env);
     const api = await startApi(parts, cleanup);
+    // Before any job can start a run: runs a previous process left going are recorded failed.
+    const interrupted = await api.app.workflows.recover();
+    if (interrupted)
+      log.warn({ interrupted }, 'workflow runs interrupted by the last stop recorded as failed');
     const chain = new BlueprintChain({ httpRpcUrl: env.httpRpcUrl, blueprint });
     const deps = blueprintDeps(parts, chain, api);
     if (cfg.mode !== 'cloud') {
@@ -111,6 +116,7 @@ export async function startOperator(cfg: OperatorConfig, log: Logger): Promise<R
     manager.startBackground();
     cleanup.push(() => manager.stopBackground());
     startTimers(parts, cleanup, api, gone);
+    startWorkflows(cleanup, api);
 
     state.ready = true;
     log.info(
@@ -248,6 +254,7 @@ async function startApi(p: Parts, cleanup: Cleanup) {
             instanceSandboxId: () => p.state.instance?.sandboxId(),
             instance: () => p.state.instance?.status(),
           }),
+      workflowSandbox: workflowSandbox(() => p.state.instance?.sandboxId()),
       ...(p.tee ? { tee: p.tee.service } : {}),
     },
     apiOptions(v),
@@ -281,7 +288,7 @@ function blueprintDeps(p: Parts, chain: BlueprintChain, api: Api): BlueprintDeps
       teeAvailable: p.tee !== undefined,
     },
     operatorApiUrl: api.publicUrl,
-    exec: sidecarExec(api.sidecars, p.manager),
+    workflows: api.app.workflows,
     logger: p.log,
   };
 }
@@ -327,6 +334,12 @@ async function startJobs(
   await step(log, 'starting the job runner', () => runner.start());
   cleanup.push(() => runner.stop());
   return gone;
+}
+
+/** The cron loop, once jobs are taken (stopped first at shutdown). */
+function startWorkflows(cleanup: Cleanup, api: Api): void {
+  api.app.scheduler.start();
+  cleanup.push(() => api.app.scheduler.stop());
 }
 
 /** The timers: report sandboxes gone for good; collect expired sessions and idle circuit breakers. */

@@ -8,6 +8,7 @@ import type {
   SandboxManager,
   SandboxRecord,
   StoreCollection,
+  WorkflowService,
 } from '@agent-sandbox/runtime';
 import type { Logger } from 'pino';
 import type { Address } from 'viem';
@@ -39,11 +40,8 @@ export type SandboxRuntime = Pick<SandboxManager, 'create' | 'get' | 'sidecarEnd
   getProvision(callId: string, serviceId: string): Promise<ProvisionProgress>;
 };
 
-export interface ExecOutcome {
-  exitCode: number;
-  stdout: string;
-  stderr: string;
-}
+/** The runtime's workflow store and runner (WorkflowService, built by the operator API) as the job handlers use it. */
+export type WorkflowJobs = Pick<WorkflowService, 'validate' | 'create' | 'get' | 'trigger' | 'cancel'>;
 
 export interface BlueprintDeps {
   /** This operator's address (the key that posts results). */
@@ -55,10 +53,7 @@ export interface BlueprintDeps {
   policy: CreatePolicy;
   /** The operator API URL clients reach (OPERATOR_PUBLIC_URL). */
   operatorApiUrl: string;
-  /** Runs a workflow's command in a sandbox (the runtime's sidecar client); absent: acknowledge only. */
-  exec?: (
-    sandboxId: string,
-    command: { command: string; cwd?: string; timeoutMs?: number },
-  ) => Promise<ExecOutcome>;
+  /** Workflows (store, runs, schedule); absent: workflow jobs are refused with a clear error. */
+  workflows?: WorkflowJobs;
   logger?: Logger;
 }

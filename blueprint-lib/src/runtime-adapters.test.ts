@@ -1,6 +1,7 @@
 // GET /api/provisions/{callId} is public: one lookup must cost one store read, not a decrypting
 // scan of every provision the operator ever recorded. Real EncryptedStore and SandboxManager; the
-// store is wrapped only to count the calls made on the provisions collection.
+// store is wrapped only to count the calls made on the provisions collection. And where a
+// workflow runs: its sandbox (cloud) or the instance sandbox, resolved when it runs.
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -8,7 +9,7 @@ import { join } from 'node:path';
 import { EncryptedStore, SandboxManager } from '@agent-sandbox/runtime';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HandledCalls } from './handled-calls.ts';
-import { apiSandboxes } from './runtime-adapters.ts';
+import { apiSandboxes, workflowSandbox } from './runtime-adapters.ts';
 
 describe('apiSandboxes.getProvision', () => {
   let dir: string;
@@ -69,5 +70,17 @@ describe('apiSandboxes.getProvision', () => {
     const p = (await api.getProvision('123')) as { sandboxId: string } | undefined;
     expect(p?.sandboxId).toBe('sb-123');
     expect(calls).toEqual(['get']);
+  });
+});
+
+describe('workflowSandbox', () => {
+  it('a sandbox workflow runs in its sandbox; an instance workflow in the instance sandbox of the moment', () => {
+    let instance: string | undefined;
+    const where = workflowSandbox(() => instance);
+    expect(where({ targetKind: 0, targetSandboxId: 'sbx-a' })).toBe('sbx-a');
+    expect(where({ targetKind: 0, targetSandboxId: '' })).toBeUndefined();
+    expect(where({ targetKind: 1, targetSandboxId: '' })).toBeUndefined();
+    instance = 'sbx-inst';
+    expect(where({ targetKind: 1, targetSandboxId: '' })).toBe('sbx-inst');
   });
 });

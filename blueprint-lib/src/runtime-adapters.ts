@@ -1,8 +1,8 @@
 // The seam between the runtime and the chain-facing operator: the runtime's SandboxManager as the
-// operator API wants it, as the job handlers want it, and the workflow exec over the API's
-// sidecar clients. blueprint-bin only wires these; nothing else translates between the two.
-import type { ApiSandboxes, ApiSidecars, SandboxManager } from '@agent-sandbox/runtime';
-import type { BlueprintDeps, SandboxRuntime } from './deps.ts';
+// operator API wants it, as the job handlers want it, and where a workflow runs. blueprint-bin
+// only wires these; nothing else translates between the two.
+import type { ApiSandboxes, SandboxManager, WorkflowRecord } from '@agent-sandbox/runtime';
+import type { SandboxRuntime } from './deps.ts';
 import type { HandledCalls } from './handled-calls.ts';
 import type { InstanceRuntime } from './instance-supervisor.ts';
 
@@ -88,18 +88,13 @@ export function instanceRuntime(
   };
 }
 
-/** A workflow's command run through the API's sidecar clients (same breaker); counts as activity. */
-export function sidecarExec(
-  sidecars: ApiSidecars,
-  manager: Pick<SandboxManager, 'touch'>,
-): NonNullable<BlueprintDeps['exec']> {
-  return async (id, c) => {
-    const r = await (await sidecars.client(id)).exec({
-      command: c.command,
-      ...(c.cwd ? { cwd: c.cwd } : {}),
-      ...(c.timeoutMs ? { timeout: c.timeoutMs } : {}),
-    });
-    await manager.touch(id).catch(() => {});
-    return r;
-  };
+/**
+ * The sandbox a workflow runs in: its target sandbox (cloud), or the service's instance sandbox
+ * (target kind 1). The one place instance targets are resolved; `instanceSandbox` is the operator's
+ * instance sandbox (undefined in cloud mode or before it is provisioned).
+ */
+export function workflowSandbox(
+  instanceSandbox: () => string | undefined,
+): (w: Pick<WorkflowRecord, 'targetKind' | 'targetSandboxId'>) => string | undefined {
+  return (w) => (w.targetKind === 1 ? instanceSandbox() : w.targetSandboxId || undefined);
 }

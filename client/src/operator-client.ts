@@ -17,6 +17,7 @@ import {
 import { ClientError } from './errors.ts';
 import { OperatorHttp, type OperatorHttpOptions } from './operator-http.ts';
 import type { SseEvent } from './sse.ts';
+import { type Workflow, WorkflowList, type WorkflowRun, WorkflowRunList } from './workflow-types.ts';
 
 export interface OperatorClientOptions extends OperatorHttpOptions {
   /** `instance` serves one sandbox under `/api/sandbox/…`; default `cloud` (`/api/sandboxes/{id}/…`). */
@@ -130,6 +131,16 @@ export class OperatorClient {
 
   async capabilities(): Promise<Record<string, unknown>> {
     return this.http.json('GET', '/api/capabilities', z.record(z.string(), z.unknown()), { auth: false });
+  }
+
+  // ---- workflows (owner only) --------------------------------------------------------------
+
+  async workflows(): Promise<Workflow[]> {
+    return this.http.json('GET', '/api/workflows', WorkflowList);
+  }
+
+  async workflowRuns(workflowId: bigint | string, limit = 20): Promise<WorkflowRun[]> {
+    return this.http.json('GET', `/api/workflows/${String(workflowId)}/runs?limit=${limit}`, WorkflowRunList);
   }
 
   // ---- sandboxes ----------------------------------------------------------------------------

@@ -1,7 +1,8 @@
 // The README demo's path as a test, through the real programs: an `agent-sandbox-operator run`
 // process on a fresh cloud service of the shared devnet and the real Docker engine, driven only by
 // the `agent-sandbox` CLI (spawned): create → login → exec → prompt (the demo's own agent program
-// via SANDBOX_AGENT_COMMAND) → secrets set/list/wipe → delete, then no container of it remains.
+// via SANDBOX_AGENT_COMMAND) → secrets set/list/wipe → workflows → delete, then no container of it
+// remains.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { openSync, readFileSync } from 'node:fs';
@@ -280,6 +281,86 @@ describe('the demo path through the CLI', () => {
     expect(after.stdout).toBe('[unset]\n');
     expect(ok(await cli(['secrets', 'list', id])).stdout.trim()).toBe('');
   }, 120_000);
+
+  it('workflows (jobs 2/3/4 through the CLI): a command and a prompt run, the owner reads their runs, another wallet reads and triggers nothing, cancel', async () => {
+    const runsOf = async (wf: string, done = (r: { status: string }) => r.status !== 'running') => {
+      // Condition polling: each CLI call takes seconds, the runs milliseconds.
+      for (let i = 0; i < 20; i++) {
+        const rs = JSON.parse(ok(await cli(['workflow', 'runs', wf, '--json'])).stdout) as Array<
+          Record<string, unknown>
+        >;
+        if (rs.length && rs.every((r) => done(r as { status: string }))) return rs;
+      }
+      throw new Error(`workflow ${wf} did not finish`);
+    };
+    const created = ok(
+      await cli([
+        'workflow',
+        'create',
+        id,
+        '--json',
+        '--name',
+        'count',
+        '--command',
+        'echo "wf-$((40+2))" >> wf.log; wc -l < wf.log',
+      ]),
+    );
+    const wf = (JSON.parse(created.stdout) as { workflow_id: string }).workflow_id;
+    expect(created.stderr).toMatch(/create job submitted: call \d+/);
+    const trig = ok(await cli(['workflow', 'trigger', wf]));
+    expect(trig.stdout).toMatch(/^wfr-\S+\trunning/);
+    const [run] = await runsOf(wf);
+    expect(run).toMatchObject({
+      trigger: 'manual',
+      kind: 'command',
+      status: 'completed',
+      exit_code: 0,
+      stdout: '1\n',
+    });
+
+    const agent = ok(
+      await cli([
+        'workflow',
+        'create',
+        id,
+        '--json',
+        '--name',
+        'ask',
+        '--prompt',
+        'what is in my workspace?',
+      ]),
+    );
+    const awf = (JSON.parse(agent.stdout) as { workflow_id: string }).workflow_id;
+    ok(await cli(['workflow', 'trigger', awf]));
+    const [arun] = await runsOf(awf);
+    expect(arun).toMatchObject({
+      kind: 'prompt',
+      status: 'completed',
+      agent_run_id: expect.stringMatching(/^run-/),
+    });
+    expect(arun?.['final_text']).toContain('Final answer: your message has 5 words');
+
+    // Another wallet: the API shows it nothing, the chain refuses its trigger and cancel.
+    const stranger = {
+      AGENT_SANDBOX_PRIVATE_KEY: generatePrivateKey(),
+      AGENT_SANDBOX_CONFIG_DIR: join(dir, 'stranger'),
+    };
+    const peek = await cli(['workflow', 'runs', wf, '--json'], stranger);
+    expect(peek.code).toBe(2);
+    expect(peek.stdout + peek.stderr).not.toContain('wf-42');
+    expect(ok(await cli(['workflow', 'list', '--json'], stranger)).stdout.trim()).toBe('[]');
+    for (const action of ['trigger', 'cancel']) {
+      const r = await cli(['workflow', action, wf], stranger);
+      expect(r.code).not.toBe(0);
+    }
+    expect(await runsOf(wf)).toHaveLength(1);
+
+    ok(await cli(['workflow', 'cancel', wf]));
+    const list = ok(await cli(['workflow', 'list']));
+    expect(list.stdout).toMatch(new RegExp(`^${wf}\tcount\tcanceled\tmanual\t${id}\truns 1$`, 'm'));
+    expect(list.stdout).toMatch(new RegExp(`^${awf}\task\tactive`, 'm'));
+    expect((await cli(['workflow', 'trigger', wf])).code).not.toBe(0);
+  }, 150_000);
 
   it('delete (job 1) removes the sandbox: no container remains and get exits 3', async () => {
     const r = ok(await cli(['delete', id]));

@@ -1,9 +1,18 @@
 // Jobs 2–4 on the devnet and Docker: the operator holding the target sandbox stores the workflow,
-// runs its command on trigger (output kept in the encrypted store, never in the result), cancels it.
+// runs its command on trigger (output kept in the encrypted store, never in the result), fires a
+// cron workflow at its slot (the scheduler's clock is the test's), cancels it for good; refuses
+// fields it cannot honour and other wallets.
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createApiSidecars, EncryptedStore, SandboxManager } from '@agent-sandbox/runtime';
+import {
+  createApiSidecars,
+  EncryptedStore,
+  RunLog,
+  RunService,
+  SandboxManager,
+  WorkflowService,
+} from '@agent-sandbox/runtime';
 import { decodeJobResult, type JobContext } from '@agent-sandbox/sdk';
 import pino from 'pino';
 import { type Address, encodeAbiParameters, type Hex, toFunctionSelector } from 'viem';
@@ -23,7 +32,6 @@ import {
   WORKFLOW_ID_INPUT,
 } from '../jobs.ts';
 import { DevnetJobs } from '../testing/devnet-service.ts';
-import { workflowCommand } from './workflow.ts';
 
 const devnet = inject('devnet');
 const image = inject('sandboxImage');
@@ -36,11 +44,25 @@ let manager: SandboxManager;
 let otherStore: EncryptedStore;
 let otherManager: SandboxManager;
 
+/** The scheduler's clock in these tests. */
+const clock = { now: Date.now() };
+const silent = pino({ level: 'silent' });
+const services = new Map<unknown, WorkflowService>();
+
 function router(
   operator: Address,
   own: { store: EncryptedStore; manager: SandboxManager } = { store, manager },
 ) {
   const sidecars = createApiSidecars({ sidecarEndpoint: (id: string) => own.manager.sidecarEndpoint(id) });
+  const runLog = new RunLog(own.store);
+  const workflows = new WorkflowService({
+    store: own.store,
+    sidecars,
+    runs: new RunService(runLog, sidecars, silent),
+    runLog,
+    logger: silent,
+    now: () => clock.now,
+  });
   const deps: BlueprintDeps = {
     operator,
     mode: 'cloud',
@@ -56,10 +78,13 @@ function router(
       teeAvailable: false,
     },
     operatorApiUrl: 'http://127.0.0.1:9999',
-    exec: async (id, c) => (await sidecars.client(id)).exec({ command: c.command }),
+    workflows,
   };
-  return blueprintRouter(deps);
+  const r = blueprintRouter(deps);
+  services.set(r, workflows);
+  return r;
 }
+const wfOf = (r: ReturnType<typeof router>) => services.get(r)!;
 
 const ctx = (
   call: { callId: bigint; blockNumber: bigint; transactionHash: Hex },
@@ -125,16 +150,6 @@ afterAll(async () => {
 });
 
 describe('workflow jobs', () => {
-  it('parses a workflow command', () => {
-    expect(workflowCommand('{"command":"ls","cwd":"/tmp","timeout_ms":5}')).toEqual({
-      command: 'ls',
-      cwd: '/tmp',
-      timeoutMs: 5,
-    });
-    expect(workflowCommand('{"steps":[]}')).toBeUndefined();
-    expect(workflowCommand('not json')).toBeUndefined();
-  });
-
   it('create, trigger (exec in the sandbox), cancel — answered by the sandbox holder, skipped by the other', async () => {
     // A sandbox on chain, held by the assigned operator.
     const createIn = encodeAbiParameters(SANDBOX_CREATE_INPUT, [
@@ -185,26 +200,22 @@ describe('workflow jobs', () => {
     if (wf.kind !== 'result') throw new Error('workflow create did not answer');
     await jobs.submitResult(me, wfCall.callId, wf.output);
     const wfJson = JSON.parse(decodeJobResult(JSON_OUTPUT, wf.output).json);
-    expect(wfJson).toMatchObject({ workflowId: `${wfCall.callId}`, stored: true, execution: 'exec' });
-    const stored = await mine.workflow.workflows.get(`${jobs.serviceId}:${wfCall.callId}`);
+    expect(wfJson).toMatchObject({ workflowId: `${wfCall.callId}`, stored: true, trigger: 'manual' });
+    const stored = await wfOf(mine).get(`${jobs.serviceId}`, `${wfCall.callId}`);
     expect(stored).toMatchObject({ name: 'nightly', targetSandboxId: sandboxId, active: true });
 
     const idIn = encodeAbiParameters(WORKFLOW_ID_INPUT, [wfCall.callId]);
     const trig = await run(mine, JOB_WORKFLOW_TRIGGER, idIn);
-    expect(trig.json).toMatchObject({
-      workflowId: `${wfCall.callId}`,
-      triggered: true,
-      execution: 'exec',
-      exitCode: 0,
-    });
+    expect(trig.json).toMatchObject({ workflowId: `${wfCall.callId}`, triggered: true, status: 'running' });
     // Command output stays off chain, in the encrypted store.
     expect(JSON.stringify(trig.json)).not.toContain('secret-output');
-    const runs = await mine.workflow.runs.values();
-    expect(runs.find((r) => r.callId === `${trig.call.callId}`)?.stdout).toContain('secret-output-42');
+    const done = await wfOf(mine).settled(trig.json?.['runId'] as string);
+    expect(done).toMatchObject({ status: 'completed', exitCode: 0, callId: `${trig.call.callId}` });
+    expect(done?.stdout).toContain('secret-output-42');
 
     const cancel = await run(mine, JOB_WORKFLOW_CANCEL, idIn);
     expect(cancel.json).toMatchObject({ workflowId: `${wfCall.callId}`, canceled: true, active: false });
-    expect((await mine.workflow.workflows.get(`${jobs.serviceId}:${wfCall.callId}`))?.active).toBe(false);
+    expect((await wfOf(mine).get(`${jobs.serviceId}`, `${wfCall.callId}`))?.active).toBe(false);
   });
 
   it('a second account never reaches another user’s sandbox: refused on chain, refused again by the handler, the command never runs', async () => {
@@ -262,7 +273,7 @@ describe('workflow jobs', () => {
     const forged = await mine.router.dispatch({ jobIndex: 2, input: steal }, asAttacker(1_000_000n, 2));
     if (forged.kind !== 'result') throw new Error('forged create did not answer');
     expect(JSON.parse(decodeJobResult(JSON_OUTPUT, forged.output).json)).toMatchObject({ code: 'FORBIDDEN' });
-    expect(await mine.workflow.workflows.get(`${jobs.serviceId}:1000000`)).toBeUndefined();
+    expect(await wfOf(mine).get(`${jobs.serviceId}`, '1000000')).toBeUndefined();
 
     // The owner's own workflow: the attacker can neither trigger nor cancel it, on chain or off.
     const own = encodeAbiParameters(WORKFLOW_CREATE_INPUT, [
@@ -295,11 +306,115 @@ describe('workflow jobs', () => {
       if (out.kind !== 'result') throw new Error('forged call did not answer');
       expect(JSON.parse(decodeJobResult(JSON_OUTPUT, out.output).json)).toMatchObject({ code: 'FORBIDDEN' });
     }
-    expect((await mine.workflow.workflows.get(`${jobs.serviceId}:${wfCall.callId}`))?.active).toBe(true);
+    expect((await wfOf(mine).get(`${jobs.serviceId}`, `${wfCall.callId}`))?.active).toBe(true);
+    expect(await wfOf(mine).runs(`${jobs.serviceId}`, `${wfCall.callId}`)).toEqual([]);
 
     // Nothing ran: the command's marker file is absent from the victim's sandbox.
     const sidecars = createApiSidecars({ sidecarEndpoint: (id: string) => manager.sidecarEndpoint(id) });
     const probe = await (await sidecars.client(sandboxId)).exec({ command: `test -e ${marker}; echo $?` });
+    expect(probe.stdout.trim()).toBe('1');
+  });
+
+  it('a cron workflow fires at its one-minute slot (test clock), a canceled one never again; fields it cannot honour are refused', async () => {
+    const createIn = encodeAbiParameters(SANDBOX_CREATE_INPUT, [
+      'cron',
+      '',
+      '',
+      '',
+      '{}',
+      '{}',
+      false,
+      '',
+      false,
+      600n,
+      300n,
+      1n,
+      256n,
+      1n,
+      false,
+      0,
+      '',
+      '',
+    ]);
+    const sbCall = await jobs.submit(JOB_SANDBOX_CREATE, createIn);
+    const me = sbCall.operator!;
+    const mine = router(me);
+    opOf.set(mine, me);
+    const created = await mine.router.dispatch({ jobIndex: 0, input: createIn }, ctx(sbCall, 0));
+    if (created.kind !== 'result') throw new Error('sandbox create did not answer');
+    await jobs.submitResult(me, sbCall.callId, created.output);
+    const sandboxId = decodeJobResult(SANDBOX_CREATE_OUTPUT, created.output).sandboxId;
+    const wfInput = (over: { trigger?: string; config?: string; sandboxConfig?: string; service?: bigint }) =>
+      encodeAbiParameters(WORKFLOW_CREATE_INPUT, [
+        'every-minute',
+        JSON.stringify({ command: 'date +%s >> ticks; wc -l < ticks' }),
+        over.trigger ?? 'cron',
+        over.config ?? '{"cron":"* * * * *","timezone":"UTC"}',
+        over.sandboxConfig ?? '',
+        0,
+        sandboxId,
+        over.service ?? 0n,
+      ]);
+    // Refused with a reason, never silently ignored.
+    for (const [input, reason] of [
+      [wfInput({ sandboxConfig: '{"image":"other"}' }), /sandbox_config_json is not supported/],
+      [wfInput({ config: '*/5 * * * * *' }), /exactly 5 fields/],
+      [wfInput({ trigger: 'webhook' }), /"manual" or "cron"/],
+    ] as const) {
+      const r = await run(mine, JOB_WORKFLOW_CREATE, input);
+      expect(r.json).toMatchObject({ code: 'INVALID_REQUEST', phase: 'workflow_create' });
+      expect(String(r.json?.['error'])).toMatch(reason);
+    }
+
+    // Another service: the blueprint reverts the submission; the handler refuses it as well.
+    const elsewhere = wfInput({ service: jobs.serviceId + 1000n });
+    await expect(jobs.submit(JOB_WORKFLOW_CREATE, elsewhere)).rejects.toThrow();
+    const forgedCreate = await mine.router.dispatch(
+      { jobIndex: JOB_WORKFLOW_CREATE, input: elsewhere },
+      ctx(
+        { callId: 2_000_001n, blockNumber: sbCall.blockNumber, transactionHash: sbCall.transactionHash },
+        2,
+      ),
+    );
+    if (forgedCreate.kind !== 'result') throw new Error('create did not answer');
+    expect(decodeJobResult(JSON_OUTPUT, forgedCreate.output).json).toMatch(
+      /target_service_id .* is another service/,
+    );
+
+    const t0 = Date.parse('2026-05-01T12:00:10Z');
+    clock.now = t0;
+    const wf = await run(mine, JOB_WORKFLOW_CREATE, wfInput({ service: jobs.serviceId }));
+    const id = wf.json?.['workflowId'] as string;
+    expect(wf.json).toMatchObject({
+      stored: true,
+      trigger: 'cron',
+      nextDueAt: Date.parse('2026-05-01T12:01:00Z'),
+    });
+    const svc = wfOf(mine);
+    expect(await svc.tick(t0 + 49_000)).toEqual([]);
+    const [fired] = await svc.tick(Date.parse('2026-05-01T12:01:00Z'));
+    expect(fired).toMatchObject({ workflowId: id, trigger: 'cron', sandboxId });
+    expect(await svc.settled(fired!.runId)).toMatchObject({ status: 'completed', stdout: '1\n' });
+
+    const idIn = encodeAbiParameters(WORKFLOW_ID_INPUT, [BigInt(id)]);
+    expect((await run(mine, JOB_WORKFLOW_CANCEL, idIn)).json).toMatchObject({ canceled: true });
+    for (let m = 2; m <= 6; m++) expect(await svc.tick(t0 + m * 60_000)).toEqual([]);
+    // Triggering a canceled workflow is refused on chain (inactive); the handler refuses it too.
+    const forged = await mine.router.dispatch(
+      { jobIndex: JOB_WORKFLOW_TRIGGER, input: idIn },
+      ctx(
+        { callId: 2_000_000n, blockNumber: sbCall.blockNumber, transactionHash: sbCall.transactionHash },
+        3,
+      ),
+    );
+    if (forged.kind !== 'result') throw new Error('trigger did not answer');
+    expect(decodeJobResult(JSON_OUTPUT, forged.output).json).toMatch(/canceled/);
+    expect((await svc.runs(`${jobs.serviceId}`, id)).length).toBe(1);
+    const probe = await (
+      await createApiSidecars({ sidecarEndpoint: (x: string) => manager.sidecarEndpoint(x) }).client(
+        sandboxId,
+      )
+    ).exec({ command: 'wc -l < ticks' });
     expect(probe.stdout.trim()).toBe('1');
   });
 });

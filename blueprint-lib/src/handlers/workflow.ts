@@ -1,11 +1,13 @@
-// Jobs 2–4: workflows. The operator holding the target sandbox answers (others skip): create stores
-// the workflow in the runtime store, trigger runs its `command` in the sandbox through the sidecar
-// (acknowledged-only when it has none), cancel marks it inactive. Results carry no command output.
+// Jobs 2–4: workflows. The operator holding the target sandbox answers (others skip): create checks
+// the request and stores the workflow in the runtime's WorkflowService (which runs the cron
+// schedule), trigger starts a run (command or agent run) and posts its run id, cancel stops the
+// schedule for good. Results carry no command output: the owner reads runs through the API.
 // The contract already refuses a workflow on someone else's sandbox; these handlers check again
 // (sandbox owner == job caller == workflow owner) so a contract bug alone cannot reach a container.
+import { isRuntimeError, type WorkflowRecord } from '@agent-sandbox/runtime';
 import { type JobContext, type JobValue, SKIP, type Skip } from '@agent-sandbox/sdk';
 import { type Address, isAddressEqual } from 'viem';
-import type { BlueprintDeps } from '../deps.ts';
+import type { BlueprintDeps, WorkflowJobs } from '../deps.ts';
 import { BlueprintError } from '../errors.ts';
 import { HandledCalls } from '../handled-calls.ts';
 import type { WORKFLOW_CREATE_INPUT, WORKFLOW_ID_INPUT } from '../jobs.ts';
@@ -13,64 +15,30 @@ import { describeFailure } from './failure.ts';
 
 type JsonOutput = { json: string };
 
-export interface StoredWorkflow {
-  workflowId: string;
-  serviceId: string;
-  owner: string;
-  name: string;
-  workflowJson: string;
-  triggerType: string;
-  triggerConfig: string;
-  targetKind: number;
-  targetSandboxId: string;
-  active: boolean;
-  createdAt: number;
-  updatedAt: number;
-  lastTriggeredAt: number | null;
-  runs: number;
-}
-
-export interface WorkflowRun {
-  workflowId: string;
-  callId: string;
-  sandboxId: string;
-  at: number;
-  exitCode: number | null;
-  /** Kept in the encrypted store for the operator; never posted on chain. */
-  stdout: string;
-  stderr: string;
-}
+/** A stored workflow (defined by the runtime, which runs it). */
+export type StoredWorkflow = WorkflowRecord;
 
 const MAX_WORKFLOW_JSON = 16 * 1024;
-const MAX_KEEP_OUTPUT = 64 * 1024;
 
-/** The command a workflow runs: `{"command": "...", "cwd"?: "...", "timeout_ms"?: n}`. */
-export function workflowCommand(
-  workflowJson: string,
-): { command: string; cwd?: string; timeoutMs?: number } | undefined {
-  let v: unknown;
-  try {
-    v = JSON.parse(workflowJson);
-  } catch {
-    return undefined;
+/**
+ * The workflow service's refusals (bad definition, canceled, unknown) are written for the user
+ * and hold nothing but the request's own public fields: they go on chain as they are.
+ */
+function asRequestError(e: unknown): unknown {
+  if (isRuntimeError(e, 'VALIDATION') || isRuntimeError(e, 'CONFLICT')) {
+    return new BlueprintError('INVALID_REQUEST', e.message);
   }
-  if (typeof v !== 'object' || v === null) return undefined;
-  const o = v as Record<string, unknown>;
-  if (typeof o['command'] !== 'string' || o['command'].trim() === '') return undefined;
-  return {
-    command: o['command'],
-    ...(typeof o['cwd'] === 'string' ? { cwd: o['cwd'] } : {}),
-    ...(typeof o['timeout_ms'] === 'number' && o['timeout_ms'] > 0
-      ? { timeoutMs: Math.min(o['timeout_ms'], 600_000) }
-      : {}),
-  };
+  return isRuntimeError(e, 'NOT_FOUND') ? new BlueprintError('NOT_FOUND', e.message) : e;
 }
 
 export function workflowHandlers(deps: BlueprintDeps) {
   const handled = new HandledCalls(deps.store);
-  const workflows = deps.store.collection<StoredWorkflow>('workflows');
-  const runs = deps.store.collection<WorkflowRun>('workflow-runs');
-  const wkey = (serviceId: bigint | string, id: bigint | string) => `${serviceId}:${id}`;
+  const service = () => {
+    if (!deps.workflows) {
+      throw new BlueprintError('INVALID_REQUEST', 'this operator runs no workflows; use another operator');
+    }
+    return deps.workflows;
+  };
 
   const same = (a: string, b: string) => a.toLowerCase() === b.toLowerCase();
 
@@ -152,9 +120,10 @@ export function workflowHandlers(deps: BlueprintDeps) {
           `target sandbox ${req.target_sandbox_id} is not active on this service`,
         );
       }
+      checkTarget(req, ctx.serviceId, deps.mode);
       await requireOwner(ctx, req.target_kind, req.target_sandbox_id, ctx.caller);
-      const now = Date.now();
-      const w: StoredWorkflow = {
+      const wf = service();
+      const def = {
         workflowId: `${ctx.callId}`,
         serviceId: `${ctx.serviceId}`,
         owner: ctx.caller,
@@ -164,14 +133,13 @@ export function workflowHandlers(deps: BlueprintDeps) {
         triggerConfig: req.trigger_config,
         targetKind: req.target_kind,
         targetSandboxId: req.target_sandbox_id,
-        active: true,
-        createdAt: now,
-        updatedAt: now,
-        lastTriggeredAt: null,
-        runs: 0,
       };
-      await workflows.put(wkey(ctx.serviceId, ctx.callId), w);
-      const runnable = workflowCommand(req.workflow_json) !== undefined && deps.exec !== undefined;
+      let w: WorkflowRecord;
+      try {
+        w = await wf.create(def);
+      } catch (e) {
+        throw asRequestError(e);
+      }
       return {
         json: JSON.stringify({
           workflowId: w.workflowId,
@@ -179,8 +147,8 @@ export function workflowHandlers(deps: BlueprintDeps) {
           active: true,
           operator: deps.operator,
           targetSandboxId: w.targetSandboxId,
-          // Which triggers do more than acknowledge: a workflow_json with a "command".
-          execution: runnable ? 'exec' : 'acknowledged-only',
+          trigger: w.triggerType || 'manual',
+          nextDueAt: w.nextDueAt ?? null,
         }),
       };
     });
@@ -189,7 +157,7 @@ export function workflowHandlers(deps: BlueprintDeps) {
     once(ctx, 3, async () => {
       const id = req.workflow_id;
       const onChain = await deps.chain.workflow(ctx.serviceId, id);
-      const local = await workflows.get(wkey(ctx.serviceId, id));
+      const local = await deps.workflows?.get(`${ctx.serviceId}`, `${id}`);
       const target = onChain?.target_sandbox_id ?? local?.targetSandboxId;
       const kind = onChain?.target_kind ?? local?.targetKind ?? 0;
       if (target === undefined) throw new BlueprintError('NOT_FOUND', `workflow ${id} is unknown`);
@@ -197,41 +165,25 @@ export function workflowHandlers(deps: BlueprintDeps) {
       if (who === 'other') return SKIP;
       requireWorkflowOwner(id, ctx.caller, local, onChain);
       await requireOwner(ctx, kind, target, ctx.caller);
-      const workflowJson = local?.workflowJson ?? onChain?.workflow_json ?? '';
-      const cmd = workflowCommand(workflowJson);
-      const at = Date.now();
-      let exitCode: number | null = null;
-      if (cmd && deps.exec) {
-        const sandboxId = kind === 1 ? undefined : target;
-        if (!sandboxId)
-          throw new BlueprintError('INVALID_REQUEST', 'instance workflows are acknowledged only');
-        const r = await deps.exec(sandboxId, cmd);
-        exitCode = r.exitCode;
-        await runs.put(`${ctx.serviceId}:${id}:${ctx.callId}`, {
-          workflowId: `${id}`,
-          callId: `${ctx.callId}`,
-          sandboxId,
-          at,
-          exitCode,
-          stdout: r.stdout.slice(-MAX_KEEP_OUTPUT),
-          stderr: r.stderr.slice(-MAX_KEEP_OUTPUT),
-        });
+      if (!local) {
+        throw new BlueprintError(
+          'NOT_FOUND',
+          `workflow ${id} is not stored on this operator (its create was refused or never reached it); create it again`,
+        );
       }
-      if (local) {
-        await workflows.put(wkey(ctx.serviceId, id), {
-          ...local,
-          lastTriggeredAt: at,
-          updatedAt: at,
-          runs: local.runs + 1,
-        });
+      let run: Awaited<ReturnType<WorkflowJobs['trigger']>>;
+      try {
+        run = await service().trigger(`${ctx.serviceId}`, `${id}`, `${ctx.callId}`);
+      } catch (e) {
+        throw asRequestError(e);
       }
       return {
         json: JSON.stringify({
           workflowId: `${id}`,
-          triggered: true,
-          triggeredAt: at,
-          execution: cmd && deps.exec ? 'exec' : 'acknowledged-only',
-          exitCode,
+          triggered: run.status !== 'skipped',
+          runId: run.runId,
+          status: run.status,
+          triggeredAt: run.startedAt,
         }),
       };
     });
@@ -239,19 +191,20 @@ export function workflowHandlers(deps: BlueprintDeps) {
   const cancel = (req: JobValue<typeof WORKFLOW_ID_INPUT>, ctx: JobContext) =>
     once(ctx, 4, async () => {
       const id = req.workflow_id;
-      const local = await workflows.get(wkey(ctx.serviceId, id));
+      const local = await deps.workflows?.get(`${ctx.serviceId}`, `${id}`);
       const onChain = await deps.chain.workflow(ctx.serviceId, id);
       const target = local?.targetSandboxId ?? onChain?.target_sandbox_id;
       if (target === undefined) throw new BlueprintError('NOT_FOUND', `workflow ${id} is unknown`);
       const who = await responsible(local?.targetKind ?? onChain?.target_kind ?? 0, target);
       if (who === 'other') return SKIP;
       requireWorkflowOwner(id, ctx.caller, local, onChain);
-      if (local)
-        await workflows.put(wkey(ctx.serviceId, id), { ...local, active: false, updatedAt: Date.now() });
+      if (local) {
+        await service().cancel(`${ctx.serviceId}`, `${id}`);
+      }
       return { json: JSON.stringify({ workflowId: `${id}`, canceled: true, active: false }) };
     });
 
-  return { create, trigger, cancel, workflows, runs };
+  return { create, trigger, cancel };
 }
 
 /** The job's caller must be the workflow's owner, by every record this operator can read. */
@@ -264,5 +217,58 @@ function requireWorkflowOwner(
   const owners = [local?.owner, onChain?.owner].filter((o): o is string => o !== undefined);
   if (owners.length === 0 || owners.some((o) => o.toLowerCase() !== caller.toLowerCase())) {
     throw new BlueprintError('FORBIDDEN', `workflow ${id} may only be triggered or canceled by its owner`);
+  }
+}
+
+/**
+ * What contract.md gives these fields: `target_service_id` 0 means this service (a workflow of
+ * another service is created on that service); cloud workflows target a sandbox by id, instance
+ * workflows the instance (kind 1, empty id). `sandbox_config_json` has no meaning here (a workflow
+ * runs in an existing sandbox), so a non-empty one is refused rather than ignored.
+ */
+function checkTarget(
+  req: Pick<
+    JobValue<typeof WORKFLOW_CREATE_INPUT>,
+    'target_service_id' | 'target_kind' | 'target_sandbox_id' | 'sandbox_config_json'
+  >,
+  serviceId: bigint,
+  mode: BlueprintDeps['mode'],
+): void {
+  if (req.target_service_id !== 0n && req.target_service_id !== serviceId) {
+    throw new BlueprintError(
+      'INVALID_REQUEST',
+      `target_service_id ${req.target_service_id} is another service; use 0 (this service, ${serviceId}) or create the workflow on service ${req.target_service_id}`,
+    );
+  }
+  const cfg = req.sandbox_config_json.trim();
+  if (cfg !== '' && cfg !== '{}') {
+    throw new BlueprintError(
+      'INVALID_REQUEST',
+      'sandbox_config_json is not supported: a workflow runs in its target sandbox (target_sandbox_id) or the service instance; leave it empty',
+    );
+  }
+  if (req.target_kind !== 0 && req.target_kind !== 1) {
+    throw new BlueprintError(
+      'INVALID_REQUEST',
+      'target_kind must be 0 (a sandbox by id) or 1 (the instance)',
+    );
+  }
+  if (mode === 'cloud' && req.target_kind !== 0) {
+    throw new BlueprintError(
+      'INVALID_REQUEST',
+      'a cloud service runs workflows in a sandbox: target_kind 0 with its id',
+    );
+  }
+  if (mode !== 'cloud' && req.target_kind !== 1) {
+    throw new BlueprintError(
+      'INVALID_REQUEST',
+      'an instance service runs workflows in its instance: target_kind 1, empty target_sandbox_id',
+    );
+  }
+  if (req.target_kind === 1 && req.target_sandbox_id !== '') {
+    throw new BlueprintError(
+      'INVALID_REQUEST',
+      'an instance workflow (target_kind 1) takes an empty target_sandbox_id',
+    );
   }
 }

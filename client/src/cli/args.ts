@@ -205,6 +205,38 @@ export const COMMANDS: Record<string, CommandSpec> = {
     positionals: [id],
     options: {},
   },
+  workflow: {
+    summary: 'workflows: create | list | runs | trigger | cancel',
+    usage:
+      'workflow create <sandbox-id>|--instance --name N (--command CMD|--prompt TEXT|--task TEXT) [--cron EXPR [--timezone TZ]] | workflow list | workflow runs <wf-id> | workflow trigger <wf-id> | workflow cancel <wf-id>',
+    positionals: [
+      { name: 'action', required: true },
+      { name: 'target', required: false },
+    ],
+    options: {
+      name: { type: 'string', arg: 'NAME', help: 'workflow name (1–64 characters)' },
+      command: { type: 'string', arg: 'CMD', help: 'run this command in the sandbox' },
+      prompt: { type: 'string', arg: 'TEXT', help: 'send this message to the sandbox agent (an agent run)' },
+      task: { type: 'string', arg: 'TEXT', help: 'give the sandbox agent this task (an agent run)' },
+      'workflow-json': { type: 'string', arg: 'JSON', help: 'the workflow_json as it goes on chain' },
+      cron: {
+        type: 'string',
+        arg: 'EXPR',
+        help: '5-field cron schedule, e.g. "*/15 * * * *" (default: manual only)',
+      },
+      timezone: { type: 'string', arg: 'TZ', help: 'IANA time zone of --cron (default UTC)' },
+      timeout: { type: 'string', arg: 'SECONDS', help: "a run's time budget (default: the operator's)" },
+      instance: { type: 'boolean', help: "target the service's instance sandbox" },
+      limit: { type: 'string', arg: 'N', help: 'runs: how many (default 20)' },
+      output: { type: 'boolean', help: "runs: also print each command run's stdout" },
+    },
+    details:
+      'create, trigger and cancel are jobs 2/3/4 from the owner account; they wait for the operator result and exit 5 with its reason when it refuses. list and runs read the operator API (owner only). A cron workflow that is still running when its next slot comes records that slot as skipped; slots missed while the operator was down run once on catch-up.',
+    examples: [
+      'agent-sandbox workflow create sb-123 --name nightly --command "make test" --cron "0 3 * * *" --timezone Europe/Berlin',
+      'agent-sandbox workflow runs 12 --output',
+    ],
+  },
   delete: {
     summary: 'delete a sandbox (job 1 from the owner account)',
     usage: 'delete <id> [--no-wait]',

@@ -9,6 +9,7 @@ import { create, deleteSandbox } from './jobs.ts';
 import { prompt } from './prompt.ts';
 import { teeVerify } from './tee.ts';
 import { terminal } from './terminal.ts';
+import { workflow } from './workflow.ts';
 
 const handlers: Record<string, Command> = {
   login: ops.login,
@@ -25,6 +26,7 @@ const handlers: Record<string, Command> = {
   snapshot: ops.snapshot,
   delete: deleteSandbox,
   tee: teeVerify,
+  workflow,
 };
 
 function report(e: unknown, io: CliIO, json: boolean): number {

@@ -2,6 +2,8 @@
 import { OpenAPIHono } from '@hono/zod-openapi';
 import type { MiddlewareHandler } from 'hono';
 import { cors } from 'hono/cors';
+import { WorkflowScheduler } from '../workflows/scheduler.ts';
+import { WorkflowService } from '../workflows/workflow-service.ts';
 import { type ApiConfig, type ApiConfigInput, parseApiConfig } from './config.ts';
 import type { ApiEnv } from './context.ts';
 import type { OperatorApiDeps } from './deps.ts';
@@ -20,6 +22,7 @@ import { consoleRoutes } from './routes/console.ts';
 import { publicRoutes } from './routes/public.ts';
 import { registerList } from './routes/sandboxes.ts';
 import { validationHook } from './routes/validation.ts';
+import { registerWorkflows } from './routes/workflows.ts';
 import { RunLog } from './runs/run-log.ts';
 import { RunService } from './runs/run-service.ts';
 import { sandboxApi } from './sandbox-api.ts';
@@ -28,11 +31,15 @@ import { createApiSidecars } from './sidecars.ts';
 export type OperatorApi = OpenAPIHono<ApiEnv> & {
   readonly config: ApiConfig;
   readonly runs: RunService;
+  /** Stored workflows and their runs; job handlers create, trigger and cancel through it. */
+  readonly workflows: WorkflowService;
+  /** The cron loop; started by the operator once it takes work (stopped by dispose). */
+  readonly scheduler: WorkflowScheduler;
   /** Resolves once runs interrupted by a previous process are recorded as failed. */
   readonly recovered: Promise<number>;
   /** Deletes old finished runs and runs of deleted sandboxes (also on a timer); returns how many. */
   sweepRuns(now?: number): Promise<number>;
-  /** Stops background timers (rate-limit sweeper, run sweep). */
+  /** Stops background timers (rate-limit sweeper, run sweep, workflow scheduler). */
   dispose(): void;
 };
 
@@ -42,6 +49,19 @@ export function createOperatorApi(deps: OperatorApiDeps, configInput?: ApiConfig
   const runLog = new RunLog(deps.store, config.runs);
   const sidecars = deps.sidecars ?? createApiSidecars(deps.sandboxes, { timeouts: config.timeouts });
   const runs = new RunService(runLog, sidecars, logger);
+  const workflows = new WorkflowService({
+    store: deps.store,
+    sidecars,
+    runs,
+    runLog,
+    logger,
+    ...(deps.workflowSandbox ? { resolveSandbox: deps.workflowSandbox } : {}),
+    touch: (id) => deps.sandboxes.touch(id),
+    defaultTimeoutMs: config.workflows.defaultTimeoutMs,
+    maxTimeoutMs: config.workflows.maxTimeoutMs,
+  });
+  const scheduler = new WorkflowScheduler(workflows, logger);
+  workflows.onChange(() => scheduler.poke());
   const limiter = rateLimit(config.rateLimits);
   const sessions = new SessionCache(deps.sessions);
 
@@ -88,6 +108,9 @@ export function createOperatorApi(deps: OperatorApiDeps, configInput?: ApiConfig
 
   app.use('/api/sandboxes', requireSession(sessions));
   registerList(app, deps.sandboxes);
+  app.use('/api/workflows', requireSession(sessions));
+  app.use('/api/workflows/*', requireSession(sessions));
+  registerWorkflows(app, workflows);
 
   const sandboxRoutes = sandboxApi(
     { sandboxes: deps.sandboxes, sidecars, runs, runLog, config, tee: deps.tee },
@@ -139,6 +162,7 @@ export function createOperatorApi(deps: OperatorApiDeps, configInput?: ApiConfig
   const dispose = () => {
     clearInterval(sweeper);
     limiter.stop();
+    void scheduler.stop();
   };
-  return Object.assign(app, { config, runs, recovered, sweepRuns, dispose });
+  return Object.assign(app, { config, runs, workflows, scheduler, recovered, sweepRuns, dispose });
 }

@@ -69,6 +69,13 @@ export const ApiConfigSchema = z.object({
       sweepIntervalMs: z.number().int().positive().default(600_000),
     })
     .prefault({}),
+  /** Workflow runs: the timeout when a workflow states none, and the cap on what it states (ms). */
+  workflows: z
+    .object({
+      defaultTimeoutMs: z.number().int().positive().default(600_000),
+      maxTimeoutMs: z.number().int().positive().default(3_600_000),
+    })
+    .prefault({}),
   /** Sidecar operation timeouts (ms). */
   timeouts: z
     .object({

@@ -6,6 +6,7 @@ import type { Registry } from 'prom-client';
 import type { SandboxRecord } from '../sandbox/record.ts';
 import type { SidecarClient } from '../sidecar-client/index.ts';
 import type { EncryptedStore } from '../store/index.ts';
+import type { WorkflowRecord } from '../workflows/records.ts';
 import type { ApiConfigInput } from './config.ts';
 
 type Awaitable<T> = T | Promise<T>;
@@ -130,6 +131,11 @@ export interface OperatorApiDeps {
   metrics: Registry;
   logger: Logger;
   mode: OperatorMode;
+  /**
+   * The sandbox a workflow runs in (the operator resolves instance targets; the runtime knows no
+   * service). Default: the workflow's target sandbox id.
+   */
+  workflowSandbox?: (w: WorkflowRecord) => string | undefined;
   /** Required in instance modes: the one sandbox `/api/sandbox/…` addresses. */
   instanceSandboxId?: string | (() => string | undefined);
   /** Public capability document (backends, harnesses, TEE); `mode` is added by the API. */
