@@ -35,6 +35,8 @@ export interface Recorded {
   raw: string;
   headers: IncomingMessage['headers'];
   reply: Reply['kind'] | 'none';
+  /** A harness turn (the request declared tools), not a side call such as a title or a classifier. */
+  turn: boolean;
   charge: Charge;
 }
 
@@ -80,10 +82,14 @@ export class ModelServer {
     await new Promise<void>((r) => this.#server.close(() => r()));
   }
 
-  /** The tokens charged for the requests recorded from index `from` on. */
-  charged(from = 0): Charge {
+  /**
+   * The tokens charged for the harness turns recorded from index `from` on (what a harness reports
+   * as its usage; side calls such as opencode's title are charged too but counted apart).
+   */
+  charged(from = 0, opts: { sideCalls?: boolean } = {}): Charge {
     const t = { input: 0, output: 0, cached: 0 };
     for (const r of this.requests.slice(from)) {
+      if (r.turn === !!opts.sideCalls) continue;
       t.input += r.charge.input;
       t.output += r.charge.output;
       t.cached += r.charge.cached;
@@ -114,7 +120,7 @@ export class ModelServer {
       body = raw ? JSON.parse(raw) : {};
     } catch {}
     const path = (req.url ?? '/').split('?')[0] ?? '/';
-    const rec: Recorded = { path, body, raw, headers: req.headers, reply: 'none', charge: NONE };
+    const rec: Recorded = { path, body, raw, headers: req.headers, reply: 'none', turn: false, charge: NONE };
     this.requests.push(rec);
     const json = (status: number, v: unknown) => {
       res.writeHead(status, { 'content-type': 'application/json' });
@@ -128,6 +134,7 @@ export class ModelServer {
     const answer = (a: Asked) => {
       const d = this.#decide(a);
       rec.reply = d.reply.kind;
+      rec.turn = a.hasTools && !a.wantsJson;
       rec.charge = d.charge;
       return d;
     };

@@ -20,6 +20,7 @@ import { publicRoutes } from './routes/public.ts';
 import { registerList } from './routes/sandboxes.ts';
 import { validationHook } from './routes/validation.ts';
 import { RunLog } from './runs/run-log.ts';
+import { RunMetrics } from './runs/run-metrics.ts';
 import { RunService } from './runs/run-service.ts';
 import { sandboxApi } from './sandbox-api.ts';
 import { createApiSidecars } from './sidecars.ts';
@@ -40,7 +41,7 @@ export function createOperatorApi(deps: OperatorApiDeps, configInput?: ApiConfig
   const logger = deps.logger;
   const runLog = new RunLog(deps.store, config.runs);
   const sidecars = deps.sidecars ?? createApiSidecars(deps.sandboxes, { timeouts: config.timeouts });
-  const runs = new RunService(runLog, sidecars, logger);
+  const runs = new RunService(runLog, sidecars, logger, new RunMetrics(deps.metrics));
   const limiter = rateLimit(config.rateLimits);
   const sessions = new SessionCache(deps.sessions);
 

@@ -17,6 +17,7 @@ import {
 } from './harness.ts';
 import type { RunUsage } from './harness-events.ts';
 import { prepareHarnessHome } from './harness-home.ts';
+import { terminateTree } from './process-tree.ts';
 import { type AgentPart, RunStream } from './run-stream.ts';
 
 export const AgentRunBody = z.object({
@@ -129,17 +130,34 @@ export class AgentRunner {
       this.config.outputLimitBytes,
       (p: AgentPart) => hooks.onPart?.(p),
     );
+    const timeoutMs = req.timeout ?? this.config.agentTimeoutMs;
+    // Cancel and timeout reach the tools a harness started in sessions of their own: the whole
+    // tree is signalled (this listener runs before runProcess's, which signals the group).
+    let pid: number | undefined;
+    let timedOut = false;
+    const onAbort = () => {
+      if (pid) terminateTree(pid);
+    };
+    controller.signal.addEventListener('abort', onAbort, { once: true });
+    const timer = setTimeout(() => {
+      timedOut = true;
+      controller.abort();
+    }, timeoutMs);
     try {
       const r = await runProcess({
         argv: inv.argv,
         cwd: this.config.workspaceRoot,
         env: inv.env,
         ...identity(this.config.uid, this.config.gid),
-        timeoutMs: req.timeout ?? this.config.agentTimeoutMs,
+        timeoutMs: timeoutMs + 60_000,
         outputLimitBytes: this.config.outputLimitBytes,
         signal: controller.signal,
+        onSpawn: (p) => {
+          pid = p;
+        },
         onStdout: (chunk) => stream.write(chunk),
       });
+      if (timedOut) Object.assign(r, { timedOut: true, cancelled: false });
       const ok = !r.cancelled && !r.timedOut && r.exitCode === 0;
       const out = stream.end(ok);
       // The harness's conversation continues with the next turn of this session, even after a failure.
@@ -148,11 +166,7 @@ export class AgentRunner {
       }
       if (r.cancelled) throw new SidecarError('AGENT_EXECUTION_FAILED', 'agent run cancelled', 500);
       if (r.timedOut) {
-        throw new SidecarError(
-          'AGENT_EXECUTION_FAILED',
-          `agent run timed out after ${req.timeout ?? this.config.agentTimeoutMs} ms`,
-          500,
-        );
+        throw new SidecarError('AGENT_EXECUTION_FAILED', `agent run timed out after ${timeoutMs} ms`, 500);
       }
       if (r.exitCode !== 0 || out.error) {
         const tail = (out.error ?? r.stderr.trim()).slice(-2000);
@@ -177,6 +191,8 @@ export class AgentRunner {
       if (err instanceof SidecarError && err.code !== 'SPAWN_FAILED') throw err;
       throw new SidecarError('AGENT_EXECUTION_FAILED', `agent run failed: ${(err as Error).message}`, 500);
     } finally {
+      clearTimeout(timer);
+      controller.signal.removeEventListener('abort', onAbort);
       stream.cancel();
       this.#running.delete(traceId);
       hooks.signal?.removeEventListener('abort', onOuterAbort);

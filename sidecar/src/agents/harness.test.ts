@@ -32,6 +32,8 @@ describe('harnessArgv', () => {
       '--json',
       '--skip-git-repo-check',
       '--dangerously-bypass-approvals-and-sandbox',
+      '-c',
+      'features.shell_snapshot=false',
       '--',
       'hi',
     ]);

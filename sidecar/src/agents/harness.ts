@@ -110,6 +110,9 @@ export function harnessArgv(harness: HarnessName, message: string, opts: Harness
         '--json',
         '--skip-git-repo-check',
         '--dangerously-bypass-approvals-and-sandbox',
+        // Shell snapshots save the login shell's env (the user's keys with it) under ~/.codex.
+        '-c',
+        'features.shell_snapshot=false',
         ...provider.flatMap(([k, v]) => ['-c', `${k}=${v}`]),
         ...(model ? ['-m', model] : []),
         ...(resumeId ? ['resume', resumeId] : []),

@@ -21,7 +21,12 @@ export interface RunRecord {
   /** Id of the last stored event (events are numbered 1, 2, …). */
   last_event_id: number;
   final_text: string | null;
-  usage: { inputTokens?: number; outputTokens?: number } | null;
+  usage: {
+    inputTokens?: number;
+    outputTokens?: number;
+    cachedInputTokens?: number;
+    reasoningTokens?: number;
+  } | null;
   error: { code: string; message: string } | null;
 }
 

@@ -7,6 +7,7 @@ import type { AgentRunRequest } from '../../sidecar-client/index.ts';
 import type { ApiSidecars } from '../deps.ts';
 import { asRuntimeError, toErrorBody } from '../error-handler.ts';
 import type { RunKind, RunLog, RunRecord } from './run-log.ts';
+import type { RunMetrics } from './run-metrics.ts';
 
 export interface StartRunInput {
   sandboxId: string;
@@ -41,6 +42,8 @@ export class RunService {
     private readonly log: RunLog,
     private readonly sidecars: ApiSidecars,
     private readonly logger: Logger,
+    /** Runs and token usage per sandbox and harness, for /metrics. */
+    private readonly metrics?: RunMetrics,
   ) {}
 
   async start(input: StartRunInput): Promise<RunRecord> {
@@ -136,6 +139,7 @@ export class RunService {
     });
     let finalText: string | null = null;
     let usage: RunRecord['usage'] = null;
+    let harness = 'unknown';
     let failure: { code: string; message: string } | null = null;
     try {
       await this.log.update(runId, { status: 'running', started_at: Date.now() });
@@ -165,6 +169,8 @@ export class RunService {
           // Bounded like the stored events: the record and run.completed carry it again.
           finalText = text === null ? null : text.slice(0, this.log.limits.maxTextChars);
           usage = (d.usage as RunRecord['usage']) ?? null;
+          const meta = (d.metadata ?? {}) as Record<string, unknown>;
+          if (typeof meta.harness === 'string') harness = meta.harness.slice(0, 32);
         } else if (name === 'error') {
           failure = {
             code: typeof d.code === 'string' ? d.code : 'AGENT_EXECUTION_FAILED',
@@ -201,6 +207,8 @@ export class RunService {
     } catch (e) {
       log.error({ err: e instanceof Error ? e.message : String(e) }, 'could not record the end of a run');
     } finally {
+      const status = run.cancelled ? 'cancelled' : failure ? 'failed' : 'completed';
+      this.metrics?.record(input.sandboxId, harness, status, status === 'completed' ? usage : null);
       if (this.active.get(input.sandboxId) === run) this.active.delete(input.sandboxId);
     }
   }
