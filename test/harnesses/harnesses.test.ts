@@ -146,7 +146,7 @@ describe.each(HARNESSES)(
     it("cancel mid-run kills the harness's process group, its tool included", async () => {
       const marker = `cancel-${harness}-${randomBytes(3).toString('hex')}`;
       // Not `sleep`: claude refuses a standalone long sleep. The `echo` after it keeps the shell
-    // (whose command line holds the marker) from exec'ing into tail.
+      // (whose command line holds the marker) from exec'ing into tail.
       server.script = { command: `tail -f /dev/null; echo ${marker}`, finalText: 'never' };
       const frames = stream({
         identifier: harness,
@@ -175,6 +175,28 @@ describe.each(HARNESSES)(
   },
   { timeout: 240_000 },
 );
+
+describe('cancel', () => {
+  it('also ends what an agent started in a session of its own (as harnesses start their tools)', async () => {
+    const marker = `detached-${randomBytes(3).toString('hex')}`;
+    // The agent starts a tool in a new session, then ignores TERM: only a signal to the tool's own
+    // pid reaches it, since neither the run's group nor the agent's exit takes it along.
+    await putEnv({
+      ...env,
+      SANDBOX_AGENT_COMMAND: `setsid bash -c 'tail -f /dev/null; echo ${marker}' & trap '' TERM; echo started; wait`,
+    });
+    try {
+      const frames = stream({ message: 'go', sessionId: 'detached' });
+      const pgrep = `pgrep -f '[d]${marker.slice(1)}' || true`;
+      while ((await sh(pgrep)) === '');
+      expect((await call('POST', '/agents/run/cancel', { sessionId: 'detached' })).json.cancelled).toBe(1);
+      expect((await frames).at(-1)?.event).toBe('error');
+      expect(await sh(pgrep)).toBe('');
+    } finally {
+      await putEnv(env);
+    }
+  });
+});
 
 describe('credentials', () => {
   it('a harness without its key fails at once naming the variable to set', async () => {
