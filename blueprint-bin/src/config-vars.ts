@@ -364,7 +364,7 @@ export const VARIABLES = {
   SANDBOX_HARNESS_IMAGE: v({
     group: 'Sandboxes',
     schema: text,
-    def: '',
+    defaultDoc: 'none',
     doc: "Image with the coding-agent CLIs (codex, claude, opencode, gemini) for requests that name no image and whose agent_identifier is one of them; 'build' builds the project's harness image at start-up (minutes the first time, then cached); empty: none",
   }),
   SANDBOX_IMAGE_ALLOWLIST: v({
