@@ -173,7 +173,7 @@ describe.each(HARNESSES)(
     });
     // Each CLI starts in seconds idle, but in tens of seconds on a loaded 2-core machine.
   },
-  { timeout: 240_000 },
+  240_000,
 );
 
 describe('cancel', () => {
@@ -207,6 +207,18 @@ describe('credentials', () => {
       expect(end.event).toBe('error');
       expect(data(end)).toMatchObject({ code: 'AGENT_CREDENTIALS_MISSING' });
       expect(data(end).message).toContain('ANTHROPIC_API_KEY');
+    } finally {
+      await putEnv(env);
+    }
+  });
+
+  it('are redacted from run events even when the agent prints them', async () => {
+    await putEnv({ ...env, SANDBOX_AGENT_COMMAND: 'echo "my key is $OPENAI_API_KEY"' });
+    try {
+      const frames = await stream({ message: 'leak it' });
+      const raw = frames.map((f) => f.data).join('\n');
+      expect(raw).not.toContain(SECRET);
+      expect(data(frames.at(-1)!).finalText).toBe('my key is [redacted:OPENAI_API_KEY]');
     } finally {
       await putEnv(env);
     }

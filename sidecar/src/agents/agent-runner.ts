@@ -18,6 +18,7 @@ import {
 import type { RunUsage } from './harness-events.ts';
 import { prepareHarnessHome } from './harness-home.ts';
 import { terminateTree } from './process-tree.ts';
+import { redactPart, secretRedactor } from './redact.ts';
 import { type AgentPart, RunStream } from './run-stream.ts';
 
 export const AgentRunBody = z.object({
@@ -124,11 +125,13 @@ export class AgentRunner {
     this.#running.set(traceId, { sessionId, controller });
     hooks.onStarted?.({ sessionId, traceId });
     log.info('agent run started');
+    // Credentials never leave in an event, even when the agent prints them.
+    const redact = secretRedactor(inv.env);
     const stream = new RunStream(
       inv.harness,
       `part_${traceId}`,
       this.config.outputLimitBytes,
-      (p: AgentPart) => hooks.onPart?.(p),
+      (p: AgentPart) => hooks.onPart?.(redactPart(p, redact)),
     );
     const timeoutMs = req.timeout ?? this.config.agentTimeoutMs;
     // Cancel and timeout reach the tools a harness started in sessions of their own: the whole
@@ -169,7 +172,7 @@ export class AgentRunner {
         throw new SidecarError('AGENT_EXECUTION_FAILED', `agent run timed out after ${timeoutMs} ms`, 500);
       }
       if (r.exitCode !== 0 || out.error) {
-        const tail = (out.error ?? r.stderr.trim()).slice(-2000);
+        const tail = redact((out.error ?? r.stderr.trim()).slice(-2000));
         throw new SidecarError(
           'AGENT_EXECUTION_FAILED',
           `agent '${inv.harness}' ${r.exitCode !== 0 ? `exited with code ${r.exitCode}` : 'failed'}${tail ? `: ${tail}` : ''}`,
@@ -178,7 +181,7 @@ export class AgentRunner {
       }
       log.info({ ms: r.durationMs, usage: out.usage }, 'agent run finished');
       return {
-        finalText: out.finalText,
+        finalText: redact(out.finalText).slice(0, this.config.outputLimitBytes),
         traceId,
         sessionId,
         durationMs: r.durationMs,
