@@ -164,7 +164,9 @@ export class AgentRunner {
       const ok = !r.cancelled && !r.timedOut && r.exitCode === 0;
       const out = stream.end(ok);
       // The harness's conversation continues with the next turn of this session, even after a failure.
-      if (out.harnessSessionId && inv.harness !== 'custom') {
+      // Only a plain id goes back into an argv (never one that could read as a flag).
+      const resumable = out.harnessSessionId && /^[A-Za-z0-9][\w.:-]{0,199}$/.test(out.harnessSessionId);
+      if (resumable && out.harnessSessionId && inv.harness !== 'custom') {
         this.#sessions.set(sessionId, { harness: inv.harness, id: out.harnessSessionId });
       }
       if (r.cancelled) throw new SidecarError('AGENT_EXECUTION_FAILED', 'agent run cancelled', 500);
