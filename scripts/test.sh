@@ -28,6 +28,8 @@ forge_fail=$(sed -nE 's/.* ([0-9]+) failed.*/\1/p' <<<"$forge_line"); forge_fail
 if [ -f scripts/build-image.ts ]; then
   step "sandbox image (built once; skipped when the content hash is already tagged)"
   node_modules/.bin/tsx scripts/build-image.ts
+  step "harness image (the four agent CLIs on Node 24; built once, then only its sidecar layer)"
+  node_modules/.bin/tsx scripts/build-image.ts --with-harnesses
 fi
 
 step "web console (vite build; served by the operator at /console/)"

@@ -2,6 +2,7 @@
 // sandbox container. The host-side image builder that bundles it is @agent-sandbox/sandbox-image.
 import { fileURLToPath } from 'node:url';
 
+export { HARNESS_SUPPORTS, HARNESSES, type HarnessName } from './src/agents/harness.ts';
 export { SidecarError } from './src/errors.ts';
 
 /** The sidecar program's entry file, which the image builder bundles into the container. */

@@ -374,6 +374,12 @@ export const VARIABLES = {
     defaultDoc: 'the built sandbox image tag (built on first run)',
     doc: 'Image of a sandbox when a request names none',
   }),
+  SANDBOX_HARNESS_IMAGE: v({
+    group: 'Sandboxes',
+    schema: text,
+    defaultDoc: 'none',
+    doc: "Image with the coding-agent CLIs (codex, claude, opencode, gemini) for requests that name no image and whose agent_identifier is one of them; 'build' builds the project's harness image at start-up (minutes the first time, then cached); empty: none",
+  }),
   SANDBOX_IMAGE_ALLOWLIST: v({
     group: 'Sandboxes',
     schema: list,

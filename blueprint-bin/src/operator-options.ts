@@ -4,6 +4,7 @@
 import { join } from 'node:path';
 import type { TeeInstanceOptions } from '@agent-sandbox/blueprint-lib';
 import type { ApiConfigInput, SandboxRuntimeConfigInput } from '@agent-sandbox/runtime';
+import { HARNESS_SUPPORTS } from '@agent-sandbox/sandbox-image';
 import type { OperatorKey } from '@agent-sandbox/sdk';
 import type { OperatorConfig } from './config.ts';
 
@@ -78,6 +79,7 @@ export function capabilities(
   key: OperatorKey,
   image: string,
   tee: unknown,
+  harnessImage?: string,
 ): Record<string, unknown> {
   const v = cfg.values;
   return {
@@ -86,7 +88,12 @@ export function capabilities(
     serviceId: `${cfg.env!.serviceId}`,
     backends: ['docker'],
     tee,
-    images: [image, ...(v.SANDBOX_IMAGE_ALLOWLIST ?? [])],
+    images: [image, ...(harnessImage ? [harnessImage] : []), ...(v.SANDBOX_IMAGE_ALLOWLIST ?? [])],
+    // Which harness CLIs a sandbox can run and which `task` options each honours (the others ignore them).
+    agents: {
+      harnessImage: harnessImage ?? null,
+      harnesses: HARNESS_SUPPORTS,
+    },
     limits: {
       maxCpuCores: v.SANDBOX_MAX_CPU_CORES,
       maxMemoryMb: v.SANDBOX_MAX_MEMORY_MB,

@@ -26,6 +26,19 @@ export async function resolveImage(cfg: OperatorConfig, log: Logger): Promise<st
   return tag;
 }
 
+/** The harness image: none, the configured tag, or ('build') the project's, built if missing. */
+export async function resolveHarnessImage(cfg: OperatorConfig, log: Logger): Promise<string | undefined> {
+  const v = cfg.values.SANDBOX_HARNESS_IMAGE;
+  if (!v) return undefined;
+  if (v !== 'build') return v;
+  const { tag, built } = await ensureSandboxImage({
+    withHarnesses: true,
+    onProgress: (line) => log.info({ step: 'harness image' }, line),
+  });
+  log.info({ image: tag, built }, built ? 'harness image built' : 'harness image present');
+  return tag;
+}
+
 /** Shutdown steps, run in reverse order of registration; a failing one is logged, the rest still run. */
 export class Cleanup {
   readonly #fns: Array<() => Promise<void> | void> = [];

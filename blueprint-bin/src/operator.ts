@@ -44,7 +44,14 @@ import { type Address, createPublicClient, http } from 'viem';
 import type { OperatorConfig } from './config.ts';
 import { startInstanceKeeper } from './operator-instance.ts';
 import { apiOptions, capabilities, managerConfig, teeOptions } from './operator-options.ts';
-import { Cleanup, checkDocker, loadOperatorKey, resolveImage, step } from './operator-startup.ts';
+import {
+  Cleanup,
+  checkDocker,
+  loadOperatorKey,
+  resolveHarnessImage,
+  resolveImage,
+  step,
+} from './operator-startup.ts';
 
 /** The web console's build (the console workspace package's `vite build`), served at /console/. */
 const CONSOLE_DIR = fileURLToPath(new URL('../../console/dist', import.meta.url));
@@ -66,6 +73,8 @@ interface Parts {
   key: OperatorKey;
   store: EncryptedStore;
   image: string;
+  /** The image with the harness CLIs, when configured (SANDBOX_HARNESS_IMAGE). */
+  harnessImage: string | undefined;
   registry: Registry;
   manager: SandboxManager;
   tee: TeeInstance | undefined;
@@ -87,13 +96,27 @@ export async function startOperator(cfg: OperatorConfig, log: Logger): Promise<R
     cleanup.push(() => store.close());
     await step(log, 'checking the Docker engine', checkDocker);
     const image = await step(log, 'resolving the sandbox image', () => resolveImage(cfg, log));
+    const harnessImage = await step(log, 'resolving the harness image', () => resolveHarnessImage(cfg, log));
     const registry = new Registry();
     const manager = await openManager(cfg, dataDir, key, store, image, registry, log);
     // Last to run at shutdown: the egress rules stay while anything else is still stopping.
     cleanup.push(() => manager.close());
     const tee = cfg.mode === 'tee-instance' ? await openTee(cfg, env, key, manager, log) : undefined;
     const state = { ready: false, instance: undefined as InstanceSupervisor | undefined };
-    const parts: Parts = { cfg, env, dataDir, log, key, store, image, registry, manager, tee, state };
+    const parts: Parts = {
+      cfg,
+      env,
+      dataDir,
+      log,
+      key,
+      store,
+      image,
+      harnessImage,
+      registry,
+      manager,
+      tee,
+      state,
+    };
 
     const report = await step(log, 'reconciling the store with the engine', () => manager.reconcile());
     log.info({ report }, 'reconciled');
@@ -235,7 +258,7 @@ async function startApi(p: Parts, cleanup: Cleanup) {
       logger: log,
       mode: cfg.mode,
       capabilities: {
-        ...capabilities(cfg, p.key, p.image, p.tee?.capabilities ?? false),
+        ...capabilities(cfg, p.key, p.image, p.tee?.capabilities ?? false, p.harnessImage),
         // What the web console needs to submit jobs 0/1 through the user's wallet.
         chain: { chainId, tangle: env.tangleContract },
       },
@@ -282,6 +305,7 @@ function blueprintDeps(p: Parts, chain: BlueprintChain, api: Api): BlueprintDeps
     policy: {
       defaultImage: p.image,
       imageAllowlist: v.SANDBOX_IMAGE_ALLOWLIST ?? [],
+      ...(p.harnessImage ? { harnessImage: p.harnessImage } : {}),
       maxCpuCores: v.SANDBOX_MAX_CPU_CORES!,
       maxMemoryMb: v.SANDBOX_MAX_MEMORY_MB!,
       maxDiskGb: v.SANDBOX_MAX_DISK_GB!,

@@ -13,12 +13,20 @@ export interface CreatePolicy {
   defaultImage: string;
   /** Images a request may name (the default image is always allowed). */
   imageAllowlist: readonly string[];
+  /**
+   * Image with the harness CLIs: used when the request names no image and its agent_identifier is
+   * one of HARNESS_IDENTIFIERS; always allowed when named.
+   */
+  harnessImage?: string;
   maxCpuCores: number;
   maxMemoryMb: number;
   maxDiskGb: number;
   /** False on an operator without TEE hardware: tee_required requests are refused. */
   teeAvailable: boolean;
 }
+
+/** agent_identifier values that pick the harness image when the request names no image. */
+export const HARNESS_IDENTIFIERS: readonly string[] = ['codex', 'claude', 'opencode', 'gemini'];
 
 export const LIMITS = {
   name: 64,
@@ -147,11 +155,21 @@ export function validateCreateRequest(req: SandboxCreateRequest, policy: CreateP
       'this operator has no TEE backend; send tee_required=false or use a TEE-instance service',
     );
   }
-  const image = req.image.trim() === '' ? policy.defaultImage : req.image.trim();
-  if (image !== policy.defaultImage && !policy.imageAllowlist.includes(image)) {
+  const wantsHarness = HARNESS_IDENTIFIERS.includes(req.agent_identifier.trim());
+  const image =
+    req.image.trim() !== ''
+      ? req.image.trim()
+      : wantsHarness && policy.harnessImage
+        ? policy.harnessImage
+        : policy.defaultImage;
+  if (
+    image !== policy.defaultImage &&
+    image !== policy.harnessImage &&
+    !policy.imageAllowlist.includes(image)
+  ) {
     throw new BlueprintError(
       'IMAGE_NOT_ALLOWED',
-      `image "${image}" is not on this operator's allow-list; leave image empty for the default or pick one of: ${[policy.defaultImage, ...policy.imageAllowlist].join(', ')}`,
+      `image "${image}" is not on this operator's allow-list; leave image empty for the default or pick one of: ${[policy.defaultImage, ...(policy.harnessImage ? [policy.harnessImage] : []), ...policy.imageAllowlist].join(', ')}`,
       { details: { image } },
     );
   }

@@ -1,23 +1,40 @@
-// The Dockerfile of the sandbox image: the agent user, the sidecar bundle, tini as init.
+// The Dockerfiles: the sandbox image (agent user, sidecar bundle, tini as init) and the harness
+// layer image it can build FROM (the same user plus the harness CLIs and a newer Node).
 export const AGENT_UID = 1000;
 export const AGENT_GID = 1000;
 export const SIDECAR_PATH = '/opt/sidecar/sidecar.cjs';
+export const HARNESS_DIR = '/opt/harnesses';
 
-export function sandboxDockerfile(baseTag: string, opts: { withHarnesses: boolean }): string {
-  // Layer order matters: the user layer stays cached, so a sidecar change rebuilds only the COPY.
-  return `FROM ${baseTag}
-ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin LANG=C.UTF-8
-RUN groupadd --gid ${AGENT_GID} agent \\
+const SYSTEM_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
+
+const userLayer = `RUN groupadd --gid ${AGENT_GID} agent \\
  && useradd --uid ${AGENT_UID} --gid ${AGENT_GID} --home-dir /home/agent --create-home --shell /bin/bash agent \\
  && mkdir -p /home/agent/workspace \\
  && chown -R ${AGENT_UID}:${AGENT_GID} /home/agent
-${
-  opts.withHarnesses
-    ? `COPY harnesses/ /opt/harnesses/
-ENV PATH=/opt/harnesses/node_modules/.bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
-`
-    : ''
-}ENV SIDECAR_PORT=8080 AGENT_WORKSPACE_ROOT=/home/agent AGENT_SUBPROCESS_UID=${AGENT_UID} AGENT_SUBPROCESS_GID=${AGENT_GID} NODE_ENV=production
+`;
+
+/**
+ * `agent-sandbox-harness-layer:<hash>`: the base, the agent user and `/opt/harnesses` (an npm
+ * install of HARNESS_PACKAGES). Built once per package list, so a sidecar change never reinstalls it.
+ */
+export function harnessLayerDockerfile(baseTag: string): string {
+  return `FROM ${baseTag}
+ENV PATH=${SYSTEM_PATH} LANG=C.UTF-8
+${userLayer}COPY harnesses/ ${HARNESS_DIR}/
+`;
+}
+
+/**
+ * The sandbox image FROM `fromTag`: the Debian base, or (withHarnesses) the harness layer image,
+ * which already has the user. Layer order matters: the user layer stays cached, so a sidecar
+ * change rebuilds only the COPY.
+ */
+export function sandboxDockerfile(fromTag: string, opts: { withHarnesses: boolean }): string {
+  // node_modules/.bin holds `node` (the registry's Node 24) ahead of Debian's, and the four CLIs.
+  const path = opts.withHarnesses ? `${HARNESS_DIR}/node_modules/.bin:${SYSTEM_PATH}` : SYSTEM_PATH;
+  return `FROM ${fromTag}
+ENV PATH=${path} LANG=C.UTF-8
+${opts.withHarnesses ? '' : userLayer}ENV SIDECAR_PORT=8080 AGENT_WORKSPACE_ROOT=/home/agent AGENT_SUBPROCESS_UID=${AGENT_UID} AGENT_SUBPROCESS_GID=${AGENT_GID} NODE_ENV=production
 COPY sidecar.cjs ${SIDECAR_PATH}
 WORKDIR /home/agent
 EXPOSE 8080

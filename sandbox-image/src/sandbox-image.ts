@@ -1,32 +1,26 @@
-// Builds `agent-sandbox:<content-hash>`: cached Debian base + agent user + sidecar bundle (+ optional harness CLIs).
-import { spawn } from 'node:child_process';
+// Builds `agent-sandbox:<content-hash>` (cached Debian base + agent user + sidecar bundle) or the
+// harness image `agent-sandbox-harnesses:<content-hash>` (the cached harness layer + sidecar bundle).
 import { createHash } from 'node:crypto';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { SidecarError } from '@agent-sandbox/sidecar';
 import type Docker from 'dockerode';
 import { baseImageTag, ensureBaseImage } from './base-image.ts';
 import { bundleSidecar } from './bundle.ts';
+import { dockerBuild } from './docker-build.ts';
 import { dockerClient, imageExists, type ProgressFn } from './docker-util.ts';
 import { sandboxDockerfile } from './dockerfile.ts';
+import { ensureHarnessLayer, HARNESS_PACKAGES, harnessLayerTag } from './harness-layer.ts';
 import { withBuildLock } from './lock.ts';
+
+export { HARNESS_PACKAGES } from './harness-layer.ts';
 
 export const SANDBOX_REPO = 'agent-sandbox';
 export const SANDBOX_HARNESS_REPO = 'agent-sandbox-harnesses';
 
-/** The harness CLIs the optional variant installs from the npm registry. */
-export const HARNESS_PACKAGES = [
-  '@openai/codex',
-  '@anthropic-ai/claude-code',
-  'opencode-ai',
-  '@google/gemini-cli',
-];
-
 export interface EnsureSandboxImageOptions {
   /** Progress of long steps (debootstrap, import, build); defaults to silence. */
   onProgress?: ProgressFn;
-  /** Also install the agent harness CLIs from npm into a separate tag (not needed by tests). */
+  /** The harness image instead: the agent harness CLIs and a newer Node, in a separate tag. */
   withHarnesses?: boolean;
   docker?: Docker;
 }
@@ -44,7 +38,7 @@ interface Recipe {
 }
 
 async function recipe(withHarnesses: boolean): Promise<Recipe> {
-  const baseTag = baseImageTag();
+  const baseTag = withHarnesses ? harnessLayerTag() : baseImageTag();
   const dockerfile = sandboxDockerfile(baseTag, { withHarnesses });
   const bundle = await bundleSidecar();
   const h = createHash('sha256').update(dockerfile).update('\0').update(bundle);
@@ -56,76 +50,6 @@ async function recipe(withHarnesses: boolean): Promise<Recipe> {
 /** The tag the current sources would build (the content hash of base recipe, Dockerfile and bundle). */
 export async function sandboxImageTag(opts: { withHarnesses?: boolean } = {}): Promise<string> {
   return (await recipe(opts.withHarnesses ?? false)).tag;
-}
-
-function npmInstall(prefix: string, progress: ProgressFn): Promise<void> {
-  return new Promise((resolve, reject) => {
-    progress(`harnesses: npm install ${HARNESS_PACKAGES.join(' ')}`);
-    const child = spawn(
-      'npm',
-      [
-        'install',
-        '--prefix',
-        prefix,
-        '--no-audit',
-        '--no-fund',
-        '--omit=dev',
-        '--loglevel=error',
-        ...HARNESS_PACKAGES,
-      ],
-      { stdio: ['ignore', 'inherit', 'inherit'] },
-    );
-    child.on('error', reject);
-    child.on('close', (code) =>
-      code === 0
-        ? resolve()
-        : reject(
-            new SidecarError('IMAGE_BUILD_FAILED', `npm install of the harness CLIs exited with ${code}`),
-          ),
-    );
-  });
-}
-
-async function dockerBuild(docker: Docker, r: Recipe, withHarnesses: boolean, progress: ProgressFn) {
-  const ctx = await mkdtemp(join(tmpdir(), 'agent-sandbox-ctx-'));
-  try {
-    await writeFile(join(ctx, 'Dockerfile'), r.dockerfile);
-    await writeFile(join(ctx, 'sidecar.cjs'), r.bundle);
-    const src = ['Dockerfile', 'sidecar.cjs'];
-    if (withHarnesses) {
-      await npmInstall(join(ctx, 'harnesses'), progress);
-      src.push('harnesses');
-    }
-    const stream = await docker.buildImage(
-      { context: ctx, src },
-      { t: r.tag, rm: true, forcerm: true, labels: { 'agent-sandbox.image': 'sandbox' } },
-    );
-    await new Promise<void>((resolve, reject) =>
-      docker.modem.followProgress(
-        stream,
-        (err: Error | null) => (err ? reject(err) : resolve()),
-        (ev: { stream?: string; error?: string }) => {
-          const line = ev.stream?.trim();
-          if (line && /^Step \d+/.test(line)) progress(`build: ${line}`);
-        },
-      ),
-    );
-    if (!(await imageExists(docker, r.tag))) {
-      throw new SidecarError('IMAGE_BUILD_FAILED', `docker build finished but ${r.tag} does not exist`);
-    }
-  } catch (err) {
-    if (err instanceof SidecarError) throw err;
-    throw new SidecarError(
-      'IMAGE_BUILD_FAILED',
-      `docker build of ${r.tag} failed: ${(err as Error).message}`,
-      500,
-      {
-        cause: err,
-      },
-    );
-  } finally {
-    await rm(ctx, { recursive: true, force: true });
-  }
 }
 
 /**
@@ -146,8 +70,13 @@ export async function ensureSandboxImage(opts: EnsureSandboxImageOptions = {}): 
       if (await imageExists(docker, r.tag)) return { tag: r.tag, built: false };
       const started = Date.now();
       await ensureBaseImage(docker, progress);
+      if (withHarnesses) await ensureHarnessLayer(docker, progress);
       progress(`build: ${r.tag} FROM ${r.baseTag}`);
-      await dockerBuild(docker, r, withHarnesses, progress);
+      await dockerBuild(docker, r.tag, progress, async (ctx) => {
+        await writeFile(join(ctx, 'Dockerfile'), r.dockerfile);
+        await writeFile(join(ctx, 'sidecar.cjs'), r.bundle);
+        return ['Dockerfile', 'sidecar.cjs'];
+      });
       progress(`build: ${r.tag} ready in ${((Date.now() - started) / 1000).toFixed(1)} s`);
       return { tag: r.tag, built: true };
     },

@@ -20,6 +20,7 @@ export type SidecarErrorCode =
   | 'FILE_TOO_LARGE'
   | 'NOT_A_FILE'
   | 'AGENT_EXECUTION_FAILED'
+  | 'AGENT_CREDENTIALS_MISSING'
   | 'SPAWN_FAILED'
   | 'TEE_UNAVAILABLE'
   | 'INTERNAL'

@@ -24,6 +24,7 @@ import { registerList } from './routes/sandboxes.ts';
 import { validationHook } from './routes/validation.ts';
 import { registerWorkflows } from './routes/workflows.ts';
 import { RunLog } from './runs/run-log.ts';
+import { RunMetrics } from './runs/run-metrics.ts';
 import { RunService } from './runs/run-service.ts';
 import { sandboxApi } from './sandbox-api.ts';
 import { createApiSidecars } from './sidecars.ts';
@@ -48,7 +49,7 @@ export function createOperatorApi(deps: OperatorApiDeps, configInput?: ApiConfig
   const logger = deps.logger;
   const runLog = new RunLog(deps.store, config.runs);
   const sidecars = deps.sidecars ?? createApiSidecars(deps.sandboxes, { timeouts: config.timeouts });
-  const runs = new RunService(runLog, sidecars, logger);
+  const runs = new RunService(runLog, sidecars, logger, new RunMetrics(deps.metrics));
   const workflows = new WorkflowService({
     store: deps.store,
     sidecars,

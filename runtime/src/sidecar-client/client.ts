@@ -86,7 +86,12 @@ export interface AgentRunResult {
   traceId?: string;
   durationMs?: number;
   sessionId?: string;
-  usage?: { inputTokens?: number; outputTokens?: number };
+  usage?: {
+    inputTokens?: number;
+    outputTokens?: number;
+    cachedInputTokens?: number;
+    reasoningTokens?: number;
+  };
 }
 export interface TerminalCreateRequest {
   cwd?: string;

@@ -1,6 +1,5 @@
 // Runs one agent turn: the chosen harness (or SIDECAR_AGENT_COMMAND / the user's SANDBOX_AGENT_COMMAND) as the agent user, streaming its output.
 import { randomUUID } from 'node:crypto';
-import { StringDecoder } from 'node:string_decoder';
 import type { Logger } from 'pino';
 import type { SidecarConfig } from '../config.ts';
 import { SidecarError } from '../errors.ts';
@@ -8,10 +7,19 @@ import { childEnv } from '../exec/child-env.ts';
 import { identity, runProcess } from '../exec/run-process.ts';
 import * as z from '../schema.ts';
 import { USER_AGENT_COMMAND_KEY } from '../user-env/user-env.ts';
-import { assertInstalled, chooseHarness, harnessArgv } from './harness.ts';
-
-const PART_INTERVAL_MS = 50;
-const MAX_PENDING_LINE = 64 * 1024;
+import {
+  assertCredentials,
+  assertInstalled,
+  chooseHarness,
+  type HarnessName,
+  harnessArgv,
+  harnessEnv,
+} from './harness.ts';
+import type { RunUsage } from './harness-events.ts';
+import { prepareHarnessHome } from './harness-home.ts';
+import { terminateTree } from './process-tree.ts';
+import { redactPart, secretRedactor } from './redact.ts';
+import { type AgentPart, RunStream } from './run-stream.ts';
 
 export const AgentRunBody = z.object({
   identifier: z._default(z.string().check(z.minLength(1)), 'default'),
@@ -29,24 +37,18 @@ export const AgentRunBody = z.object({
 });
 export type AgentRunRequest = z.infer<typeof AgentRunBody>;
 
-/**
- * One streamed piece of a part: `text` (and `content`, the same) hold only what is new since the
- * part's previous event, so a flood of output costs its own size on the stream, not its square.
- */
-export interface AgentPart {
-  id: string;
-  type: 'text' | 'reasoning' | 'tool';
-  text: string;
-  content: string;
-  state?: 'running' | 'completed';
-}
+export type { AgentPart } from './run-stream.ts';
 
 export interface AgentRunResult {
   finalText: string;
   traceId: string;
   sessionId: string;
   durationMs: number;
-  usage: { inputTokens: number; outputTokens: number };
+  /** The harness that ran (`custom` for SIDECAR_AGENT_COMMAND). */
+  harness: string;
+  /** The model the harness reported (else the one asked for, else `default`). */
+  model: string;
+  usage: RunUsage;
 }
 
 export interface AgentRunHooks {
@@ -57,8 +59,8 @@ export interface AgentRunHooks {
 
 export class AgentRunner {
   readonly #running = new Map<string, { sessionId: string; controller: AbortController }>();
-  /** Sessions a harness has seen, so the next turn resumes instead of starting over. */
-  readonly #sessions = new Set<string>();
+  /** Caller's session id → the harness's own conversation id, so the next turn resumes it. */
+  readonly #sessions = new Map<string, { harness: HarnessName; id: string }>();
   constructor(
     private readonly config: SidecarConfig,
     private readonly log: Logger,
@@ -79,7 +81,7 @@ export class AgentRunner {
     return n;
   }
 
-  #invocation(req: AgentRunRequest, sessionId: string, traceId: string) {
+  async #invocation(req: AgentRunRequest, sessionId: string, traceId: string) {
     const model = req.backend?.model;
     // The operator's own setting first; else the agent program the user named in their env.
     const agentCommand = this.config.agentCommand ?? this.config.userEnv.current[USER_AGENT_COMMAND_KEY];
@@ -90,23 +92,32 @@ export class AgentRunner {
         SIDECAR_AGENT_SESSION_ID: sessionId,
         SIDECAR_AGENT_TRACE_ID: traceId,
       });
-      return { harness: 'custom', argv: ['/bin/bash', '-lc', agentCommand], env };
+      return { harness: 'custom' as const, argv: ['/bin/bash', '-lc', agentCommand], env };
     }
-    const env = childEnv(this.config);
-    const harness = chooseHarness(req.identifier, req.backend?.type, env, this.config.defaultHarness);
+    const base = childEnv(this.config);
+    const harness = chooseHarness(req.identifier, req.backend?.type, base, this.config.defaultHarness);
+    const env = { ...harnessEnv(harness, base, model), ...base };
+    const meta = req.metadata ?? {};
+    const systemPrompt = typeof meta['system_prompt'] === 'string' ? meta['system_prompt'] : undefined;
+    const maxTurns = typeof meta['max_turns'] === 'number' ? meta['max_turns'] : undefined;
+    const prior = this.#sessions.get(sessionId);
     const argv = harnessArgv(harness, req.message, {
       model,
-      sessionId,
-      resume: this.#sessions.has(sessionId),
+      env,
+      systemPrompt,
+      maxTurns,
+      ...(prior?.harness === harness ? { resumeId: prior.id } : {}),
     });
     assertInstalled(harness, argv[0]!, env['PATH']);
+    assertCredentials(harness, env);
+    await prepareHarnessHome(harness, env, this.config);
     return { harness, argv, env };
   }
 
   async run(req: AgentRunRequest, hooks: AgentRunHooks = {}): Promise<AgentRunResult> {
     const sessionId = req.sessionId ?? randomUUID();
     const traceId = randomUUID();
-    const inv = this.#invocation(req, sessionId, traceId);
+    const inv = await this.#invocation(req, sessionId, traceId);
     const log = this.log.child({ traceId, sessionId, harness: inv.harness });
     const controller = new AbortController();
     const onOuterAbort = () => controller.abort();
@@ -114,90 +125,80 @@ export class AgentRunner {
     this.#running.set(traceId, { sessionId, controller });
     hooks.onStarted?.({ sessionId, traceId });
     log.info('agent run started');
-
-    const partId = `part_${traceId}`;
-    const decoder = new StringDecoder('utf8');
-    let text = '';
-    let pending = '';
-    const limit = this.config.outputLimitBytes;
-    // Deltas, coalesced: at most one event per PART_INTERVAL_MS carrying the text appended since
-    // the last one (the whole text is only in the result).
-    let emitted = 0;
-    let lastEmit = 0;
-    let partTimer: NodeJS.Timeout | undefined;
-    const emit = (state: AgentPart['state']) => {
-      const delta = text.slice(emitted);
-      emitted = text.length;
-      lastEmit = Date.now();
-      hooks.onPart?.({ id: partId, type: 'text', text: delta, content: delta, state });
+    // Credentials never leave in an event, even when the agent prints them.
+    const redact = secretRedactor(inv.env);
+    const stream = new RunStream(
+      inv.harness,
+      `part_${traceId}`,
+      this.config.outputLimitBytes,
+      (p: AgentPart) => hooks.onPart?.(redactPart(p, redact)),
+    );
+    const timeoutMs = req.timeout ?? this.config.agentTimeoutMs;
+    // Cancel and timeout reach the tools a harness started in sessions of their own: the whole
+    // tree is signalled (this listener runs before runProcess's, which signals the group).
+    let pid: number | undefined;
+    let timedOut = false;
+    const onAbort = () => {
+      if (pid) terminateTree(pid);
     };
-    const flushPart = () => {
-      partTimer = undefined;
-      if (text.length > emitted) emit('running');
-    };
-    const schedulePart = () => {
-      if (partTimer) return;
-      const wait = PART_INTERVAL_MS - (Date.now() - lastEmit);
-      if (wait <= 0) flushPart();
-      else partTimer = setTimeout(flushPart, wait);
-    };
+    controller.signal.addEventListener('abort', onAbort, { once: true });
+    const timer = setTimeout(() => {
+      timedOut = true;
+      controller.abort();
+    }, timeoutMs);
     try {
       const r = await runProcess({
         argv: inv.argv,
         cwd: this.config.workspaceRoot,
         env: inv.env,
         ...identity(this.config.uid, this.config.gid),
-        timeoutMs: req.timeout ?? this.config.agentTimeoutMs,
-        outputLimitBytes: limit,
+        timeoutMs: timeoutMs + 60_000,
+        outputLimitBytes: this.config.outputLimitBytes,
         signal: controller.signal,
-        onStdout: (chunk) => {
-          pending += decoder.write(chunk);
-          let nl = pending.lastIndexOf('\n');
-          // A very long line without a newline is passed on anyway rather than held without bound.
-          if (nl < 0 && pending.length >= MAX_PENDING_LINE) nl = pending.length - 1;
-          if (nl < 0) return;
-          // Whole lines only, so a client never renders half a line; accumulated text is capped like exec output.
-          if (text.length < limit) text = (text + pending.slice(0, nl + 1)).slice(0, limit);
-          pending = pending.slice(nl + 1);
-          schedulePart();
+        onSpawn: (p) => {
+          pid = p;
         },
+        onStdout: (chunk) => stream.write(chunk),
       });
-      clearTimeout(partTimer);
-      pending += decoder.end();
-      if (pending && text.length < limit) text = (text + pending).slice(0, limit);
+      if (timedOut) Object.assign(r, { timedOut: true, cancelled: false });
+      const ok = !r.cancelled && !r.timedOut && r.exitCode === 0;
+      const out = stream.end(ok);
+      // The harness's conversation continues with the next turn of this session, even after a failure.
+      // Only a plain id goes back into an argv (never one that could read as a flag).
+      const resumable = out.harnessSessionId && /^[A-Za-z0-9][\w.:-]{0,199}$/.test(out.harnessSessionId);
+      if (resumable && out.harnessSessionId && inv.harness !== 'custom') {
+        this.#sessions.set(sessionId, { harness: inv.harness, id: out.harnessSessionId });
+      }
       if (r.cancelled) throw new SidecarError('AGENT_EXECUTION_FAILED', 'agent run cancelled', 500);
       if (r.timedOut) {
+        throw new SidecarError('AGENT_EXECUTION_FAILED', `agent run timed out after ${timeoutMs} ms`, 500);
+      }
+      if (r.exitCode !== 0 || out.error) {
+        const tail = redact((out.error ?? r.stderr.trim()).slice(-2000));
         throw new SidecarError(
           'AGENT_EXECUTION_FAILED',
-          `agent run timed out after ${req.timeout ?? this.config.agentTimeoutMs} ms`,
+          `agent '${inv.harness}' ${r.exitCode !== 0 ? `exited with code ${r.exitCode}` : 'failed'}${tail ? `: ${tail}` : ''}`,
           500,
         );
       }
-      if (r.exitCode !== 0) {
-        const tail = r.stderr.trim().slice(-2000);
-        throw new SidecarError(
-          'AGENT_EXECUTION_FAILED',
-          `agent '${inv.harness}' exited with code ${r.exitCode}${tail ? `: ${tail}` : ''}`,
-          500,
-        );
-      }
-      const finalText = text.trim();
-      emit('completed');
-      this.#sessions.add(sessionId);
-      log.info({ ms: r.durationMs }, 'agent run finished');
+      log.info({ ms: r.durationMs, usage: out.usage }, 'agent run finished');
       return {
-        finalText,
+        finalText: redact(out.finalText).slice(0, this.config.outputLimitBytes),
         traceId,
         sessionId,
         durationMs: r.durationMs,
-        usage: { inputTokens: 0, outputTokens: 0 },
+        harness: inv.harness,
+        model: out.model ?? req.backend?.model ?? 'default',
+        usage: out.usage,
       };
     } catch (err) {
       log.warn({ code: (err as SidecarError).code }, 'agent run failed');
       if (err instanceof SidecarError && err.code !== 'SPAWN_FAILED') throw err;
       throw new SidecarError('AGENT_EXECUTION_FAILED', `agent run failed: ${(err as Error).message}`, 500);
     } finally {
-      clearTimeout(partTimer);
+      clearTimeout(timer);
+      controller.signal.removeEventListener('abort', onAbort);
+      stream.cancel();
       this.#running.delete(traceId);
       hooks.signal?.removeEventListener('abort', onOuterAbort);
     }

@@ -58,52 +58,172 @@ export function chooseHarness(
   return 'opencode';
 }
 
-export interface HarnessInvocation {
-  argv: string[];
-  label: string;
+/** What a harness honours of a `task`'s options (the rest are ignored, and the capability documents say so). */
+export const HARNESS_SUPPORTS: Record<
+  HarnessName,
+  { systemPrompt: boolean; maxTurns: boolean; sessions: boolean }
+> = {
+  codex: { systemPrompt: true, maxTurns: false, sessions: true },
+  claude: { systemPrompt: true, maxTurns: true, sessions: true },
+  opencode: { systemPrompt: false, maxTurns: false, sessions: true },
+  gemini: { systemPrompt: false, maxTurns: false, sessions: true },
+};
+
+export interface HarnessOptions {
+  model?: string;
+  /** The harness's own id of the conversation to continue (learnt from its previous run). */
+  resumeId?: string;
+  systemPrompt?: string;
+  maxTurns?: number;
+  /** The env the harness will run with (for provider base URLs). */
+  env?: Record<string, string | undefined>;
 }
 
-/** The argv of one harness run (plain-text output, which the runner streams line by line). */
-export function harnessArgv(
-  harness: HarnessName,
-  message: string,
-  opts: { model?: string; sessionId?: string; resume?: boolean },
-): string[] {
-  const model = opts.model;
+/** The provider name codex and opencode get for a base URL set in the user's env. */
+export const SANDBOX_PROVIDER = 'agent-sandbox';
+
+const toml = (v: string) => JSON.stringify(v);
+
+/**
+ * The argv of one harness run, with its machine-readable output (one JSON event a line) on stdout.
+ * Only the prompt and the user's own options reach the argv; credentials stay in the env.
+ */
+export function harnessArgv(harness: HarnessName, message: string, opts: HarnessOptions = {}): string[] {
+  const { model, resumeId, systemPrompt, maxTurns } = opts;
+  const env = opts.env ?? {};
   switch (harness) {
-    case 'codex':
+    case 'codex': {
+      const base = env['OPENAI_BASE_URL'];
+      const provider = base
+        ? [
+            ['model_provider', toml(SANDBOX_PROVIDER)],
+            [`model_providers.${SANDBOX_PROVIDER}.name`, toml(SANDBOX_PROVIDER)],
+            [`model_providers.${SANDBOX_PROVIDER}.base_url`, toml(base)],
+            [`model_providers.${SANDBOX_PROVIDER}.env_key`, toml('OPENAI_API_KEY')],
+            [`model_providers.${SANDBOX_PROVIDER}.wire_api`, toml('responses')],
+          ]
+        : [];
+      if (systemPrompt) provider.push(['developer_instructions', toml(systemPrompt)]);
       return [
         'codex',
         'exec',
+        '--json',
         '--skip-git-repo-check',
         '--dangerously-bypass-approvals-and-sandbox',
+        // Shell snapshots save the login shell's env (the user's keys with it) under ~/.codex.
+        '-c',
+        'features.shell_snapshot=false',
+        ...provider.flatMap(([k, v]) => ['-c', `${k}=${v}`]),
         ...(model ? ['-m', model] : []),
+        ...(resumeId ? ['resume', resumeId] : []),
+        '--',
         message,
       ];
-    case 'claude': {
-      // Claude accepts a caller-chosen session UUID, so a sessionId continues its own conversation.
-      const uuid =
-        opts.sessionId &&
-        /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(opts.sessionId);
-      const session = uuid
-        ? opts.resume
-          ? ['--resume', opts.sessionId!]
-          : ['--session-id', opts.sessionId!]
-        : [];
+    }
+    case 'claude':
       return [
         'claude',
         '-p',
-        message,
+        '--output-format',
+        'stream-json',
+        '--verbose',
         '--dangerously-skip-permissions',
         ...(model ? ['--model', model] : []),
-        ...session,
+        ...(resumeId ? ['--resume', resumeId] : []),
+        ...(systemPrompt ? ['--append-system-prompt', systemPrompt] : []),
+        ...(maxTurns ? ['--max-turns', String(maxTurns)] : []),
+        '--',
+        message,
+      ];
+    case 'opencode': {
+      const m =
+        model && env['OPENAI_BASE_URL'] && !model.includes('/') ? `${SANDBOX_PROVIDER}/${model}` : model;
+      return [
+        'opencode',
+        'run',
+        '--format',
+        'json',
+        ...(m ? ['-m', m] : []),
+        ...(resumeId ? ['--session', resumeId] : []),
+        '--',
+        message,
       ];
     }
-    case 'opencode':
-      return ['opencode', 'run', ...(model ? ['-m', model] : []), message];
     case 'gemini':
-      return ['gemini', '--yolo', ...(model ? ['-m', model] : []), '-p', message];
+      return [
+        'gemini',
+        '--yolo',
+        '--skip-trust',
+        '--output-format',
+        'stream-json',
+        ...(model ? ['-m', model] : []),
+        ...(resumeId ? ['--resume', resumeId] : []),
+        '-p',
+        message,
+      ];
   }
+}
+
+/** Env a harness needs to run headless in a sandbox: no updaters, no telemetry, the user's base URL wired in. */
+export function harnessEnv(
+  harness: HarnessName,
+  env: Record<string, string | undefined>,
+  model: string | undefined,
+): Record<string, string> {
+  const quiet: Record<string, string> = {};
+  if (harness === 'claude') {
+    quiet['DISABLE_AUTOUPDATER'] = '1';
+    quiet['CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC'] = '1';
+  }
+  if (harness === 'opencode') {
+    quiet['OPENCODE_DISABLE_AUTOUPDATE'] = '1';
+    const base = env['OPENAI_BASE_URL'];
+    if (base && !env['OPENCODE_CONFIG_CONTENT']) {
+      // An OpenAI-compatible provider at the user's base URL; its key is read from the env by name.
+      const id = model && !model.includes('/') ? model : 'default';
+      quiet['OPENCODE_DISABLE_MODELS_FETCH'] = '1';
+      quiet['OPENCODE_CONFIG_CONTENT'] = JSON.stringify({
+        provider: {
+          [SANDBOX_PROVIDER]: {
+            npm: '@ai-sdk/openai-compatible',
+            name: SANDBOX_PROVIDER,
+            options: { baseURL: base, apiKey: '{env:OPENAI_API_KEY}' },
+            models: { [id]: { name: id } },
+          },
+        },
+        model: `${SANDBOX_PROVIDER}/${id}`,
+      });
+    }
+  }
+  // The user's own settings win over these defaults.
+  for (const k of Object.keys(quiet)) if (env[k] !== undefined) delete quiet[k];
+  return quiet;
+}
+
+/** The env variables (any one suffices) a harness needs for its model provider. */
+export const HARNESS_CREDENTIALS: Record<HarnessName, string[]> = {
+  codex: ['OPENAI_API_KEY', 'CODEX_API_KEY'],
+  claude: ['ANTHROPIC_API_KEY', 'ANTHROPIC_AUTH_TOKEN', 'CLAUDE_CODE_OAUTH_TOKEN'],
+  opencode: [
+    'OPENAI_API_KEY',
+    'ANTHROPIC_API_KEY',
+    'GEMINI_API_KEY',
+    'OPENROUTER_API_KEY',
+    'OPENCODE_CONFIG_CONTENT',
+  ],
+  gemini: ['GEMINI_API_KEY', 'GOOGLE_API_KEY'],
+};
+
+/** A run without any of the harness's credentials fails at once, naming what to set (never a hang on a login prompt). */
+export function assertCredentials(harness: HarnessName, env: Record<string, string | undefined>): void {
+  const names = HARNESS_CREDENTIALS[harness];
+  if (names.some((n) => env[n])) return;
+  throw new SidecarError(
+    'AGENT_CREDENTIALS_MISSING',
+    `agent harness '${harness}' needs ${names[0]} (or ${names.slice(1).join(', ')}); ` +
+      `set it with \`secrets set ${names[0]}=...\` and run again`,
+    400,
+  );
 }
 
 /** Finds `bin` on the PATH the child will see; the run fails naming the harness when it is missing. */

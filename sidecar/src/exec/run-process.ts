@@ -19,6 +19,8 @@ export interface RunProcessOptions {
   onStdout?: (chunk: Buffer) => void;
   onStderr?: (chunk: Buffer) => void;
   signal?: AbortSignal;
+  /** Called with the child's pid once it is started (before any abort listener of runProcess's own). */
+  onSpawn?: (pid: number) => void;
 }
 
 export interface RunProcessResult {
@@ -73,6 +75,7 @@ export function runProcess(opts: RunProcessOptions): Promise<RunProcessResult> {
       reject(new SidecarError('SPAWN_FAILED', `cannot start ${opts.argv[0]}: ${(e as Error).message}`, 500));
       return;
     }
+    if (child.pid) opts.onSpawn?.(child.pid);
     let stopKill = () => {};
     const timer = setTimeout(() => {
       timedOut = true;

@@ -81,7 +81,9 @@ describe('agents', () => {
       usage: { inputTokens: 0, outputTokens: 0 },
     });
     expect(r.json.response).toBe(r.json.data.finalText);
-    expect(r.json.response).toContain(`model=m-1 uid=1000 pwd=${fx.workspace} token=none key=sk-test-key`);
+    expect(r.json.response).toContain(
+      `model=m-1 uid=1000 pwd=${fx.workspace} token=none key=[redacted:ANTHROPIC_API_KEY]`,
+    );
     expect(r.json.response).toContain('line 3: hello');
     expect(typeof r.json.traceId).toBe('string');
     expect(typeof r.json.durationMs).toBe('number');

@@ -47,6 +47,8 @@ export function addAgentRoutes(router: Router, config: SidecarConfig, runner: Ag
         traceId: r.traceId,
         durationMs: r.durationMs,
         sessionId: r.sessionId,
+        harness: r.harness,
+        model: r.model,
         usage: r.usage,
       });
     })
@@ -76,7 +78,7 @@ export function addAgentRoutes(router: Router, config: SidecarConfig, runner: Ag
           send('result', {
             finalText: r.finalText,
             response: r.finalText,
-            metadata: { sessionId: r.sessionId, traceId: r.traceId },
+            metadata: { sessionId: r.sessionId, traceId: r.traceId, harness: r.harness, model: r.model },
             usage: r.usage,
             timing: { totalMs: Date.now() - started },
           });

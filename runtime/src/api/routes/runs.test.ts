@@ -48,6 +48,13 @@ describe('runs', () => {
       session_id: r.json.session_id,
     });
     expect(run.usage).toEqual({ inputTokens: 3, outputTokens: 5 });
+    // The usage is counted per sandbox and harness for Prometheus.
+    const metrics = await (await fetch(`${h.url}/metrics`)).text();
+    expect(metrics).toContain(`agent_sandbox_agent_input_tokens_total{sandbox_id="${id}",harness="codex"} 3`);
+    expect(metrics).toContain(
+      `agent_sandbox_agent_output_tokens_total{sandbox_id="${id}",harness="codex"} 5`,
+    );
+    expect(metrics).toMatch(/agent_sandbox_agent_runs_total\{harness="codex",status="completed"\} \d+/);
   });
 
   it("a deleted sandbox's runs are swept (record and events); a live sandbox's are kept", async () => {

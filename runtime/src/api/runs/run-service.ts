@@ -13,6 +13,7 @@ import { boundFrames } from './frames.ts';
 import { requestDigest } from './idempotency.ts';
 import { idempotencyIndexKey, type RunKind, type RunLog, type RunRecord, type RunUsage } from './run-log.ts';
 import { readUsage, StepUsage } from './usage.ts';
+import type { RunMetrics } from './run-metrics.ts';
 
 export interface StartRunInput {
   sandboxId: string;
@@ -61,6 +62,8 @@ export class RunService {
     private readonly log: RunLog,
     private readonly sidecars: ApiSidecars,
     private readonly logger: Logger,
+    /** Runs and token usage per sandbox and harness, for /metrics. */
+    private readonly metrics?: RunMetrics,
   ) {}
 
   /** Admits a run and returns it (queued) at once; see admit() for idempotent admission. */
@@ -224,6 +227,7 @@ export class RunService {
     const put = async (event: string, data: unknown) => {
       for (const f of boundFrames(event, data, idBytes)) await this.log.append(runId, f.event, f.data);
     };
+    let harness = 'unknown';
     let failure: { code: string; message: string } | null = null;
     try {
       await this.log.update(runId, { status: 'running', started_at: Date.now() });
@@ -261,6 +265,8 @@ export class RunService {
           usage = readUsage(d.usage);
           if (d.usage !== undefined && usage === null)
             log.warn('the agent reported usage that is not a valid count');
+          const meta = (d.metadata ?? {}) as Record<string, unknown>;
+          if (typeof meta.harness === 'string') harness = meta.harness.slice(0, 32);
         } else if (name === 'error') {
           failure = {
             code: typeof d.code === 'string' ? d.code : 'AGENT_EXECUTION_FAILED',
@@ -303,6 +309,8 @@ export class RunService {
     } catch (e) {
       log.error({ err: e instanceof Error ? e.message : String(e) }, 'could not record the end of a run');
     } finally {
+      const status = run.cancelled ? 'cancelled' : failure ? 'failed' : 'completed';
+      this.metrics?.record(input.sandboxId, harness, status, status === 'completed' ? usage : null);
       if (this.active.get(input.sandboxId) === run) this.active.delete(input.sandboxId);
     }
   }

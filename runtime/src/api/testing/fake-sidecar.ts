@@ -125,7 +125,7 @@ export async function startFakeSidecar(): Promise<FakeSidecar> {
         write('result', {
           finalText: `echo: ${body.message}`,
           response: `echo: ${body.message}`,
-          metadata: { sessionId, traceId: 't1' },
+          metadata: { sessionId, traceId: 't1', harness: 'codex', model: 'm1' },
           usage: { inputTokens: 3, outputTokens: 5 },
           timing: { totalMs: 10 },
         });
