@@ -28,13 +28,14 @@ export function createApp(config: SidecarConfig, log: Logger): SidecarApp {
   });
   const terminals = new TerminalRegistry(config);
   const agents = new AgentRunner(config, log);
-  const router = new Router(new BearerAuth(config.authToken), log, config.maxBodyBytes);
+  const auth = new BearerAuth(config.authToken);
+  const router = new Router(auth, log, config.maxBodyBytes);
   router
     .add('GET', '/health', () => ok({ status: 'ok', timestamp: new Date().toISOString() }), { auth: false })
     .add('POST', '/terminals/commands', execHandler(config))
     .add('POST', '/files/read', readFileHandler(files))
     .add('POST', '/files/write', writeFileHandler(files))
-    .add('PUT', '/env', putUserEnvHandler(config));
+    .add('PUT', '/env', putUserEnvHandler(config, auth));
   addAgentRoutes(router, config, agents);
   addTerminalRoutes(router, config, terminals);
   return {
