@@ -60,7 +60,12 @@ describe('PUT /env with a token (warm-pool claim)', () => {
       expect(r.status).toBe(200);
       expect((await f.call('PUT', '/env', { env: {} })).status).toBe(403);
       expect((await f.call('POST', '/terminals/commands', { command: 'true' })).status).toBe(403);
-      const ok = await f.call('POST', '/terminals/commands', { command: 'echo $OWNER_VALUE' }, { token: next });
+      const ok = await f.call(
+        'POST',
+        '/terminals/commands',
+        { command: 'echo $OWNER_VALUE' },
+        { token: next },
+      );
       expect(ok.json.result.stdout.trim()).toBe('x');
     } finally {
       await f.close();
@@ -73,6 +78,7 @@ describe('PUT /env with a token (warm-pool claim)', () => {
       await f.call('PUT', '/env', { env: { KEEP: 'yes' } });
       const r = await f.call('PUT', '/env', { env: { OTHER: '1' }, token: 'short' });
       expect(r.status).toBe(400);
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: shell parameter expansion
       const still = await f.call('POST', '/terminals/commands', { command: 'echo ${KEEP}${OTHER:-}' });
       expect(still.json.result.stdout.trim()).toBe('yes');
     } finally {
