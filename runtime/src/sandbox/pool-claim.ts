@@ -28,7 +28,8 @@ export async function runClaim(
     current = await transition(ctx, rec.id, 'provisioning', {
       containerId: entry.containerId,
       containerToken: entry.token,
-      resources: entry.resources,
+      // As a cold create records it: the size asked for, enforced or not as the container is.
+      resources: { ...entry.resources, diskGb: rec.resources.diskGb },
     });
   } catch (e) {
     await pool.destroy(entry);

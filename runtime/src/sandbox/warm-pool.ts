@@ -78,11 +78,13 @@ export class WarmPool {
         e.image === req.image &&
         e.resources.cpuCores === req.cpuCores &&
         e.resources.memoryMb === req.memoryMb &&
-        e.resources.diskGb === req.diskGb &&
+        // A disk size the container does not enforce makes no difference to it.
+        (e.resources.diskGb === req.diskGb || !(e.resources.diskEnforced || e.resources.workspaceDisk)) &&
         e.exposedPorts.join(',') === req.exposedPorts.join(','),
     );
     if (i < 0) return undefined;
     const [entry] = this.#ready.splice(i, 1);
+    this.#changed();
     return entry;
   }
 
@@ -116,6 +118,7 @@ export class WarmPool {
         const i = this.#ready.indexOf(e);
         if (i < 0) return; // claimed meanwhile: the claim sees the failure itself
         this.#ready.splice(i, 1);
+        this.#changed();
         replaced.push(e.id);
         this.#ctx.log.warn({ poolId: e.id }, 'pooled container failed its health check; replacing it');
         await this.destroy(e);
@@ -132,6 +135,7 @@ export class WarmPool {
     await this.settled();
     const all = this.#ready;
     this.#ready = [];
+    this.#changed();
     await Promise.all(all.map((e) => this.destroy(e)));
   }
 
@@ -150,6 +154,7 @@ export class WarmPool {
       const want = this.wanted();
       while (this.#ready.length > want) {
         const e = this.#ready.pop();
+        this.#changed();
         if (e) await this.destroy(e);
       }
       if (this.#closed || this.#ready.length >= want) return;
@@ -159,7 +164,12 @@ export class WarmPool {
         return;
       }
       this.#ready.push(e);
+      this.#changed();
     }
+  }
+
+  #changed(): void {
+    this.#ctx.metrics?.warmPool.set(this.#ready.length);
   }
 
   async #launch(): Promise<PoolEntry> {
