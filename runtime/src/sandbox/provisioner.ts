@@ -138,10 +138,13 @@ export async function runProvision(
   const { tracker, enter } = tracking ?? (await trackPhases(ctx, rec, hooks));
   const log = ctx.log.child({ sandboxId: rec.id, callId: rec.callId });
   try {
+    // No registry here: "pull" means the image must already be in the engine. The check runs
+    // while the phase is recorded; the record moves to provisioning in one write with what the
+    // disk-quota probe (cached after the first create) found.
+    const present = ctx.driver.inspectImage(rec.image);
+    present.catch(() => {});
     await enter('image_pull');
-    await transition(ctx, rec.id, 'provisioning');
-    // No registry here: "pull" means the image must already be in the engine.
-    if (!(await ctx.driver.inspectImage(rec.image))) {
+    if (!(await present)) {
       throw new RuntimeError(
         'IMAGE_NOT_FOUND',
         `image ${rec.image} is not present on this operator's engine and cannot be pulled; build or load it first`,
@@ -149,10 +152,9 @@ export async function runProvision(
     }
     const diskEnforced = await ctx.driver.diskQuotaSupported(rec.image);
     if (!diskEnforced) log.debug('disk size not enforced: storage driver has no quota support');
-    let current = await ctx.records.patch(rec.id, (r) => ({
-      ...r,
-      resources: { ...r.resources, diskEnforced, workspaceDisk: ctx.driver.disks ? 'loop-ext4' : null },
-    }));
+    let current = await transition(ctx, rec.id, 'provisioning', {
+      resources: { ...rec.resources, diskEnforced, workspaceDisk: ctx.driver.disks ? 'loop-ext4' : null },
+    });
     const launched = await launchContainer(ctx, current, {
       image: rec.image,
       removeVolumeOnFailure: true,
