@@ -28,6 +28,7 @@ import {
   spawnOperator,
   stopOperator,
 } from '@agent-sandbox/blueprint-bin/testing';
+import { DevnetJobs } from '@agent-sandbox/blueprint-lib/testing';
 import { agentSandboxBlueprintAbi, iTangleAbi, localTangleAbi } from '@agent-sandbox/contracts';
 import { type StartedDevnet, startDevnet } from '@agent-sandbox/devnet';
 import { ensureSandboxImage } from '@agent-sandbox/sandbox-image';
@@ -43,7 +44,6 @@ import {
   parseEventLogs,
 } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
-import { DevnetJobs } from '../blueprint-lib/testing.ts';
 import {
   buildCreateRequest,
   decodeCreateOutput,
