@@ -22,7 +22,7 @@ const ONLY = opt('only')?.split(',');
 
 /** Defaults for 2 cores: each bench's arguments and the most it may take. */
 const DEFAULTS: Record<string, { args: string[]; timeoutS: number }> = {
-  runtime: { args: ['--n', '15', '--concurrent', '100', '--records', '1000'], timeoutS: 300 },
+  runtime: { args: ['--n', '15', '--concurrent', '100', '--records', '1000'], timeoutS: 480 },
   e2e: { args: ['--n', '10', '--burst', '20', '--pool-n', '10'], timeoutS: 360 },
   api: { args: ['--seconds', '5', '--execs', '100'], timeoutS: 150 },
   sidecar: { args: ['--starts', '8', '--execs', '100'], timeoutS: 120 },

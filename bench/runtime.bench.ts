@@ -352,4 +352,8 @@ async function warmPool(base: Record<string, unknown>, driver: DockerDriver): Pr
   }
 }
 
+// npm run bench stops a bench over its time with SIGINT: clean up (the finally in main) first.
+process.on('SIGINT', () => {
+  console.error('SIGINT: finishing the clean-up first');
+});
 await main();
