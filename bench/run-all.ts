@@ -134,6 +134,12 @@ function runBench(name: string): Promise<Ran> {
     try {
       process.kill(-child.pid!, 'SIGINT');
     } catch {}
+    // A clean-up that does not finish either: the group goes.
+    setTimeout(() => {
+      try {
+        process.kill(-child.pid!, 'SIGKILL');
+      } catch {}
+    }, 180_000).unref();
   }, d.timeoutS * 1000);
   return new Promise((res) =>
     child.on('close', (code) => {
