@@ -22,14 +22,14 @@ const ONLY = opt('only')?.split(',');
 
 /** Defaults for 2 cores: each bench's arguments and the most it may take. */
 const DEFAULTS: Record<string, { args: string[]; timeoutS: number }> = {
-  runtime: { args: ['--n', '15', '--concurrent', '100', '--records', '1000'], timeoutS: 480 },
-  e2e: { args: ['--n', '10', '--burst', '20', '--pool-n', '10'], timeoutS: 360 },
+  runtime: { args: ['--n', '12', '--concurrent', '100', '--records', '1000'], timeoutS: 480 },
+  e2e: { args: ['--n', '8', '--burst', '20', '--pool-n', '8'], timeoutS: 360 },
   api: { args: ['--seconds', '5', '--execs', '100'], timeoutS: 150 },
-  sidecar: { args: ['--starts', '8', '--execs', '100'], timeoutS: 120 },
-  network: { args: ['--n', '8'], timeoutS: 120 },
+  sidecar: { args: ['--starts', '5', '--execs', '100'], timeoutS: 180 },
+  network: { args: ['--n', '4'], timeoutS: 240 },
   'port-proxy': { args: ['--requests', '200'], timeoutS: 90 },
   'sdk-jobs': { args: ['--jobs', '100'], timeoutS: 120 },
-  storage: { args: ['--n', '5'], timeoutS: 120 },
+  storage: { args: ['--n', '3'], timeoutS: 240 },
   tee: { args: ['--n', '100'], timeoutS: 60 },
   cli: { args: [], timeoutS: 120 },
 };

@@ -7,6 +7,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
 import { LABEL_ID, LABEL_OPERATOR } from '../docker/labels.ts';
 import { isRuntimeError } from '../errors.ts';
+import { publicView } from './record.ts';
 import { makeRig, sidecarExec, type TestRig } from './testing/rig.ts';
 
 // Real containers on a shared 2-core machine: allow for a slow engine.
@@ -104,6 +105,10 @@ describe('warm pool', () => {
     const boot = await bootstrapToken(rec.containerId!);
     expect(boot).toMatch(/^[0-9a-f]{64}$/);
     expect(rec.token).not.toBe(boot);
+    // The API's view of the record carries neither token.
+    const view = JSON.stringify(publicView(rig.manager.get(rec.id)));
+    expect(view).not.toContain(boot);
+    expect(view).not.toContain(rec.token);
     const ep = rig.manager.sidecarEndpoint(rec.id);
     await expect(sidecarExec({ ...ep, token: boot }, 'true')).rejects.toThrow(/403/);
     expect((await sidecarExec(ep, 'id -u; echo $GREETING')).stdout).toBe('1000\nhi\n');
