@@ -155,7 +155,8 @@ const num = (x: number | undefined, unit = '') =>
     ? '–'
     : `${x >= 100 ? x.toFixed(0) : x.toFixed(1)}${unit ? ` ${unit}` : ''}`;
 
-function report(ran: Ran[], loadStart: number[], loadEnd: number[], started: Date, seconds: number): string {
+/** The commit the run starts from (and whether tracked files differ from it). */
+function commitNow(): string {
   const sh = (args: string[]) => {
     try {
       return execFileSync('git', args, { cwd: ROOT, encoding: 'utf8' }).trim();
@@ -163,8 +164,18 @@ function report(ran: Ran[], loadStart: number[], loadEnd: number[], started: Dat
       return '?';
     }
   };
-  const commit = sh(['rev-parse', '--short', 'HEAD']);
   const dirty = sh(['status', '--porcelain', '--untracked-files=no']) ? ' (with uncommitted changes)' : '';
+  return `${sh(['rev-parse', '--short', 'HEAD'])}${dirty}`;
+}
+
+function report(
+  ran: Ran[],
+  commit: string,
+  loadStart: number[],
+  loadEnd: number[],
+  started: Date,
+  seconds: number,
+): string {
   const load = (l: number[]) => l.map((x) => x.toFixed(2)).join(' ');
   const all = ran.flatMap((r) => r.figures.map((f) => ({ ...f, bench: r.name })));
   const lines: string[] = [
@@ -172,7 +183,7 @@ function report(ran: Ran[], loadStart: number[], loadEnd: number[], started: Dat
     '',
     `Written by \`npm run bench\` (bench/run-all.ts)${ONLY ? `, partial run: --only ${ONLY.join(',')}` : ''}.`,
     '',
-    `- commit: ${commit}${dirty}`,
+    `- commit: ${commit} (at the start of the run)`,
     `- date: ${started.toISOString()}; whole run ${num(seconds / 60)} min`,
     `- machine: ${cpus().length} cores (${cpus()[0]?.model ?? '?'})`,
     `- load average (1, 5, 15 min): start ${load(loadStart)}; end ${load(loadEnd)}`,
@@ -241,6 +252,7 @@ async function main(): Promise<void> {
   const started = new Date();
   const t0 = performance.now();
   const loadStart = loadavg();
+  const commit = commitNow();
   const names = readdirSync(BENCH)
     .filter((f) => f.endsWith('.bench.ts'))
     .map((f) => f.slice(0, -'.bench.ts'.length))
@@ -249,7 +261,7 @@ async function main(): Promise<void> {
   if (names.includes('api')) ensureWrk();
   const ran: Ran[] = [];
   for (const n of names) ran.push(await runBench(n));
-  const text = report(ran, loadStart, loadavg(), started, (performance.now() - t0) / 1000);
+  const text = report(ran, commit, loadStart, loadavg(), started, (performance.now() - t0) / 1000);
   writeFileSync(OUT, text);
   console.error(`\n[bench] wrote ${OUT}`);
   const failed = ran.filter((r) => r.code !== 0).map((r) => r.name);
