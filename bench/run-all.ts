@@ -29,7 +29,7 @@ const DEFAULTS: Record<string, { args: string[]; timeoutS: number }> = {
   network: { args: ['--n', '4'], timeoutS: 240 },
   'port-proxy': { args: ['--requests', '200'], timeoutS: 90 },
   'sdk-jobs': { args: ['--jobs', '100'], timeoutS: 120 },
-  storage: { args: ['--n', '3'], timeoutS: 240 },
+  storage: { args: ['--n', '3'], timeoutS: 360 },
   tee: { args: ['--n', '100'], timeoutS: 60 },
   cli: { args: [], timeoutS: 120 },
 };
