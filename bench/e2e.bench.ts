@@ -6,8 +6,15 @@
 // (2) the floor, interleaved in the same run: `docker run -d` of the same image (same caps, limits,
 //     volume, loopback port, sidecar env) polled with node:http until /health answers;
 // (3) a burst: BURST job-0 calls mined in ONE block (automine off, explicit nonces), then the time
-//     from that block to every result mined.
-// Run: npx tsx bench/e2e.bench.ts [--n 20] [--burst 20] [--health-timeout-ms 30000]
+//     from that block to every result mined, next to BURST concurrent floors (docker run -> /health);
+// (4) warm pool (both operators run SANDBOX_WARM_POOL=2 of the shape the pool creates ask for;
+//     the cold creates ask 1 MB less, so they never claim): on-chain create-to-ready of a claim,
+//     interleaved with the chain's own floor: the same submitJob on a side service of the same
+//     blueprint that no operator program serves, mined -> its submitResult (sent by the bench as
+//     that service's operator the moment the job's receipt is seen) mined;
+// (5) the operator programs' RSS at the end, with how many sandboxes each ran at its peak.
+// Operators follow the chain over WebSocket (WS_RPC_URL), as a production operator should.
+// Run: npx tsx bench/e2e.bench.ts [--n 20] [--burst 20] [--pool-n 10] [--health-timeout-ms 30000]
 import { type ChildProcess, execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { copyFileSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -21,31 +28,21 @@ import {
   spawnOperator,
   stopOperator,
 } from '@agent-sandbox/blueprint-bin/testing';
-import { agentSandboxBlueprintAbi, iTangleAbi, localTangleAbi } from '@agent-sandbox/contracts';
+import { agentSandboxBlueprintAbi } from '@agent-sandbox/contracts';
 import { type StartedDevnet, startDevnet } from '@agent-sandbox/devnet';
 import { ensureSandboxImage } from '@agent-sandbox/sandbox-image';
-import {
-  type Address,
-  createPublicClient,
-  createWalletClient,
-  encodeFunctionData,
-  type Hex,
-  http,
-  type LocalAccount,
-  type PublicClient,
-  parseEventLogs,
-} from 'viem';
+import type { Address, Hex } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
 import {
   buildCreateRequest,
   decodeCreateOutput,
   encodeCreateInput,
-  encodeDeleteInput,
   JOB_SANDBOX_CREATE,
-  JOB_SANDBOX_DELETE,
 } from '../client/index.ts';
 import { SIDECAR_CAPS } from '../runtime/src/docker/container-spec.ts';
 import { probeHealth } from '../runtime/src/docker/health.ts';
+import { Chain, chainFloorOnce, operatorRssMiB, sideService } from './lib/chain.ts';
+import { figure, median, p99 } from './lib/figures.ts';
 
 const exec = promisify(execFile);
 const arg = (name: string, def: number) => {
@@ -54,6 +51,8 @@ const arg = (name: string, def: number) => {
 };
 const N = arg('n', 20);
 const BURST = arg('burst', 20);
+const POOL_N = arg('pool-n', 10);
+const POOL = 2;
 /** The operator's SANDBOX_HEALTH_TIMEOUT_MS; 0 keeps the operator's default (30 s). */
 const HEALTH_TIMEOUT_MS = arg('health-timeout-ms', 0);
 const ROOT = resolve(import.meta.dirname, '..');
@@ -62,6 +61,8 @@ const RUN_LABEL = `agent-sandbox.bench.run=${RUN}`;
 const LABELS = ['agent-sandbox.test=1', 'agent-sandbox.bench=1', RUN_LABEL];
 const CPU = 1;
 const MEMORY_MB = 256;
+/** Cold creates ask for this (never the pool's shape); the floor container gets MEMORY_MB. */
+const COLD_MEMORY_MB = MEMORY_MB - 1;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const quantile = (xs: number[], q: number) => {
   const s = [...xs].sort((a, b) => a - b);
@@ -88,6 +89,7 @@ interface Op {
   role: 'operator1' | 'operator2';
   child: ChildProcess;
   logFile: string;
+  url: string;
 }
 
 const work = mkdtempSync(join(tmpdir(), `${RUN}-`));
@@ -114,6 +116,11 @@ async function startOperator(role: Op['role'], info: StartedDevnet['info'], imag
       labels: LABELS.join(','),
       extra: {
         LOG_LEVEL: 'info',
+        WS_RPC_URL: info.rpcUrl.replace(/^http/, 'ws'),
+        SANDBOX_WARM_POOL: `${POOL}`,
+        SANDBOX_DEFAULT_CPU_CORES: `${CPU}`,
+        SANDBOX_DEFAULT_MEMORY_MB: `${MEMORY_MB}`,
+        SANDBOX_DEFAULT_DISK_GB: '1',
         ...(HEALTH_TIMEOUT_MS ? { SANDBOX_HEALTH_TIMEOUT_MS: `${HEALTH_TIMEOUT_MS}` } : {}),
       },
     },
@@ -121,9 +128,9 @@ async function startOperator(role: Op['role'], info: StartedDevnet['info'], imag
   );
   // dieWithParent: the kernel TERMs the operator if this process dies, even by SIGKILL (no orphans).
   const child = spawnOperator({ env, cwd: ROOT, stderr: fd, dieWithParent: true });
-  const op: Op = { role, child, logFile };
+  const op: Op = { role, child, logFile, url: '' };
   ops.push(op);
-  await operatorReady(child, {
+  op.url = await operatorReady(child, {
     name: role,
     timeoutMs: 120_000,
     log: () => `see ${logFile}\n${readFileSync(logFile, 'utf8').slice(-2000)}`,
@@ -236,90 +243,24 @@ async function floorOnce(image: string, i: number): Promise<number> {
   return dt;
 }
 
-class Chain {
-  readonly pub: PublicClient;
-  constructor(
-    readonly info: StartedDevnet['info'],
-    readonly user: LocalAccount,
-  ) {
-    this.pub = createPublicClient({ transport: http(info.rpcUrl) });
-  }
-  wallet(a: LocalAccount) {
-    return createWalletClient({ account: a, transport: http(this.info.rpcUrl) });
-  }
-  callData(job: number, inputs: Hex): Hex {
-    return encodeFunctionData({
-      abi: localTangleAbi,
-      functionName: 'submitJob',
-      args: [BigInt(this.info.services.cloud), job, inputs],
-    });
-  }
-  async gasFor(data: Hex): Promise<bigint> {
-    // The estimate as the limit: a create's gas does not depend on the operator it is assigned to.
-    return this.pub.estimateGas({ account: this.user, to: this.info.contracts.tangle, data });
-  }
-  callIdOf(logs: Parameters<typeof parseEventLogs>[0]['logs']): bigint {
-    const [ev] = parseEventLogs({ abi: localTangleAbi, eventName: 'JobSubmitted', logs });
-    if (!ev) throw new Error('no JobSubmitted in receipt');
-    return ev.args.callId;
-  }
-  /** Sends one job and returns the call id and the moment its receipt was seen (10 ms polling). */
-  async submit(job: number, inputs: Hex): Promise<{ callId: bigint; minedAt: number; block: bigint }> {
-    const data = this.callData(job, inputs);
-    const hash = await this.wallet(this.user).sendTransaction({
-      to: this.info.contracts.tangle,
-      data,
-      gas: await this.gasFor(data),
-      chain: null,
-    });
-    const r = await this.pub.waitForTransactionReceipt({ hash, pollingInterval: 10 });
-    const minedAt = performance.now();
-    if (r.status !== 'success') throw new Error(`submitJob(${job}) reverted: ${hash}`);
-    return { callId: this.callIdOf(r.logs), minedAt, block: r.blockNumber };
-  }
-  /** Results (callId -> {output, seenAt}) for the given calls, polled every 20 ms. */
-  async results(
-    callIds: bigint[],
-    fromBlock: bigint,
-    timeoutMs = 180_000,
-  ): Promise<Map<bigint, { output: Hex; seenAt: number }>> {
-    const want = new Set(callIds);
-    const got = new Map<bigint, { output: Hex; seenAt: number }>();
-    const deadline = Date.now() + timeoutMs;
-    while (got.size < want.size) {
-      if (Date.now() > deadline) throw new Error(`only ${got.size}/${want.size} results in ${timeoutMs} ms`);
-      const logs = await this.pub.getContractEvents({
-        address: this.info.contracts.tangle,
-        abi: iTangleAbi,
-        eventName: 'JobResultSubmitted',
-        args: { serviceId: BigInt(this.info.services.cloud) },
-        fromBlock,
-        toBlock: 'latest',
-      });
-      const now = performance.now();
-      for (const l of logs) {
-        const id = l.args.callId!;
-        if (want.has(id) && !got.has(id)) got.set(id, { output: l.args.output!, seenAt: now });
-      }
-      if (got.size < want.size) await sleep(20);
+const createInputs = (i: number, memoryMb = COLD_MEMORY_MB) =>
+  encodeCreateInput(
+    buildCreateRequest({ name: `bench-${i}`, cpu_cores: CPU, memory_mb: memoryMb, disk_gb: 1 }),
+  );
+
+/** Waits until every operator's warm pool is full again (its metrics say so). */
+async function poolsFull(): Promise<void> {
+  const deadline = Date.now() + 120_000;
+  for (const op of ops) {
+    for (;;) {
+      const text = await (await fetch(`${op.url}/metrics`)).text();
+      const n = Number(/^agent_sandbox_warm_pool_ready (\S+)$/m.exec(text)?.[1] ?? 0);
+      if (n >= POOL) break;
+      if (Date.now() > deadline) throw new Error(`${op.role}'s warm pool never refilled (${n}/${POOL})`);
+      await sleep(20);
     }
-    return got;
-  }
-  async deleteAll(ids: string[]): Promise<void> {
-    const start = await this.pub.getBlockNumber();
-    const calls: bigint[] = [];
-    for (const id of ids) calls.push((await this.submit(JOB_SANDBOX_DELETE, encodeDeleteInput(id))).callId);
-    await this.results(calls, start);
-  }
-  async rpc(method: string, params: unknown[] = []): Promise<unknown> {
-    return this.pub.request({ method: method as never, params: params as never });
   }
 }
-
-const createInputs = (i: number) =>
-  encodeCreateInput(
-    buildCreateRequest({ name: `bench-${i}`, cpu_cores: CPU, memory_mb: MEMORY_MB, disk_gb: 1 }),
-  );
 
 function sandboxIdOf(output: Hex, what: string): string {
   const out = decodeCreateOutput(output);
@@ -423,6 +364,29 @@ async function main(): Promise<void> {
   });
   await chain.deleteAll(burstIds);
 
+  // (3) floor: BURST concurrent docker run -> /health.
+  const b0 = performance.now();
+  await Promise.all(Array.from({ length: BURST }, (_, i) => floorOnce(image, 200 + i)));
+  const burstFloorMs = performance.now() - b0;
+
+  // (4): warm-pool claims on chain, interleaved with the chain's floor on the side service.
+  const side = await sideService(chain);
+  await chainFloorOnce(chain, side, createInputs(999, MEMORY_MB));
+  const poolOurs: number[] = [];
+  const chainFloor: number[] = [];
+  for (let i = 0; i < POOL_N; i++) {
+    await poolsFull();
+    chainFloor.push(await chainFloorOnce(chain, side, createInputs(1000 + i, MEMORY_MB)));
+    const s = await chain.submit(JOB_SANDBOX_CREATE, createInputs(300 + i, MEMORY_MB));
+    const r = (await chain.results([s.callId], s.block)).get(s.callId)!;
+    poolOurs.push(r.seenAt - s.minedAt);
+    await chain.deleteAll([sandboxIdOf(r.output, `pool create ${i}`)]);
+    process.stderr.write(
+      `  pool ${i + 1}/${POOL_N}: ours ${fmt(poolOurs.at(-1)!)}, chain floor ${fmt(chainFloor.at(-1)!)}\n`,
+    );
+  }
+  const rss = ops.map((op) => ({ role: op.role, mib: operatorRssMiB(op.child.pid!) }));
+
   const loadEnd = load();
   const mo = quantile(ours, 0.5);
   const mf = quantile(floor, 0.5);
@@ -443,7 +407,82 @@ async function main(): Promise<void> {
   );
   if (failures.length)
     console.log(`burst failures (operator logs kept in ${keptLogs()}):\n${failures.join('\n')}`);
+  console.log(
+    `burst floor: ${BURST} concurrent docker run -> /health: all answered after ${fmt(burstFloorMs)}`,
+  );
+  const mp = median(poolOurs);
+  const mc = median(chainFloor);
+  console.log(
+    `warm pool (SANDBOX_WARM_POOL=${POOL}), n=${POOL_N}: on-chain create-to-ready median ${fmt(mp)}, p99 ${fmt(p99(poolOurs))}; ` +
+      `chain floor (submitJob mined -> submitResult mined) median ${fmt(mc)}, p99 ${fmt(p99(chainFloor))}; over the floor ${fmt(mp - mc)}`,
+  );
+  console.log(`operator RSS at the end: ${rss.map((r) => `${r.role} ${r.mib.toFixed(0)} MiB`).join(', ')}`);
   console.log(`load average: start ${loadStart}; end ${loadEnd}`);
+
+  const op99 = p99(ours);
+  const fp99 = p99(floor);
+  const coldMet = mo <= 1.2 * mf && op99 <= 1.2 * fp99;
+  figure({
+    id: 'cold-onchain',
+    name: 'cold create-to-ready on chain (submitJob mined -> result mined)',
+    unit: 'ms',
+    n: N,
+    median: mo,
+    p99: op99,
+    floor: { name: 'docker run -> /health of the same image', median: mf, p99: fp99 },
+    target: {
+      text: 'cold create-to-ready <= 1.2x the floor, median and p99',
+      met: coldMet,
+      ...(coldMet
+        ? {}
+        : {
+            why: `median ${(mo / mf).toFixed(2)}x, p99 ${(op99 / fp99).toFixed(2)}x: on top of the container's start come the chain (job seen, result mined: the chain floor below is ${fmt(mc)} median) and the env delivery`,
+          }),
+    },
+  });
+  const burstMet = failures.length === 0 && burstMs <= 1.2 * burstFloorMs;
+  figure({
+    id: 'burst-20',
+    name: `${BURST} creates mined in one block -> all results mined`,
+    unit: 'ms',
+    n: BURST,
+    median: burstMs,
+    floor: { name: `${BURST} concurrent docker run -> /health`, median: burstFloorMs },
+    target: {
+      text: `${BURST} creates in one block all ready <= 1.2x ${BURST} concurrent docker run -> /health`,
+      met: burstMet,
+      ...(burstMet
+        ? {}
+        : { why: failures.length ? `${failures.length} failed` : `${(burstMs / burstFloorMs).toFixed(2)}x` }),
+    },
+  });
+  const poolMet = mp <= mc + 150;
+  figure({
+    id: 'pool-onchain',
+    name: `on-chain create-to-ready with a warm pool (SANDBOX_WARM_POOL=${POOL})`,
+    unit: 'ms',
+    n: POOL_N,
+    median: mp,
+    p99: p99(poolOurs),
+    floor: {
+      name: 'chain floor: submitJob mined -> empty submitResult mined',
+      median: mc,
+      p99: p99(chainFloor),
+    },
+    target: {
+      text: 'on-chain create with a warm pool <= chain floor + 150 ms, median',
+      met: poolMet,
+      ...(poolMet ? {} : { why: `${fmt(mp - mc)} over the chain floor` }),
+    },
+  });
+  for (const r of rss) {
+    figure({
+      id: `operator-rss-${r.role}`,
+      name: `${r.role} program RSS at the end (after ${BURST}-create burst, pool of ${POOL})`,
+      unit: 'MiB',
+      median: r.mib,
+    });
+  }
 }
 
 main()

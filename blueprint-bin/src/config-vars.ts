@@ -512,6 +512,12 @@ export const VARIABLES = {
     defaultDoc: 'DATA_DIR/snapshots',
     doc: 'Where warm/cold archives live',
   }),
+  SANDBOX_WARM_POOL: v({
+    group: 'Sandboxes',
+    schema: int(0, 64),
+    def: '0',
+    doc: 'Containers of the default shape (image, cpu, memory, disk, exposed ports) kept started and healthy for creates to claim (phase `pool_claim`, no cold start); 0 = off. Never counted as sandboxes; shrinks to what OPERATOR_MAX_CAPACITY leaves; removed at shutdown and by reconcile after a crash',
+  }),
   SANDBOX_HEALTH_TIMEOUT_MS: v({
     group: 'Sandboxes',
     schema: int(100, 600_000),

@@ -29,6 +29,7 @@ export function managerConfig(
     maxDiskGb: v.SANDBOX_MAX_DISK_GB!,
     pidsLimit: v.SANDBOX_PIDS_LIMIT!,
     maxSandboxes: v.OPERATOR_MAX_CAPACITY!,
+    warmPool: v.SANDBOX_WARM_POOL!,
     defaultIdleTimeoutSeconds: v.SANDBOX_DEFAULT_IDLE_TIMEOUT!,
     defaultMaxLifetimeSeconds: v.SANDBOX_DEFAULT_MAX_LIFETIME!,
     maxIdleTimeoutSeconds: v.SANDBOX_MAX_IDLE_TIMEOUT!,

@@ -115,6 +115,7 @@ export const TerminalCreated = z
 
 export const PROVISION_PHASES = [
   'queued',
+  'pool_claim',
   'image_pull',
   'container_create',
   'container_start',

@@ -31,14 +31,15 @@ export function createApp(config: SidecarConfig, log: Logger): SidecarApp {
   });
   const terminals = new TerminalRegistry(config);
   const agents = new AgentRunner(config, log);
-  const router = new Router(new BearerAuth(config.authToken), log, config.maxBodyBytes);
+  const auth = new BearerAuth(config.authToken);
+  const router = new Router(auth, log, config.maxBodyBytes);
   router
     .add('GET', '/health', () => ok({ status: 'ok', timestamp: new Date().toISOString() }), { auth: false })
     .add('POST', '/terminals/commands', execHandler(config))
     .add('POST', '/files/read', readFileHandler(files))
     .add('POST', '/files/write', writeFileHandler(files))
     .add('POST', '/files/list', listFilesHandler(files))
-    .add('PUT', '/env', putUserEnvHandler(config));
+    .add('PUT', '/env', putUserEnvHandler(config, auth));
   if (config.tee) {
     // The sealing key is made now, in memory, and dies with this process.
     const enclave = new DstackEnclave(config.tee.context, new DstackClient(config.tee.dstackSocket));

@@ -1,5 +1,6 @@
-// Starts the sidecar HTTP server. /health is answered here; the rest of the app loads on first use, because
-// Debian's Node 18 compiles every builtin (crypto, child_process, ...) at load time, with no code cache.
+// Starts the sidecar HTTP server. /health is answered here; the rest of the app loads right after the
+// server listens (not before, so /health answers as early as the process can), because Debian's
+// Node 18 compiles every builtin (crypto, child_process, ...) at load time, with no code cache.
 import { chmodSync, chownSync, lstatSync, mkdirSync, statSync, unlinkSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -77,6 +78,9 @@ export async function startSidecar(config: SidecarConfig, log: Logger): Promise<
   }
   const port = socketPath ? 0 : (server.address() as AddressInfo).port;
   log.info({ port, socket: socketPath, workspace: config.workspaceRoot }, 'sidecar listening');
+  // The operator's first calls (health, then PUT /env) follow at once: load the app now rather
+  // than after the first /health, so its ~100 ms load overlaps the operator's health poll.
+  setImmediate(() => void loadApp().catch(() => {}));
   return {
     server,
     port,

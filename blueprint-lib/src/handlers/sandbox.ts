@@ -71,6 +71,10 @@ export function sandboxHandlers(deps: BlueprintDeps) {
       ctx.log.info({ outcome: prior.outcome }, 'create call already handled; answering the same way');
       return prior.outcome === 'skip' ? SKIP : (prior.value as CreateOutput);
     }
+    // Both reads are independent: one round trip to the chain instead of two before provisioning
+    // (a warm-pool create is ready in well under one of them).
+    const releasedRead = deps.chain.reservationReleased(ctx);
+    releasedRead.catch(() => {});
     const assigned = await deps.chain.operatorForCall('OperatorAssigned', ctx);
     if (!mine(assigned)) {
       ctx.log.debug({ assigned }, 'create assigned to another operator; skipping');
@@ -100,7 +104,7 @@ export function sandboxHandlers(deps: BlueprintDeps) {
     };
     // A create whose slot was already given back is not provisioned: the blueprint would record
     // nothing of it, so the sandbox would run without the chain knowing it.
-    if (await deps.chain.reservationReleased(ctx)) {
+    if (await releasedRead) {
       const expired = new BlueprintError(
         'EXPIRED',
         `the slot reserved for create call ${ctx.callId} was released (expired, or the service ended) before it ran; submit the create again`,

@@ -120,7 +120,7 @@ export const COMMANDS: Record<string, CommandSpec> = {
       },
     },
     details:
-      'Job inputs are public on chain: put credentials in `agent-sandbox secrets set` after create. Env names that look like secrets are refused. Progress (queued → image_pull → container_create → container_start → health_check → ready) is printed as it happens; the command returns only when the operator reports the sandbox running, or fails naming the phase.',
+      'Job inputs are public on chain: put credentials in `agent-sandbox secrets set` after create. Env names that look like secrets are refused. Progress (queued → image_pull → container_create → container_start → health_check → ready, or queued → pool_claim → ready when the operator has a warm container) is printed as it happens; the command returns only when the operator reports the sandbox running, or fails naming the phase.',
     examples: [
       'agent-sandbox create --devnet .devnet/devnet.json --operator http://127.0.0.1:9090 --name demo',
     ],

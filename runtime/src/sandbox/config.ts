@@ -29,6 +29,13 @@ export const SandboxRuntimeConfigSchema = z.object({
   tmpfsSizeMb: z.number().int().positive().default(256),
   /** Upper bound on concurrently live (running or provisioning) sandboxes; 0 = unlimited. */
   maxSandboxes: z.number().int().min(0).default(0),
+  /**
+   * Warm pool: this many containers of the default shape (image, cpu, memory, disk, exposed ports)
+   * kept started and healthy for creates to claim; 0 = off. Never more than maxSandboxes leaves.
+   */
+  warmPool: z.number().int().min(0).max(64).default(0),
+  /** How often the pooled containers' health is checked (failures are replaced). */
+  warmPoolCheckSeconds: z.number().positive().default(10),
   defaultIdleTimeoutSeconds: z.number().int().positive().default(1800),
   defaultMaxLifetimeSeconds: z.number().int().positive().default(86400),
   maxIdleTimeoutSeconds: z.number().int().positive().default(7200),
@@ -122,6 +129,7 @@ const ENV_KEYS: Record<string, keyof SandboxRuntimeConfig> = {
   SANDBOX_MAX_DISK_GB: 'maxDiskGb',
   SANDBOX_PIDS_LIMIT: 'pidsLimit',
   OPERATOR_MAX_CAPACITY: 'maxSandboxes',
+  SANDBOX_WARM_POOL: 'warmPool',
   SANDBOX_DEFAULT_IDLE_TIMEOUT: 'defaultIdleTimeoutSeconds',
   SANDBOX_DEFAULT_MAX_LIFETIME: 'defaultMaxLifetimeSeconds',
   SANDBOX_MAX_IDLE_TIMEOUT: 'maxIdleTimeoutSeconds',

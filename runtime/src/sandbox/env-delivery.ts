@@ -2,6 +2,8 @@
 // authenticated PUT /env. The sidecar keeps it in memory for the agent's children only, so no
 // user value is ever in the container's config (seen by tini and the root sidecar, and captured
 // by `docker commit`). Every start of a container goes through here before the sandbox is ready.
+// A claimed warm-pool container still starts on the pool's bootstrap token (its config's): the
+// delivery authenticates with that one and hands the sidecar the sandbox's own in the same request.
 import http from 'node:http';
 import type { SidecarAddress } from '../docker/health.ts';
 import { RuntimeError } from '../errors.ts';
@@ -14,8 +16,12 @@ export async function deliverUserEnv(
   addr: SidecarAddress,
   rec: Pick<SandboxRecord, 'token' | 'baseEnv' | 'userEnv'>,
   timeoutMs: number,
+  /** The token the sidecar started with when it is not rec.token (a claimed pool container). */
+  containerToken?: string | null,
 ): Promise<void> {
-  const body = JSON.stringify({ env: mergeEnv(rec.baseEnv, rec.userEnv) });
+  const rotate = !!containerToken && containerToken !== rec.token;
+  const env = mergeEnv(rec.baseEnv, rec.userEnv);
+  const body = JSON.stringify(rotate ? { env, token: rec.token } : { env });
   const status = await new Promise<{ code: number; text: string }>((resolve, reject) => {
     const req = http.request(
       {
@@ -25,7 +31,7 @@ export async function deliverUserEnv(
         agent,
         timeout: timeoutMs,
         headers: {
-          authorization: `Bearer ${rec.token}`,
+          authorization: `Bearer ${rotate ? containerToken : rec.token}`,
           'content-type': 'application/json',
           'content-length': Buffer.byteLength(body),
         },

@@ -115,7 +115,7 @@ export async function resumeSandbox(ctx: SandboxContext, id: string): Promise<Sa
       );
     }
     try {
-      await deliverUserEnv(at.addr, rec, ctx.cfg.healthTimeoutMs);
+      await deliverUserEnv(at.addr, rec, ctx.cfg.healthTimeoutMs, rec.containerToken);
     } catch (e) {
       await ctx.driver.stop(rec.containerId, 0);
       throw e;
@@ -186,6 +186,8 @@ async function recreate(ctx: SandboxContext, rec: SandboxRecord, _to: 'running')
   await dropArchives(rec);
   const now = ctx.now();
   return transition(ctx, rec.id, 'running', {
+    // The new container was made with the sandbox's own token.
+    containerToken: null,
     snapshotImageId: src.snapshotImageId,
     containerId: launched.containerId,
     hostPort: launched.hostPort,

@@ -27,6 +27,7 @@ import {
   upgradeImage,
 } from './lifecycle.ts';
 import { SandboxMetrics } from './metrics.ts';
+import { runClaim } from './pool-claim.ts';
 import { type ProvisionProgress, ProvisionProgressSchema, provisionKey } from './provision-progress.ts';
 import { admit, callKey, existingProvision, type ProvisionHooks, runProvision } from './provisioner.ts';
 import { gcTick, reaperTick, type TickResult } from './reaper.ts';
@@ -34,6 +35,7 @@ import { type ReconcileReport, reconcile } from './reconcile.ts';
 import { type SandboxRecord, SandboxRecordSchema } from './record.ts';
 import { type CreateSandboxParams, resolveCreate } from './request.ts';
 import { endpointOf } from './sidecar-address.ts';
+import { WarmPool } from './warm-pool.ts';
 
 const NO_NETWORK_PORTS =
   'this sandbox has no network: SANDBOX_EGRESS=none; its ports cannot be reached (use exec or files instead)';
@@ -57,6 +59,7 @@ export class SandboxManager {
   #timers: NodeJS.Timeout[] = [];
   #loaded = false;
   #rules: EgressRules | undefined;
+  #pool: WarmPool | undefined;
 
   private constructor(opts: SandboxManagerOptions) {
     this.config = parseSandboxRuntimeConfig(opts.config);
@@ -75,6 +78,12 @@ export class SandboxManager {
       now: opts.now ?? Date.now,
       log: (opts.logger ?? pino({ level: 'silent' })).child({ component: 'sandbox-runtime' }),
     };
+    if (this.config.warmPool > 0) this.#pool = new WarmPool(this.#ctx, this.config.warmPool);
+  }
+
+  /** The warm pool (SANDBOX_WARM_POOL > 0), filled by startBackground(); undefined when off. */
+  get warmPool(): WarmPool | undefined {
+    return this.#pool;
   }
 
   /**
@@ -115,9 +124,13 @@ export class SandboxManager {
     return this.#ctx.network;
   }
 
-  /** Stops the timers and removes this operator's egress rules (sandboxes keep running). */
+  /**
+   * Stops the timers, removes the warm pool's unclaimed containers and this operator's egress
+   * rules (sandboxes keep running).
+   */
   async close(): Promise<void> {
     this.stopBackground();
+    await this.#pool?.close();
     await this.#rules?.remove();
     this.#rules = undefined;
   }
@@ -144,7 +157,20 @@ export class SandboxManager {
         return this.#lock(rec.id, () => runProvision(this.#ctx, rec, hooks));
       }
       if (prior) return this.#priorOutcome(req.callId, prior.progress, prior.record);
+      const pool = this.#pool;
+      // A test's replacement command needs its own container: never from the pool.
+      const entry = hooks.cmd ? undefined : pool?.take(req);
+      if (pool && entry) {
+        const rec = await admit(this.#ctx, req, entry.id).catch(async (e) => {
+          await pool.destroy(entry);
+          throw e;
+        });
+        pool.refill();
+        return this.#lock(rec.id, () => runClaim(this.#ctx, pool, rec, entry, hooks));
+      }
       const rec = await admit(this.#ctx, req);
+      // A cold create may leave the pool more than the capacity still allows: trimmed meanwhile.
+      pool?.refill();
       return this.#lock(rec.id, () => runProvision(this.#ctx, rec, hooks));
     });
   }
@@ -310,8 +336,9 @@ export class SandboxManager {
     return { host: '127.0.0.1', port };
   }
 
+  /** Startup reconciliation; the warm pool's own containers (when it runs) are left alone. */
   reconcile(): Promise<ReconcileReport> {
-    return reconcile(this.#ctx, this.#lock);
+    return reconcile(this.#ctx, this.#lock, this.#pool?.ids() ?? new Set());
   }
 
   reaperTick(now: number = this.#ctx.now()): Promise<TickResult> {
@@ -322,7 +349,10 @@ export class SandboxManager {
     return gcTick(this.#ctx, this.#lock, now);
   }
 
-  /** Runs the reaper and GC on the configured intervals (unref'd: they never hold the process). */
+  /**
+   * Runs the reaper and GC on the configured intervals (unref'd: they never hold the process), and
+   * fills the warm pool and checks its containers' health. Call after reconcile().
+   */
   startBackground(): void {
     if (this.#timers.length > 0) return;
     const every = (seconds: number, tick: () => Promise<TickResult>, what: string) => {
@@ -344,6 +374,18 @@ export class SandboxManager {
     };
     every(this.config.reaperIntervalSeconds, () => this.reaperTick(), 'reaper');
     every(this.config.gcIntervalSeconds, () => this.gcTick(), 'gc');
+    const pool = this.#pool;
+    if (pool) {
+      pool.refill();
+      every(
+        this.config.warmPoolCheckSeconds,
+        async () => ({
+          acted: (await pool.check()).replaced.map((id) => ({ id, action: 'replaced' })),
+          errors: [],
+        }),
+        'warm pool',
+      );
+    }
   }
 
   stopBackground(): void {

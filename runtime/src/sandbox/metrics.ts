@@ -13,6 +13,7 @@ export class SandboxMetrics {
   readonly snapshots: Counter;
   readonly snapshotsStored: Gauge<'tier'>;
   readonly phaseSeconds: Histogram<'phase'>;
+  readonly warmPool: Gauge;
   #peak = 0;
 
   constructor(registry: Registry, prefix = 'agent_sandbox_') {
@@ -56,6 +57,11 @@ export class SandboxMetrics {
       name: `${prefix}stopped_by_tier`,
       help: 'Stopped sandboxes per storage tier',
       labelNames: ['tier'],
+      registers,
+    });
+    this.warmPool = new Gauge({
+      name: `${prefix}warm_pool_ready`,
+      help: 'Warm-pool containers started, healthy and unclaimed (never counted as sandboxes)',
       registers,
     });
     this.phaseSeconds = new Histogram({

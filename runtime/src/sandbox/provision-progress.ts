@@ -1,10 +1,13 @@
 // Provision progress for a create job, keyed by its call id and persisted: queued -> image_pull
-// -> container_create -> container_start -> health_check -> ready | failed, each with a timestamp.
+// -> container_create -> container_start -> health_check -> ready | failed, each with a timestamp;
+// a create served by the warm pool goes queued -> pool_claim -> ready (a claim whose container
+// fails goes on cold: pool_claim -> image_pull -> …).
 import { z } from 'zod';
 import type { StoreCollection } from '../store/store.ts';
 
 export const PROVISION_PHASES = [
   'queued',
+  'pool_claim',
   'image_pull',
   'container_create',
   'container_start',

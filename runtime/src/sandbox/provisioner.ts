@@ -4,7 +4,13 @@ import { volumeName } from '../docker/labels.ts';
 import { isRuntimeError, RuntimeError } from '../errors.ts';
 import { type SandboxContext, transition } from './context.ts';
 import { launchContainer } from './launch.ts';
-import { newProgress, type ProvisionProgress, ProvisionTracker, provisionKey } from './provision-progress.ts';
+import {
+  newProgress,
+  type ProvisionPhase,
+  type ProvisionProgress,
+  ProvisionTracker,
+  provisionKey,
+} from './provision-progress.ts';
 import { newSandboxId, newSidecarToken, type SandboxRecord } from './record.ts';
 import type { ResolvedCreate } from './request.ts';
 
@@ -33,8 +39,15 @@ export async function existingProvision(
   return { progress, record: ctx.records.get(progress.sandboxId) };
 }
 
-/** Writes the pending record and the queued progress; nothing exists in Docker yet. */
-export async function admit(ctx: SandboxContext, req: ResolvedCreate): Promise<SandboxRecord> {
+/**
+ * Writes the pending record and the queued progress; nothing exists in Docker yet (or, with `id`,
+ * only the warm-pool container the create took, which carries that id).
+ */
+export async function admit(
+  ctx: SandboxContext,
+  req: ResolvedCreate,
+  id = newSandboxId(),
+): Promise<SandboxRecord> {
   const { cfg } = ctx;
   if (cfg.maxSandboxes > 0) {
     const live = ctx.records
@@ -48,7 +61,6 @@ export async function admit(ctx: SandboxContext, req: ResolvedCreate): Promise<S
     }
   }
   const now = ctx.now();
-  const id = newSandboxId();
   const rec: SandboxRecord = {
     id,
     owner: req.owner,
@@ -93,27 +105,47 @@ export async function admit(ctx: SandboxContext, req: ResolvedCreate): Promise<S
   return rec;
 }
 
-/** Runs the phases for an admitted record; resolves with the running record or throws. */
-export async function runProvision(
+export interface PhaseTracking {
+  tracker: ProvisionTracker;
+  /** Records the phase, then tells hooks.onPhase. */
+  enter: (phase: ProvisionPhase) => Promise<void>;
+}
+
+/** The tracker of an admitted record's provision (a claim hands it on to a cold provision). */
+export async function trackPhases(
   ctx: SandboxContext,
   rec: SandboxRecord,
-  hooks: ProvisionHooks = {},
-): Promise<SandboxRecord> {
+  hooks: ProvisionHooks,
+): Promise<PhaseTracking> {
   const progress = await ctx.provisions.get(provisionKey(rec.serviceId, rec.callId));
   if (!progress) throw new RuntimeError('INTERNAL', `provision progress for call ${rec.callId} is missing`);
   const tracker = new ProvisionTracker(progress, ctx.provisions, ctx.now, (phase, s) =>
     ctx.metrics?.phaseSeconds.observe({ phase }, s),
   );
-  const enter = async (phase: Parameters<ProvisionTracker['enter']>[0]) => {
+  const enter = async (phase: ProvisionPhase) => {
     await tracker.enter(phase);
     await hooks.onPhase?.(phase);
   };
+  return { tracker, enter };
+}
+
+/** Runs the phases for an admitted record; resolves with the running record or throws. */
+export async function runProvision(
+  ctx: SandboxContext,
+  rec: SandboxRecord,
+  hooks: ProvisionHooks = {},
+  tracking?: PhaseTracking,
+): Promise<SandboxRecord> {
+  const { tracker, enter } = tracking ?? (await trackPhases(ctx, rec, hooks));
   const log = ctx.log.child({ sandboxId: rec.id, callId: rec.callId });
   try {
+    // No registry here: "pull" means the image must already be in the engine. The check runs
+    // while the phase is recorded; the record moves to provisioning in one write with what the
+    // disk-quota probe (cached after the first create) found.
+    const present = ctx.driver.inspectImage(rec.image);
+    present.catch(() => {});
     await enter('image_pull');
-    await transition(ctx, rec.id, 'provisioning');
-    // No registry here: "pull" means the image must already be in the engine.
-    if (!(await ctx.driver.inspectImage(rec.image))) {
+    if (!(await present)) {
       throw new RuntimeError(
         'IMAGE_NOT_FOUND',
         `image ${rec.image} is not present on this operator's engine and cannot be pulled; build or load it first`,
@@ -121,10 +153,9 @@ export async function runProvision(
     }
     const diskEnforced = await ctx.driver.diskQuotaSupported(rec.image);
     if (!diskEnforced) log.debug('disk size not enforced: storage driver has no quota support');
-    let current = await ctx.records.patch(rec.id, (r) => ({
-      ...r,
-      resources: { ...r.resources, diskEnforced, workspaceDisk: ctx.driver.disks ? 'loop-ext4' : null },
-    }));
+    let current = await transition(ctx, rec.id, 'provisioning', {
+      resources: { ...rec.resources, diskEnforced, workspaceDisk: ctx.driver.disks ? 'loop-ext4' : null },
+    });
     const launched = await launchContainer(ctx, current, {
       image: rec.image,
       removeVolumeOnFailure: true,
@@ -147,20 +178,32 @@ export async function runProvision(
     log.info({ hostPort: launched.hostPort }, 'sandbox ready');
     return current;
   } catch (e) {
-    const reason = failureReason(e);
-    log.warn({ phase: tracker.current.phase, reason }, 'sandbox provision failed');
-    ctx.metrics?.failures.inc();
-    await transition(ctx, rec.id, 'failed', {
-      error: reason,
-      containerId: null,
-      hostPort: null,
-      sidecarUrl: null,
-      exposedHostPorts: {},
-    }).catch((err) => log.error({ err: String(err) }, 'could not record the failed provision'));
-    await tracker.enter('failed', reason).catch(() => {});
-    if (isRuntimeError(e)) throw e;
-    throw new RuntimeError('PROVISION_FAILED', `provisioning failed: ${reason}`, { cause: e });
+    return failProvision(ctx, rec, tracker, e);
   }
+}
+
+/** Records a failed provision (record and progress) and throws the error to report. */
+export async function failProvision(
+  ctx: SandboxContext,
+  rec: SandboxRecord,
+  tracker: ProvisionTracker,
+  e: unknown,
+): Promise<never> {
+  const log = ctx.log.child({ sandboxId: rec.id, callId: rec.callId });
+  const reason = failureReason(e);
+  log.warn({ phase: tracker.current.phase, reason }, 'sandbox provision failed');
+  ctx.metrics?.failures.inc();
+  await transition(ctx, rec.id, 'failed', {
+    error: reason,
+    containerId: null,
+    containerToken: null,
+    hostPort: null,
+    sidecarUrl: null,
+    exposedHostPorts: {},
+  }).catch((err) => log.error({ err: String(err) }, 'could not record the failed provision'));
+  await tracker.enter('failed', reason).catch(() => {});
+  if (isRuntimeError(e)) throw e;
+  throw new RuntimeError('PROVISION_FAILED', `provisioning failed: ${reason}`, { cause: e });
 }
 
 export function failureReason(e: unknown): string {

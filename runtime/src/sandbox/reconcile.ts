@@ -7,10 +7,14 @@
 //   /health; else its container and volume are removed and it goes back to `pending`, so the
 //   create job (redelivered after the restart) provisions it afresh under the same id and call;
 //   one older than RESUME_WINDOW_MS (the blueprint's default reservation expiry) is marked failed
-// - a labelled container or volume with no live record -> removed
+// - a labelled container or volume with no live record -> removed; this is what happens to the
+//   warm pool's unclaimed containers after a kill -9 (they never have a record; the pool refills)
+// - a claim of a pooled container cut short (record still provisioning with the pool's bootstrap
+//   token) -> its container and volume removed, back to `pending`: provisioned again cold
 
 import type { ManagedContainer } from '../docker/driver.ts';
 import { probeHealth } from '../docker/health.ts';
+import { volumeName } from '../docker/labels.ts';
 import { type SandboxContext, transition } from './context.ts';
 import { pickExposed } from './launch.ts';
 import { containerVanished } from './lifecycle.ts';
@@ -35,7 +39,12 @@ export interface ReconcileReport {
   durationMs: number;
 }
 
-export async function reconcile(ctx: SandboxContext, lock: LockFn): Promise<ReconcileReport> {
+export async function reconcile(
+  ctx: SandboxContext,
+  lock: LockFn,
+  /** Sandbox ids of a running warm pool's containers: not leftovers. */
+  pooled: ReadonlySet<string> = new Set(),
+): Promise<ReconcileReport> {
   const t0 = performance.now();
   const { driver, cfg } = ctx;
   const containers = await driver.listManaged(cfg.operatorId);
@@ -78,13 +87,14 @@ export async function reconcile(ctx: SandboxContext, lock: LockFn): Promise<Reco
   );
 
   // Whatever is left has no record at all.
-  for (const list of bySandbox.values()) for (const c of list) await removeContainer(c);
-  const live = new Set(
-    ctx.records
+  for (const [id, list] of bySandbox) if (!pooled.has(id)) for (const c of list) await removeContainer(c);
+  const live = new Set([
+    ...ctx.records
       .all()
       .filter((r) => ['running', 'stopped', 'provisioning', 'pending'].includes(r.state))
       .map((r) => r.volumeName),
-  );
+    ...[...pooled].map(volumeName),
+  ]);
   for (const v of await driver.listManagedVolumes(cfg.operatorId)) {
     if (live.has(v.name)) continue;
     await driver.removeVolume(v.name);
@@ -159,7 +169,9 @@ async function finishOrFail(
   const key = provisionKey(r.serviceId, r.callId);
   const progress = await ctx.provisions.get(key);
   const now = ctx.now();
-  if (c && c.state === 'running') {
+  // A claim cut short may have rotated the token or not, and may lack the user env: start over.
+  const claim = !!r.containerToken;
+  if (c && c.state === 'running' && !claim) {
     const port = c.loopbackPorts[ctx.cfg.sidecarPort] ?? 0;
     // A sandbox without a network publishes no port: its sidecar is on its socket.
     const at = port > 0 || noNetwork(ctx) ? startedAddress(ctx, r.id, port) : undefined;
@@ -191,8 +203,9 @@ async function finishOrFail(
   if (progress && progress.phase !== 'failed' && now - progress.startedAt < RESUME_WINDOW_MS) {
     // Nothing usable was kept; the record (id, token, request) is, so the redelivered create job
     // provisions it again from the start and posts one result.
-    if (r.state !== 'pending') await transition(ctx, r.id, 'pending', { containerId: null, hostPort: null });
-    else if (r.containerId) await ctx.records.patch(r.id, (x) => ({ ...x, containerId: null }));
+    if (r.state !== 'pending') {
+      await transition(ctx, r.id, 'pending', { containerId: null, containerToken: null, hostPort: null });
+    } else if (r.containerId) await ctx.records.patch(r.id, (x) => ({ ...x, containerId: null }));
     await ctx.provisions.put(key, {
       ...progress,
       phase: 'queued',

@@ -84,6 +84,16 @@ export const SandboxRecordSchema = z.object({
   state: SandboxStateSchema,
   /** Sidecar bearer token: 32 random bytes, hex. Kept only in the encrypted store. */
   token: z.string().regex(/^[0-9a-f]{64}$/),
+  /**
+   * The token in the container's config when it is not `token`: a claimed warm-pool container,
+   * started with the pool's bootstrap token. Every start of that container rotates it to `token`
+   * over PUT /env (env-delivery.ts); null or absent once the container was made for this sandbox.
+   */
+  containerToken: z
+    .string()
+    .regex(/^[0-9a-f]{64}$/)
+    .nullable()
+    .optional(),
   /** The image the sandbox was asked for (a running resumed sandbox runs from its snapshot). */
   image: z.string(),
   containerId: z.string().nullable(),
@@ -125,14 +135,14 @@ export const SandboxRecordSchema = z.object({
 });
 export type SandboxRecord = z.infer<typeof SandboxRecordSchema>;
 
-/** What the API layer may show: everything except the token and the env values. */
-export type PublicSandboxView = Omit<SandboxRecord, 'token' | 'userEnv' | 'baseEnv'> & {
+/** What the API layer may show: everything except the tokens and the env values. */
+export type PublicSandboxView = Omit<SandboxRecord, 'token' | 'containerToken' | 'userEnv' | 'baseEnv'> & {
   userEnvKeys: string[];
   baseEnvKeys: string[];
 };
 
 export function publicView(r: SandboxRecord): PublicSandboxView {
-  const { token: _t, userEnv, baseEnv, ...rest } = r;
+  const { token: _t, containerToken: _c, userEnv, baseEnv, ...rest } = r;
   return { ...rest, userEnvKeys: Object.keys(userEnv), baseEnvKeys: Object.keys(baseEnv) };
 }
 

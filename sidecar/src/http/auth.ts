@@ -6,9 +6,14 @@ import { SidecarError } from '../errors.ts';
 const digest = (s: string) => createHash('sha256').update(s).digest();
 
 export class BearerAuth {
-  readonly #expected: Buffer;
+  #expected: Buffer;
   constructor(token: string) {
     // Hashing first makes both sides equal length, so timingSafeEqual never leaks the length.
+    this.#expected = digest(token);
+  }
+
+  /** Replaces the token (a warm-pool claim): from now on only `token` is accepted. */
+  rotate(token: string): void {
     this.#expected = digest(token);
   }
 

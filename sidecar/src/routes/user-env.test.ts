@@ -48,3 +48,41 @@ describe('PUT /env', () => {
     expect(r.json.response.trim()).toBe('agent 1000 got ping');
   });
 });
+
+// A warm-pool container is started with a bootstrap token; the claim hands the sandbox its own
+// token in the same delivery, and from then on only the new one opens the sidecar.
+describe('PUT /env with a token (warm-pool claim)', () => {
+  it('rotates the bearer token: the old one is refused at once, the new one works', async () => {
+    const f = await startSidecarFixture();
+    try {
+      const next = 'n'.repeat(64);
+      const r = await f.call('PUT', '/env', { env: { OWNER_VALUE: 'x' }, token: next });
+      expect(r.status).toBe(200);
+      expect((await f.call('PUT', '/env', { env: {} })).status).toBe(403);
+      expect((await f.call('POST', '/terminals/commands', { command: 'true' })).status).toBe(403);
+      const ok = await f.call(
+        'POST',
+        '/terminals/commands',
+        { command: 'echo $OWNER_VALUE' },
+        { token: next },
+      );
+      expect(ok.json.result.stdout.trim()).toBe('x');
+    } finally {
+      await f.close();
+    }
+  });
+
+  it('refuses a short token and keeps the old one and the old env', async () => {
+    const f = await startSidecarFixture();
+    try {
+      await f.call('PUT', '/env', { env: { KEEP: 'yes' } });
+      const r = await f.call('PUT', '/env', { env: { OTHER: '1' }, token: 'short' });
+      expect(r.status).toBe(400);
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: shell parameter expansion
+      const still = await f.call('POST', '/terminals/commands', { command: 'echo ${KEEP}${OTHER:-}' });
+      expect(still.json.result.stdout.trim()).toBe('yes');
+    } finally {
+      await f.close();
+    }
+  });
+});

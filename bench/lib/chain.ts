@@ -1,0 +1,183 @@
+// The e2e bench's chain side: a client of the devnet as the user (submit jobs, wait for results,
+// delete), the chain's own floor (a side service of the cloud blueprint that no operator program
+// serves: submitJob mined -> the bench, as its operator, posts a result -> mined), and the
+// operator programs' RSS read from /proc.
+import { readFileSync } from 'node:fs';
+import { DevnetJobs } from '@agent-sandbox/blueprint-lib/testing';
+import { iTangleAbi, localTangleAbi } from '@agent-sandbox/contracts';
+import type { StartedDevnet } from '@agent-sandbox/devnet';
+import {
+  createPublicClient,
+  createWalletClient,
+  encodeFunctionData,
+  type Hex,
+  http,
+  type LocalAccount,
+  type PublicClient,
+  parseEventLogs,
+} from 'viem';
+import { privateKeyToAccount } from 'viem/accounts';
+import { encodeDeleteInput, JOB_SANDBOX_CREATE, JOB_SANDBOX_DELETE } from '../../client/index.ts';
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+export class Chain {
+  readonly pub: PublicClient;
+  constructor(
+    readonly info: StartedDevnet['info'],
+    readonly user: LocalAccount,
+  ) {
+    this.pub = createPublicClient({ transport: http(info.rpcUrl) });
+  }
+  wallet(a: LocalAccount) {
+    return createWalletClient({ account: a, transport: http(this.info.rpcUrl) });
+  }
+  callData(job: number, inputs: Hex): Hex {
+    return encodeFunctionData({
+      abi: localTangleAbi,
+      functionName: 'submitJob',
+      args: [BigInt(this.info.services.cloud), job, inputs],
+    });
+  }
+  async gasFor(data: Hex): Promise<bigint> {
+    // The estimate as the limit: a create's gas does not depend on the operator it is assigned to.
+    return this.pub.estimateGas({ account: this.user, to: this.info.contracts.tangle, data });
+  }
+  callIdOf(logs: Parameters<typeof parseEventLogs>[0]['logs']): bigint {
+    const [ev] = parseEventLogs({ abi: localTangleAbi, eventName: 'JobSubmitted', logs });
+    if (!ev) throw new Error('no JobSubmitted in receipt');
+    return ev.args.callId;
+  }
+  /** Sends one job and returns the call id and the moment its receipt was seen (10 ms polling). */
+  async submit(job: number, inputs: Hex): Promise<{ callId: bigint; minedAt: number; block: bigint }> {
+    const data = this.callData(job, inputs);
+    const hash = await this.wallet(this.user).sendTransaction({
+      to: this.info.contracts.tangle,
+      data,
+      gas: await this.gasFor(data),
+      chain: null,
+    });
+    const r = await this.pub.waitForTransactionReceipt({ hash, pollingInterval: 10 });
+    const minedAt = performance.now();
+    if (r.status !== 'success') throw new Error(`submitJob(${job}) reverted: ${hash}`);
+    return { callId: this.callIdOf(r.logs), minedAt, block: r.blockNumber };
+  }
+  /** Results (callId -> {output, seenAt}) for the given calls, polled every 20 ms. */
+  async results(
+    callIds: bigint[],
+    fromBlock: bigint,
+    timeoutMs = 180_000,
+  ): Promise<Map<bigint, { output: Hex; seenAt: number }>> {
+    const want = new Set(callIds);
+    const got = new Map<bigint, { output: Hex; seenAt: number }>();
+    const deadline = Date.now() + timeoutMs;
+    while (got.size < want.size) {
+      if (Date.now() > deadline) throw new Error(`only ${got.size}/${want.size} results in ${timeoutMs} ms`);
+      const logs = await this.pub.getContractEvents({
+        address: this.info.contracts.tangle,
+        abi: iTangleAbi,
+        eventName: 'JobResultSubmitted',
+        args: { serviceId: BigInt(this.info.services.cloud) },
+        fromBlock,
+        toBlock: 'latest',
+      });
+      const now = performance.now();
+      for (const l of logs) {
+        const id = l.args.callId!;
+        if (want.has(id) && !got.has(id)) got.set(id, { output: l.args.output!, seenAt: now });
+      }
+      if (got.size < want.size) await sleep(20);
+    }
+    return got;
+  }
+  async deleteAll(ids: string[]): Promise<void> {
+    const start = await this.pub.getBlockNumber();
+    const calls: bigint[] = [];
+    for (const id of ids) calls.push((await this.submit(JOB_SANDBOX_DELETE, encodeDeleteInput(id))).callId);
+    await this.results(calls, start);
+  }
+  async rpc(method: string, params: unknown[] = []): Promise<unknown> {
+    return this.pub.request({ method: method as never, params: params as never });
+  }
+}
+
+/** VmRSS (MiB) of the operator program: the launcher's node child (or the launcher itself). */
+export function operatorRssMiB(pid: number): number {
+  const rss = (p: number) => {
+    try {
+      const m = /^VmRSS:\s+(\d+) kB/m.exec(readFileSync(`/proc/${p}/status`, 'utf8'));
+      return m ? Number(m[1]) / 1024 : 0;
+    } catch {
+      return 0;
+    }
+  };
+  let kids: number[] = [];
+  try {
+    kids = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').split(/\s+/).filter(Boolean).map(Number);
+  } catch {}
+  return Math.max(rss(pid), ...kids.map(rss));
+}
+
+/** A service of the cloud blueprint served by operator1 alone, with no operator program: the chain floor's. */
+export async function sideService(chain: Chain): Promise<bigint> {
+  const jobs = new DevnetJobs(chain.info);
+  const req = await jobs.send(jobs.account('serviceOwner'), 'requestService', [
+    BigInt(chain.info.blueprints.cloud),
+    [chain.info.accounts.operator1.address],
+    '0x',
+    [chain.user.address],
+    0n,
+    '0x0000000000000000000000000000000000000000',
+    0n,
+    0,
+  ]);
+  const [ev] = parseEventLogs({
+    abi: localTangleAbi,
+    eventName: 'ServiceRequested',
+    logs: req.logs as never,
+  });
+  const done = await jobs.send(jobs.account('operator1'), 'approveService', [
+    {
+      requestId: ev!.args.requestId,
+      securityCommitments: [],
+      blsPubkey: [0n, 0n, 0n, 0n],
+      blsPopSignature: [0n, 0n],
+      teeCommitments: [],
+    },
+  ]);
+  const [act] = parseEventLogs({
+    abi: localTangleAbi,
+    eventName: 'ServiceActivated',
+    logs: done.logs as never,
+  });
+  return act!.args.serviceId;
+}
+
+/** The chain's floor: submitJob mined -> the bench, as the operator, posts a result -> mined. */
+export async function chainFloorOnce(chain: Chain, service: bigint, inputs: Hex): Promise<number> {
+  const data = encodeFunctionData({
+    abi: localTangleAbi,
+    functionName: 'submitJob',
+    args: [service, JOB_SANDBOX_CREATE, inputs],
+  });
+  const hash = await chain.wallet(chain.user).sendTransaction({
+    to: chain.info.contracts.tangle,
+    data,
+    gas: await chain.pub.estimateGas({ account: chain.user, to: chain.info.contracts.tangle, data }),
+    chain: null,
+  });
+  const r = await chain.pub.waitForTransactionReceipt({ hash, pollingInterval: 10 });
+  const t0 = performance.now();
+  const callId = chain.callIdOf(r.logs);
+  const op = privateKeyToAccount(chain.info.accounts.operator1.privateKey);
+  const out = await chain.wallet(op).writeContract({
+    address: chain.info.contracts.tangle,
+    abi: iTangleAbi,
+    functionName: 'submitResult',
+    args: [service, callId, '0x'],
+    chain: null,
+  });
+  const rr = await chain.pub.waitForTransactionReceipt({ hash: out, pollingInterval: 10 });
+  if (rr.status !== 'success') throw new Error(`the floor's submitResult reverted (${out})`);
+  return performance.now() - t0;
+}
