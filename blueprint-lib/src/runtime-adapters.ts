@@ -79,7 +79,7 @@ export function sidecarExec(
     const r = await (await sidecars.client(id)).exec({
       command: c.command,
       ...(c.cwd ? { cwd: c.cwd } : {}),
-      ...(c.timeoutMs ? { timeout: c.timeoutMs } : {}),
+      ...(c.timeoutMs ? { timeoutMs: c.timeoutMs } : {}),
     });
     await manager.touch(id).catch(() => {});
     return r;

@@ -6,6 +6,7 @@ import type { SidecarConfig } from '../config.ts';
 import { SidecarError } from '../errors.ts';
 import { childEnv } from '../exec/child-env.ts';
 import { identity, runProcess } from '../exec/run-process.ts';
+import { timeoutFields, timeoutMsOf } from '../http/timeout-ms.ts';
 import * as z from '../schema.ts';
 import { USER_AGENT_COMMAND_KEY } from '../user-env/user-env.ts';
 import { assertInstalled, chooseHarness, harnessArgv } from './harness.ts';
@@ -25,7 +26,7 @@ export const AgentRunBody = z.object({
     }),
   ),
   metadata: z.optional(z.record(z.string(), z.unknown())),
-  timeout: z.optional(z.int().check(z.positive(), z.maximum(86_400_000))),
+  ...timeoutFields,
 });
 export type AgentRunRequest = z.infer<typeof AgentRunBody>;
 
@@ -147,7 +148,7 @@ export class AgentRunner {
         cwd: this.config.workspaceRoot,
         env: inv.env,
         ...identity(this.config.uid, this.config.gid),
-        timeoutMs: req.timeout ?? this.config.agentTimeoutMs,
+        timeoutMs: timeoutMsOf(req) ?? this.config.agentTimeoutMs,
         outputLimitBytes: limit,
         signal: controller.signal,
         onStdout: (chunk) => {
@@ -169,7 +170,7 @@ export class AgentRunner {
       if (r.timedOut) {
         throw new SidecarError(
           'AGENT_EXECUTION_FAILED',
-          `agent run timed out after ${req.timeout ?? this.config.agentTimeoutMs} ms`,
+          `agent run timed out after ${timeoutMsOf(req) ?? this.config.agentTimeoutMs} ms`,
           500,
         );
       }

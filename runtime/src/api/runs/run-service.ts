@@ -141,7 +141,7 @@ export class RunService {
       await this.log.update(runId, { status: 'running', started_at: Date.now() });
       const client = await this.sidecars.client(input.sandboxId);
       const stream = client.streamAgent(
-        { ...input.request, sessionId: record.session_id, timeout: input.timeoutMs },
+        { ...input.request, sessionId: record.session_id, timeoutMs: input.timeoutMs },
         {
           requestId: input.requestId,
           signal: run.abort.signal,
