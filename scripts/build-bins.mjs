@@ -5,8 +5,8 @@
 // and scripts/demo.sh; needs the generated ABIs (node scripts/contracts-build.mjs) first.
 // Usage: node scripts/build-bins.mjs [client|operator ...]   (default: both)
 import { execFileSync } from 'node:child_process';
-import { chmodSync, readFileSync } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
+import { chmodSync, readFileSync, rmSync } from 'node:fs';
+import { basename, dirname, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { build } from 'esbuild';
 
@@ -59,8 +59,10 @@ const TARGETS = {
   client: {
     entry: 'client/src/cli/bin.ts',
     out: 'client/dist/cli.mjs',
-    // The CLI's whole dependency tree goes in the bundle: one file to read at start-up.
+    // The CLI's whole dependency tree goes in the bundle, split at its dynamic imports: `--help`
+    // reads only the entry chunk; a command loads its own chunks (dist/chunks/) when it runs.
     plugins: [sourceUrls],
+    split: true,
   },
   operator: {
     entry: 'blueprint-bin/src/main.ts',
@@ -80,9 +82,13 @@ for (const [name, t] of Object.entries(TARGETS)) {
   if (wanted.length && !wanted.includes(name)) continue;
   const t0 = Date.now();
   const outfile = join(root, t.out);
+  const dir = dirname(outfile);
+  if (t.split) rmSync(join(dir, 'chunks'), { recursive: true, force: true });
   await build({
-    entryPoints: [join(root, t.entry)],
-    outfile,
+    entryPoints: { [basename(t.out, '.mjs')]: join(root, t.entry) },
+    outdir: dir,
+    outExtension: { '.js': '.mjs' },
+    ...(t.split ? { splitting: true, chunkNames: 'chunks/[name]-[hash]' } : {}),
     bundle: true,
     platform: 'node',
     format: 'esm',
