@@ -68,40 +68,15 @@ console.log(
     .join(' ')}, ${N} paired runs`,
 );
 const floor = samples[0]!;
-subjects.forEach((s, k) => {
+const wallOf = (xs: Sample[]) => xs.map((x) => x.ms);
+const rssOf = (xs: Sample[]) => xs.map((x) => x.rssMiB);
+const median = (xs: number[]) => quantile(xs, 0.5);
+for (const [k, s] of subjects.entries()) {
   const xs = samples[k]!;
-  console.log(
-    line(
-      `${s.name} wall`,
-      xs.map((x) => x.ms),
-      'ms',
-    ),
-  );
-  console.log(
-    line(
-      `${s.name} peak RSS`,
-      xs.map((x) => x.rssMiB),
-      'MiB',
-    ),
-  );
-  if (k === 0) return;
-  const wall =
-    quantile(
-      xs.map((x) => x.ms),
-      0.5,
-    ) /
-    quantile(
-      floor.map((x) => x.ms),
-      0.5,
-    );
-  const rss =
-    quantile(
-      xs.map((x) => x.rssMiB),
-      0.5,
-    ) /
-    quantile(
-      floor.map((x) => x.rssMiB),
-      0.5,
-    );
+  console.log(line(`${s.name} wall`, wallOf(xs), 'ms'));
+  console.log(line(`${s.name} peak RSS`, rssOf(xs), 'MiB'));
+  if (k === 0) continue;
+  const wall = median(wallOf(xs)) / median(wallOf(floor));
+  const rss = median(rssOf(xs)) / median(rssOf(floor));
   console.log(`ratio  ${s.name}/floor: wall ${wall.toFixed(2)} (target ≤ 3), RSS ${rss.toFixed(2)}`);
-});
+}

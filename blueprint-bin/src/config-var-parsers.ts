@@ -1,6 +1,7 @@
 // The value parsers and the variable-spec type shared by the operator's variable tables
 // (config-vars.ts, config-vars-sandbox.ts, config-vars-tee.ts).
 
+import { envUrl } from '@agent-sandbox/sdk';
 import { z } from 'zod';
 
 export type Command = 'run' | 'register' | 'keys' | 'status' | 'devnet';
@@ -27,21 +28,7 @@ export const num = (min: number) =>
     .refine((s) => s !== '' && Number.isFinite(Number(s)), 'expected a number')
     .transform(Number)
     .refine((n) => n >= min, `expected a number >= ${min}`);
-export const url = (...schemes: string[]) =>
-  z
-    .string()
-    .trim()
-    .refine(
-      (s) => {
-        try {
-          return schemes.includes(new URL(s).protocol);
-        } catch {
-          return false;
-        }
-      },
-      `expected a ${schemes.map((p) => p.replace(':', '://')).join(' or ')} URL`,
-    )
-    .transform((s) => s.replace(/\/+$/, ''));
+export const url = (...schemes: string[]) => envUrl(...schemes).transform((s) => s.replace(/\/+$/, ''));
 export const list = z.string().transform((s) =>
   s
     .split(',')

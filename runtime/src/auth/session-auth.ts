@@ -47,14 +47,6 @@ import {
 } from './session-types.ts';
 import { recoverSigner } from './signature.ts';
 
-export type {
-  Challenge,
-  CollectResult,
-  Session,
-  SessionAuthLimits,
-  SessionAuthOptions,
-  SessionClaims,
-} from './session-types.ts';
 export {
   CHALLENGE_MAC_INFO,
   challengeMessage,
