@@ -25,6 +25,8 @@ step "toolchain (Docker engine, debootstrap, npm dependencies)"
 bash scripts/ensure-toolchain.sh
 step "contracts (forge build through solc-js + ABIs)"
 node scripts/contracts-build.mjs
+step "bundled programs (agent-sandbox, agent-sandbox-operator: plain JavaScript, no tsx at run time)"
+node scripts/build-bins.mjs
 step "sandbox image (built once, then cached by content hash)"
 SANDBOX_IMAGE="$(node_modules/.bin/tsx scripts/build-image.ts)"
 export SANDBOX_IMAGE

@@ -12,6 +12,9 @@ bash scripts/ensure-toolchain.sh
 step "contracts: build and generate ABIs"
 node scripts/contracts-build.mjs
 
+step "bundled programs (agent-sandbox, agent-sandbox-operator)"
+node scripts/build-bins.mjs
+
 step "contracts: forge test"
 # The npm shim (node_modules/.bin/forge) always exits 0; run the platform binary it wraps.
 forge_bin=$(ls node_modules/@foundry-rs/forge-*/bin/forge 2>/dev/null | head -n1)

@@ -1,7 +1,7 @@
 // The TEE-instance variables (spec tee.md §1), kept beside config-vars.ts and spread into its
 // table, so the README's Configuration table lists them too.
 import { z } from 'zod';
-import type { Var } from './config-vars.ts';
+import type { Var } from './config-var-parsers.ts';
 
 const v = <S extends z.ZodType>(spec: Var<S>): Var<S> => spec;
 const hexList = z

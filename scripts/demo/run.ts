@@ -63,7 +63,7 @@ The devnet and both operators keep running. In another terminal, from ${process.
 Operators: operator1 http://127.0.0.1:${OPERATOR_PORTS.operator1}  operator2 http://127.0.0.1:${OPERATOR_PORTS.operator2}
 Console: http://127.0.0.1:${OPERATOR_PORTS.operator1}/console/  (web console: sign in with a browser wallet on this devnet)
   logs:    ${rel(DEMO_DIR)}/operator1.log, ${rel(DEMO_DIR)}/operator2.log
-  status:  node blueprint-bin/bin/agent-sandbox-operator.mjs status --url http://127.0.0.1:${OPERATOR_PORTS.operator1}
+  status:  node blueprint-bin/dist/main.mjs status --url http://127.0.0.1:${OPERATOR_PORTS.operator1}
 Devnet:  ${rel(STATE_FILE)} (chain, contracts, service ids, dev keys)
 
 Stop: press Ctrl-C here (or \`kill ${process.pid}\`): operators shut down, their sandboxes' containers
@@ -155,7 +155,7 @@ async function main(): Promise<number> {
     if (interrupted) return 130;
 
     header('operators: operator1 and operator2 (both serve the cloud service)');
-    say('$ node blueprint-bin/bin/agent-sandbox-operator.mjs devnet --operator operator1   # and operator2');
+    say('$ node blueprint-bin/dist/main.mjs devnet --operator operator1   # and operator2');
     const names = Object.keys(OPERATOR_PORTS) as OperatorName[];
     const started = await Promise.allSettled(names.map((n) => startOperator(n, process.env.SANDBOX_IMAGE)));
     for (const s of started) if (s.status === 'fulfilled') ops.push(s.value);

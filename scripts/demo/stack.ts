@@ -1,9 +1,10 @@
 // The demo's running parts: the local devnet (anvil, foreground) and both devnet operators
 // (`agent-sandbox-operator devnet`), started in order and stopped in reverse, leaving nothing behind.
-import { type ChildProcess, spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { join, resolve } from 'node:path';
+import { operatorReadyLine, spawnOperator } from '@agent-sandbox/blueprint-bin/testing';
 import { type StartedDevnet, startDevnet } from '@agent-sandbox/devnet';
 import Docker from 'dockerode';
 
@@ -14,7 +15,6 @@ export const DEMO_DIR = join(DEVNET_DIR, 'demo');
 export const LOCK_FILE = join(DEVNET_DIR, 'demo.pid');
 /** Every container the demo's operators create carries this label, so teardown finds them all. */
 export const DEMO_LABEL = 'agent-sandbox.demo=1';
-export const OPERATOR_BIN = join(ROOT, 'blueprint-bin', 'bin', 'agent-sandbox-operator.mjs');
 /** The API ports the devnet registers for operator1 / operator2 (devnet/deploy.ts). */
 export const OPERATOR_PORTS = { operator1: 9090, operator2: 9091 } as const;
 export type OperatorName = keyof typeof OPERATOR_PORTS;
@@ -111,26 +111,25 @@ export function prepareDataDirs(devnet: StartedDevnet): void {
   writeFileSync(marker, chain);
 }
 
-/** Starts `agent-sandbox-operator devnet --operator NAME` and resolves once its API is ready. */
-export function startOperator(name: OperatorName, image: string | undefined): Promise<RunningOperator> {
+/**
+ * Starts `agent-sandbox-operator devnet --operator NAME` from its bundle (what the published bin
+ * runs) through the shared spawn helper, and resolves once its API is ready. The kernel TERMs the
+ * operator if this driver dies (even by SIGKILL); its own process group, so a Ctrl-C in the
+ * terminal reaches only the driver, which stops the operators in order (one SIGTERM each).
+ */
+export async function startOperator(name: OperatorName, image: string | undefined): Promise<RunningOperator> {
   const dataDir = join(DEMO_DIR, name);
   mkdirSync(dataDir, { recursive: true });
   const logFile = join(DEMO_DIR, `${name}.log`);
-  const fd = openSync(logFile, 'a');
-  const args = [OPERATOR_BIN, 'devnet', '--operator', name];
-  // setpriv: the kernel sends SIGTERM to the operator if this driver dies (even by SIGKILL), and the
-  // launcher passes it on, so no operator outlives the demo. Its own process group: a Ctrl-C in the
-  // terminal reaches only the driver, which stops the operators in order (one SIGTERM each).
-  const setpriv = ['/usr/bin/setpriv', '/bin/setpriv'].find((p) => existsSync(p));
-  const [cmd, argv] = setpriv
-    ? [setpriv, ['--pdeathsig', 'TERM', '--', process.execPath, ...args]]
-    : [process.execPath, args];
-  const child = spawn(cmd, argv, {
+  const child = spawnOperator({
+    via: 'bundle',
+    args: ['devnet', '--operator', name],
     cwd: ROOT,
     detached: true,
-    stdio: ['ignore', 'pipe', fd],
+    dieWithParent: true,
+    stderr: openSync(logFile, 'a'),
     env: {
-      ...process.env,
+      ...(process.env as Record<string, string>),
       DATA_DIR: dataDir,
       OPERATOR_API_PORT: String(OPERATOR_PORTS[name]),
       SANDBOX_EXTRA_LABELS: DEMO_LABEL,
@@ -139,30 +138,15 @@ export function startOperator(name: OperatorName, image: string | undefined): Pr
       ...(image ? { SANDBOX_IMAGE: image } : {}),
     },
   });
-  return new Promise((res, rej) => {
-    let buf = '';
-    const timer = setTimeout(() => {
-      child.kill('SIGTERM');
-      rej(new Error(`${name} was not ready within 120 s; see ${logFile}`));
-    }, 120_000);
-    child.stdout?.on('data', (d: Buffer) => {
-      buf += d.toString();
-      const line = buf.split('\n').find((l) => l.includes('"event":"ready"'));
-      if (!line) return;
-      clearTimeout(timer);
-      const ready = JSON.parse(line) as { operator: string; api: string };
-      res({ name, url: ready.api, address: ready.operator, logFile, child });
-    });
-    child.once('exit', (code, signal) => {
-      clearTimeout(timer);
-      const tail = readFileSync(logFile, 'utf8').split('\n').slice(-15).join('\n');
-      rej(
-        new Error(
-          `${name} exited (${signal ?? code}) before it was ready; last lines of ${logFile}:\n${tail}`,
-        ),
-      );
-    });
-  });
+  const log = () =>
+    `last lines of ${logFile}:\n${readFileSync(logFile, 'utf8').split('\n').slice(-15).join('\n')}`;
+  try {
+    const ready = await operatorReadyLine(child, { name, timeoutMs: 120_000, log });
+    return { name, url: ready.api, address: ready.operator, logFile, child };
+  } catch (e) {
+    child.kill('SIGTERM');
+    throw e;
+  }
 }
 
 /** SIGTERM (the operator finishes in-flight jobs and closes its store), SIGKILL after `graceMs`. */

@@ -6,7 +6,8 @@ import { join, relative } from 'node:path';
 import Docker from 'dockerode';
 import { ROOT, STATE_FILE } from './stack.ts';
 
-const CLI = join(ROOT, 'client', 'bin', 'agent-sandbox.mjs');
+// The bundle the published `agent-sandbox` bin runs (scripts/demo.sh builds it).
+const CLI = join(ROOT, 'client', 'dist', 'cli.mjs');
 const AGENT_FILE = join(ROOT, 'scripts', 'demo', 'agent.sh');
 
 const c = process.stdout.isTTY

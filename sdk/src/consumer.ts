@@ -10,8 +10,9 @@ import {
   type LocalAccount,
   type PublicClient,
 } from 'viem';
-import { Backoff, sleep } from './backoff.ts';
+import { sleep } from './backoff.ts';
 import type { JobCursor, LogPosition, PendingResultTx } from './job-cursor.ts';
+import { Aborted, retryRpc, waitForReceipt } from './rpc-retry.ts';
 import { DONE_ERRORS, FEE_ERROR, messageOf, NONCE_ERROR, revertOf } from './tx-errors.ts';
 
 export type SubmitOutcome = 'submitted' | 'already-done' | 'failed' | 'aborted';
@@ -42,8 +43,6 @@ interface Item {
   attempts: number;
   settle: (o: SubmitOutcome) => void;
 }
-
-class Aborted extends Error {}
 
 export class ResultConsumer {
   readonly #o: ResultConsumerOptions & {
@@ -357,40 +356,12 @@ export class ResultConsumer {
     if (retry.length) await this.#process(retry);
   }
 
-  async #waitReceipt(tx: PendingResultTx) {
-    const { client } = this.#o;
-    // Start fast: on a dev chain (instant mining) the receipt exists within milliseconds.
-    let delay = 5;
-    let lastSend = Date.now();
-    for (;;) {
-      if (this.#abort.signal.aborted) throw new Aborted();
-      const r = await client.getTransactionReceipt({ hash: tx.hash }).catch(() => undefined);
-      if (r) return r;
-      await sleep(delay, this.#abort.signal);
-      delay = Math.min(1000, Math.ceil(delay * 1.5));
-      if (Date.now() - lastSend > 30_000) {
-        lastSend = Date.now(); // dropped from a mempool? the same bytes are safe to re-send
-        await client.sendRawTransaction({ serializedTransaction: tx.raw }).catch(() => {});
-      }
-    }
+  #waitReceipt(tx: PendingResultTx) {
+    return waitForReceipt(this.#o.client, tx, this.#abort.signal);
   }
 
-  /** Retries `fn` on errors (except decoded reverts and `okIf` messages, which count as success). */
-  async #retry<T>(fn: () => Promise<T>, okIf?: RegExp): Promise<T> {
-    const backoff = new Backoff(100, 10_000);
-    for (;;) {
-      if (this.#abort.signal.aborted) throw new Aborted();
-      try {
-        return await fn();
-      } catch (e) {
-        if (okIf?.test(messageOf(e))) return undefined as T;
-        if (revertOf(e) !== undefined) throw e;
-        if (NONCE_ERROR.test(messageOf(e)) || FEE_ERROR.test(messageOf(e))) throw e;
-        const ms = backoff.next();
-        this.#o.log.warn({ err: e, retryInMs: ms, attempt: backoff.attempt }, 'RPC call failed; retrying');
-        await sleep(ms, this.#abort.signal);
-      }
-    }
+  #retry<T>(fn: () => Promise<T>, okIf?: RegExp): Promise<T> {
+    return retryRpc(fn, this.#abort.signal, this.#o.log, okIf);
   }
 
   async #pause(err: unknown, msg: string): Promise<void> {

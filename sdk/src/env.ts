@@ -49,7 +49,8 @@ export const envAddress = z
   .trim()
   .refine((s) => isAddress(s, { strict: false }), 'expected a 0x-prefixed 20-byte address')
   .transform((s) => getAddress(s));
-const url = (schemes: string[]) =>
+/** An env value that is a URL with one of `schemes` (e.g. 'http:'). Shared with the operator's config. */
+export const envUrl = (...schemes: string[]) =>
   z
     .string()
     .trim()
@@ -93,8 +94,8 @@ export function loadEnvironment(env: EnvSource = process.env): BlueprintEnvironm
   const registrationModeOn = read('REGISTRATION_MODE_ON', bool, false) ?? false;
   const registrationCaptureOnly = read('REGISTRATION_CAPTURE_ONLY', bool, false) ?? false;
   const out = {
-    httpRpcUrl: read('HTTP_RPC_URL', url(['http:', 'https:']), true),
-    wsRpcUrl: read('WS_RPC_URL', url(['ws:', 'wss:']), false),
+    httpRpcUrl: read('HTTP_RPC_URL', envUrl('http:', 'https:'), true),
+    wsRpcUrl: read('WS_RPC_URL', envUrl('ws:', 'wss:'), false),
     keystoreUri: read('KEYSTORE_URI', text, false) ?? './keystore',
     dataDir: read('DATA_DIR', text, true),
     blueprintId: read('BLUEPRINT_ID', envUint64, true),

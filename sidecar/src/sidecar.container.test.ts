@@ -58,7 +58,7 @@ describe('sandbox container', () => {
   });
 
   it('times out a command that never ends with exit code 124', async () => {
-    const r = await exec({ command: 'sleep 60', timeout: 300 });
+    const r = await exec({ command: 'sleep 60', timeout_ms: 300 });
     expect(r.json.result.exitCode).toBe(124);
   });
 

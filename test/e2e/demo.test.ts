@@ -12,9 +12,8 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { devnetOperatorEnv, operatorReady, spawnOperator } from '@agent-sandbox/blueprint-bin/testing';
 import { DevnetJobs } from '@agent-sandbox/blueprint-lib/testing';
-import { localTangleAbi } from '@agent-sandbox/contracts';
 import Docker from 'dockerode';
-import { type Address, parseEther, parseEventLogs } from 'viem';
+import type { Address } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 
@@ -51,40 +50,7 @@ let serviceId = 0n;
  * operators, which a test on free ports cannot serve).
  */
 async function newService(jobs: DevnetJobs): Promise<bigint> {
-  await jobs.pub.request({
-    method: 'anvil_setBalance' as never,
-    params: [owner.address, `0x${parseEther('100').toString(16)}`] as never,
-  });
-  const req = await jobs.send(jobs.account('serviceOwner'), 'requestService', [
-    BigInt(devnet.blueprints.cloud),
-    [devnet.accounts.operator1.address],
-    '0x',
-    [owner.address],
-    0n,
-    '0x0000000000000000000000000000000000000000',
-    0n,
-    0,
-  ]);
-  const [ev] = parseEventLogs({
-    abi: localTangleAbi,
-    eventName: 'ServiceRequested',
-    logs: req.logs as never,
-  });
-  const done = await jobs.send(jobs.account('operator1'), 'approveService', [
-    {
-      requestId: ev!.args.requestId,
-      securityCommitments: [],
-      blsPubkey: [0n, 0n, 0n, 0n],
-      blsPopSignature: [0n, 0n],
-      teeCommitments: [],
-    },
-  ]);
-  const [act] = parseEventLogs({
-    abi: localTangleAbi,
-    eventName: 'ServiceActivated',
-    logs: done.logs as never,
-  });
-  return act!.args.serviceId;
+  return jobs.newService('cloud', '0x', { operators: ['operator1'], permitted: [owner.address] });
 }
 
 /** Starts `agent-sandbox-operator run` (its own process group) and resolves with its API URL. */

@@ -14,10 +14,9 @@ import { createSevTestPki, saveSevTestPki } from '@agent-sandbox/attestation/tes
 import { devnetOperatorEnv, operatorReady, spawnOperator } from '@agent-sandbox/blueprint-bin/testing';
 import { SANDBOX_CREATE_INPUT } from '@agent-sandbox/blueprint-lib';
 import { DevnetJobs } from '@agent-sandbox/blueprint-lib/testing';
-import { localTangleAbi } from '@agent-sandbox/contracts';
 import { FakeTsmFirmware } from '@agent-sandbox/runtime/testing';
 import Docker from 'dockerode';
-import { encodeAbiParameters, parseEventLogs } from 'viem';
+import { encodeAbiParameters } from 'viem';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { runCliInProcess } from '../../client/src/testing/cli-harness.ts';
 
@@ -82,36 +81,10 @@ async function newTeeService(jobs: DevnetJobs): Promise<bigint> {
       },
     ],
   );
-  const req = await jobs.send(jobs.account('serviceOwner'), 'requestService', [
-    BigInt(devnet.blueprints.teeInstance),
-    [devnet.accounts.operator1.address],
-    config,
-    [devnet.accounts.serviceOwner.address],
-    0n,
-    '0x0000000000000000000000000000000000000000',
-    0n,
-    0,
-  ]);
-  const [ev] = parseEventLogs({
-    abi: localTangleAbi,
-    eventName: 'ServiceRequested',
-    logs: req.logs as never,
+  return jobs.newService('teeInstance', config, {
+    operators: ['operator1'],
+    permitted: [devnet.accounts.serviceOwner.address],
   });
-  const done = await jobs.send(jobs.account('operator1'), 'approveService', [
-    {
-      requestId: ev!.args.requestId,
-      securityCommitments: [],
-      blsPubkey: [0n, 0n, 0n, 0n],
-      blsPopSignature: [0n, 0n],
-      teeCommitments: [],
-    },
-  ]);
-  const [act] = parseEventLogs({
-    abi: localTangleAbi,
-    eventName: 'ServiceActivated',
-    logs: done.logs as never,
-  });
-  return act!.args.serviceId;
 }
 
 function operatorEnv(extra: Record<string, string>): Record<string, string> {

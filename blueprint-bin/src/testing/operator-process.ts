@@ -7,6 +7,8 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 
 /** The installed launcher, as a user runs it (it starts src/main.ts in a child node process). */
 export const OPERATOR_BIN = fileURLToPath(new URL('../../bin/agent-sandbox-operator.mjs', import.meta.url));
+/** The bundle users run (`npm run build:bins`), plain JavaScript, one process. */
+export const OPERATOR_BUNDLE = fileURLToPath(new URL('../../dist/main.mjs', import.meta.url));
 /** The program itself, run under tsx's loader in the spawned process (signals reach it directly). */
 export const OPERATOR_MAIN = fileURLToPath(new URL('../main.ts', import.meta.url));
 
@@ -50,8 +52,11 @@ export function devnetOperatorEnv(o: DevnetOperatorEnv, sessionSecret: string): 
 
 export interface SpawnOperatorOptions {
   env: Record<string, string>;
-  /** 'bin' (default): the launcher; 'main': src/main.ts under tsx, one process (SIGKILL hits the operator). */
-  via?: 'bin' | 'main';
+  /**
+   * 'bin' (default): the launcher; 'main': src/main.ts under tsx, one process (SIGKILL hits the
+   * operator); 'bundle': dist/main.mjs, what the published bin runs (build it first).
+   */
+  via?: 'bin' | 'main' | 'bundle';
   /** Where stderr goes: a file descriptor (a log file) or 'pipe' (the default). stdout is always piped. */
   stderr?: number | 'pipe';
   /** Its own process group (so the test can signal the whole group). */
@@ -74,7 +79,7 @@ export function spawnOperator(o: SpawnOperatorOptions): ChildProcess {
           OPERATOR_MAIN,
           ...args,
         ]
-      : [OPERATOR_BIN, ...args];
+      : [o.via === 'bundle' ? OPERATOR_BUNDLE : OPERATOR_BIN, ...args];
   const setpriv = o.dieWithParent
     ? ['/usr/bin/setpriv', '/bin/setpriv'].find((p) => existsSync(p))
     : undefined;
@@ -98,8 +103,19 @@ export interface OperatorReadyOptions {
   log: () => string;
 }
 
+/** The operator's "ready" log line: its address and API URL. */
+export interface OperatorReadyLine {
+  operator: string;
+  api: string;
+}
+
 /** Resolves with the API URL from the operator's "ready" line; rejects if it exits (or times out) first. */
-export function operatorReady(child: ChildProcess, o: OperatorReadyOptions): Promise<string> {
+export async function operatorReady(child: ChildProcess, o: OperatorReadyOptions): Promise<string> {
+  return (await operatorReadyLine(child, o)).api;
+}
+
+/** Resolves with the operator's parsed "ready" line; rejects if it exits (or times out) first. */
+export function operatorReadyLine(child: ChildProcess, o: OperatorReadyOptions): Promise<OperatorReadyLine> {
   const name = o.name ?? 'operator';
   return new Promise((res, rej) => {
     let buf = '';
@@ -120,17 +136,17 @@ export function operatorReady(child: ChildProcess, o: OperatorReadyOptions): Pro
         .split('\n')
         .slice(0, -1)
         .find((l) => l.includes('"event":"ready"'));
-      if (line) done(undefined, (JSON.parse(line) as { api: string }).api);
+      if (line) done(undefined, JSON.parse(line) as OperatorReadyLine);
     };
     const onExit = (code: number | null, sig: NodeJS.Signals | null) =>
       done(new Error(`${name} exited (${sig ?? code}) before ready:\n${o.log()}`));
-    function done(err: Error | undefined, url?: string) {
+    function done(err: Error | undefined, ready?: OperatorReadyLine) {
       if (settled) return;
       settled = true;
       clearTimeout(timer);
       child.off('exit', onExit);
       if (err) rej(err);
-      else res(url!);
+      else res(ready!);
     }
     child.stdout?.on('data', onData);
     child.once('exit', onExit);

@@ -72,18 +72,33 @@ export class DevnetJobs {
     return this.newService('cloud', '0x');
   }
 
-  /** New service of one of the devnet's blueprints; `config` is the request's config bytes. */
-  async newService(kind: 'cloud' | 'instance' | 'teeInstance', config: Hex): Promise<bigint> {
-    await this.pub.request({
-      method: 'anvil_setBalance' as never,
-      params: [this.caller.address, `0x${parseEther('100').toString(16)}`] as never,
-    });
-    const ops = [this.info.accounts.operator1.address, this.info.accounts.operator2.address];
+  /**
+   * New service of one of the devnet's blueprints; `config` is the request's config bytes. By
+   * default both operators serve it and `caller` (fresh, funded) is its permitted caller; `o`
+   * narrows the operators (each approves; the last approval activates) or names other callers,
+   * which are funded unless they are devnet accounts.
+   */
+  async newService(
+    kind: 'cloud' | 'instance' | 'teeInstance',
+    config: Hex,
+    o: { operators?: ReadonlyArray<'operator1' | 'operator2'>; permitted?: readonly Address[] } = {},
+  ): Promise<bigint> {
+    const roles = o.operators ?? (['operator1', 'operator2'] as const);
+    const permitted = o.permitted ?? [this.caller.address];
+    const known = new Set(Object.values(this.info.accounts).map((a) => a.address.toLowerCase()));
+    for (const addr of new Set([this.caller.address, ...permitted])) {
+      if (known.has(addr.toLowerCase())) continue;
+      await this.pub.request({
+        method: 'anvil_setBalance' as never,
+        params: [addr, `0x${parseEther('100').toString(16)}`] as never,
+      });
+    }
+    const ops = roles.map((r) => this.info.accounts[r].address);
     const req = await this.send(this.account('serviceOwner'), 'requestService', [
       BigInt(this.info.blueprints[kind]),
       ops,
       config,
-      [this.caller.address],
+      permitted,
       0n,
       '0x0000000000000000000000000000000000000000',
       0n,
@@ -102,8 +117,8 @@ export class DevnetJobs {
       blsPopSignature: [0n, 0n],
       teeCommitments: [],
     };
-    await this.send(this.account('operator1'), 'approveService', [approval]);
-    const done = await this.send(this.account('operator2'), 'approveService', [approval]);
+    let done = req;
+    for (const r of roles) done = await this.send(this.account(r), 'approveService', [approval]);
     const [act] = parseEventLogs({
       abi: localTangleAbi,
       eventName: 'ServiceActivated',

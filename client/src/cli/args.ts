@@ -2,9 +2,50 @@
 // generated from the same table, so `--help` always matches what the parser accepts.
 import { parseArgs } from 'node:util';
 import { ClientError } from '../errors.ts';
-import { TEE_VERIFY_OPTIONS } from './tee.ts';
+
+// Kept light: `--help` loads only this file and errors.ts; each command's code loads when it runs.
 
 type OptSpec = { type: 'string' | 'boolean'; multiple?: boolean; short?: string; help: string; arg?: string };
+
+/** Options shared by `tee verify` and `secrets set --sealed` (tee.ts runs them). */
+export const TEE_VERIFY_OPTIONS = {
+  blueprint: {
+    type: 'string',
+    arg: 'ADDR',
+    help: 'TEE-instance blueprint contract (env AGENT_SANDBOX_TEE_BLUEPRINT)',
+  },
+  'operator-address': {
+    type: 'string',
+    arg: 'ADDR',
+    help: "the operator's chain address (default: its /api/capabilities)",
+  },
+  measurement: {
+    type: 'string',
+    multiple: true,
+    arg: 'HEX',
+    help: 'an allowed measurement (TDX MRTD, SNP MEASUREMENT, Nitro PCR0); repeatable (env AGENT_SANDBOX_TEE_MEASUREMENTS)',
+  },
+  'measurements-file': {
+    type: 'string',
+    arg: 'FILE',
+    help: 'allow-list file: JSON [{"mrtd":…,"rtmr3":…}] or hex lines',
+  },
+  'sev-min-tcb': {
+    type: 'string',
+    arg: 'BL:TEE:SNP:UCODE',
+    help: 'SEV-SNP: the lowest reported TCB you accept, e.g. 3:0:8:115',
+  },
+  'from-block': {
+    type: 'string',
+    arg: 'N',
+    help: 'search reportProvisioned events from this block (default 0)',
+  },
+  'test-anchors': {
+    type: 'string',
+    arg: 'DIR',
+    help: 'trust a test SEV PKI (ark.pem, ask.pem); needs AGENT_SANDBOX_TEST_MODE=true',
+  },
+} as const;
 
 export const GLOBAL_OPTIONS: Record<string, OptSpec> = {
   operator: { type: 'string', arg: 'URL', help: 'operator API URL (env AGENT_SANDBOX_OPERATOR)' },

@@ -3,30 +3,27 @@
 import { ClientError, ExitCode } from '../errors.ts';
 import { COMMANDS, commandHelp, globalHelp, type ParsedArgs, parseCli } from './args.ts';
 import type { Command } from './commands.ts';
-import * as ops from './commands.ts';
-import { CliContext, type CliIO } from './context.ts';
-import { create, deleteSandbox } from './jobs.ts';
-import { prompt } from './prompt.ts';
-import { teeVerify } from './tee.ts';
-import { terminal } from './terminal.ts';
-import { workflow } from './workflow.ts';
+import type { CliIO } from './context.ts';
 
-const handlers: Record<string, Command> = {
-  login: ops.login,
-  logout: ops.logout,
-  create,
-  list: ops.list,
-  get: ops.get,
-  exec: ops.exec,
-  prompt,
-  terminal,
-  secrets: ops.secrets,
-  stop: ops.stop,
-  resume: ops.resume,
-  snapshot: ops.snapshot,
-  delete: deleteSandbox,
-  tee: teeVerify,
-  workflow,
+// Each command's code (viem, the operator client, TEE verification) loads only when it runs, so
+// `--help` and usage errors start in the time of a bare node process.
+const ops = () => import('./commands.ts');
+const handlers: Record<string, () => Promise<Command>> = {
+  login: async () => (await ops()).login,
+  logout: async () => (await ops()).logout,
+  create: async () => (await import('./jobs.ts')).create,
+  list: async () => (await ops()).list,
+  get: async () => (await ops()).get,
+  exec: async () => (await ops()).exec,
+  prompt: async () => (await import('./prompt.ts')).prompt,
+  terminal: async () => (await import('./terminal.ts')).terminal,
+  secrets: async () => (await ops()).secrets,
+  stop: async () => (await ops()).stop,
+  resume: async () => (await ops()).resume,
+  snapshot: async () => (await ops()).snapshot,
+  delete: async () => (await import('./jobs.ts')).deleteSandbox,
+  tee: async () => (await import('./tee.ts')).teeVerify,
+  workflow: async () => (await import('./workflow.ts')).workflow,
 };
 
 function report(e: unknown, io: CliIO, json: boolean): number {
@@ -73,11 +70,14 @@ export async function main(argv: string[], io: CliIO): Promise<number> {
     io.stderr.write(`${globalHelp()}\n`);
     return ExitCode.USAGE;
   }
-  const ctx = new CliContext(args, io);
+  let json = args.globals.json === true;
   try {
-    return await handlers[args.command]!(ctx);
+    const [{ CliContext }, handler] = await Promise.all([import('./context.ts'), handlers[args.command]!()]);
+    const ctx = new CliContext(args, io);
+    json = ctx.json;
+    return await handler(ctx);
   } catch (e) {
-    return report(e, io, ctx.json);
+    return report(e, io, json);
   }
 }
 

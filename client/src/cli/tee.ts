@@ -15,46 +15,6 @@ import { sendSealedSecrets, type TeeTarget, verifyTeeInstance } from '../tee.ts'
 import type { Command } from './commands.ts';
 import type { CliContext } from './context.ts';
 
-/** Options shared by `tee verify` and `secrets set --sealed` (args.ts registers them). */
-export const TEE_VERIFY_OPTIONS = {
-  blueprint: {
-    type: 'string',
-    arg: 'ADDR',
-    help: 'TEE-instance blueprint contract (env AGENT_SANDBOX_TEE_BLUEPRINT)',
-  },
-  'operator-address': {
-    type: 'string',
-    arg: 'ADDR',
-    help: "the operator's chain address (default: its /api/capabilities)",
-  },
-  measurement: {
-    type: 'string',
-    multiple: true,
-    arg: 'HEX',
-    help: 'an allowed measurement (TDX MRTD, SNP MEASUREMENT, Nitro PCR0); repeatable (env AGENT_SANDBOX_TEE_MEASUREMENTS)',
-  },
-  'measurements-file': {
-    type: 'string',
-    arg: 'FILE',
-    help: 'allow-list file: JSON [{"mrtd":…,"rtmr3":…}] or hex lines',
-  },
-  'sev-min-tcb': {
-    type: 'string',
-    arg: 'BL:TEE:SNP:UCODE',
-    help: 'SEV-SNP: the lowest reported TCB you accept, e.g. 3:0:8:115',
-  },
-  'from-block': {
-    type: 'string',
-    arg: 'N',
-    help: 'search reportProvisioned events from this block (default 0)',
-  },
-  'test-anchors': {
-    type: 'string',
-    arg: 'DIR',
-    help: 'trust a test SEV PKI (ark.pem, ask.pem); needs AGENT_SANDBOX_TEST_MODE=true',
-  },
-} as const;
-
 const str = (ctx: CliContext, name: string): string | undefined => {
   const v = ctx.args.options[name] ?? ctx.args.globals[name];
   return typeof v === 'string' && v !== '' ? v : undefined;

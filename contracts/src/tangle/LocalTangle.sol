@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 pragma solidity ^0.8.20;
 
-import {ITangle} from "./ITangle.sol";
 import {IBlueprintServiceManager} from "./IBlueprintServiceManager.sol";
+import {LocalTangleState} from "./LocalTangleState.sol";
 
 /// @title LocalTangle
 /// @notice A local stand-in for the Tangle core contract, for the devnet and tests: same calls,
@@ -10,72 +10,7 @@ import {IBlueprintServiceManager} from "./IBlueprintServiceManager.sol";
 ///         the project's spec. Differences from the real one (by design, local only): staking,
 ///         payments distribution, slashing, BLS and RFQ are absent; createBlueprint takes
 ///         (metadataUri, manager) instead of a full definition; native payments stay here.
-contract LocalTangle is ITangle {
-    /// Gas given to each best-effort hook (as the protocol's default).
-    uint256 public constant HOOK_GAS = 500_000;
-    /// Most bytes of a failed hook's return data kept in ManagerHookFailed.
-    uint256 private constant MAX_RETURN_COPY = 512;
-
-    struct BlueprintRecord {
-        address owner;
-        address manager;
-        uint64 createdAt;
-        bool exists;
-        string metadataUri;
-    }
-
-    struct Registration {
-        bool registered;
-        bytes ecdsaPublicKey;
-        string rpcAddress;
-    }
-
-    struct Request {
-        uint64 blueprintId;
-        address requester;
-        uint64 createdAt;
-        uint64 ttl;
-        address paymentToken;
-        uint256 paymentAmount;
-        uint8 confidentiality;
-        uint32 approvalCount;
-        bool exists;
-        bool processed; // activated or rejected
-        address[] operators;
-        address[] permittedCallers;
-        bytes config;
-        mapping(address => bool) approved;
-    }
-
-    struct ServiceRecord {
-        Service info;
-        uint64 requestId;
-        uint64 callCount;
-        bool exists;
-        address[] operators;
-        mapping(address => bool) isOperator;
-        mapping(address => bool) permitted;
-    }
-
-    struct CallRecord {
-        JobCall info;
-        bytes32 inputsHash;
-        bool exists;
-        mapping(address => bool) submitted;
-    }
-
-    uint64 public blueprintCount;
-    uint64 public serviceRequestCount;
-    uint64 public serviceCount;
-
-    mapping(uint64 => BlueprintRecord) private _blueprints;
-    mapping(uint64 => mapping(address => Registration)) private _registrations;
-    mapping(uint64 => Request) private _requests;
-    mapping(uint64 => ServiceRecord) private _services;
-    mapping(uint64 => mapping(uint64 => CallRecord)) private _calls;
-    /// Active services an operator serves per blueprint (blocks unregistering).
-    mapping(uint64 => mapping(address => uint32)) public activeServiceCount;
-
+contract LocalTangle is LocalTangleState {
     // ── blueprints ────────────────────────────────────────────────────────────────────────────
 
     /// @notice Creates a blueprint owned by the caller. Ids count from 0. The manager's
@@ -268,11 +203,6 @@ contract LocalTangle is ITangle {
         return (q.blueprintId, q.requester, q.operators, q.approvalCount, q.processed, q.config);
     }
 
-    function _request(uint64 requestId) private view returns (Request storage q) {
-        q = _requests[requestId];
-        if (!q.exists) revert ServiceRequestNotFound(requestId);
-    }
-
     function _requireRequestOperator(Request storage q, uint64 requestId) private view {
         if (q.processed) revert ServiceRequestAlreadyProcessed(requestId);
         for (uint256 i = 0; i < q.operators.length; i++) {
@@ -369,16 +299,6 @@ contract LocalTangle is ITangle {
         return _services[serviceId].permitted[caller];
     }
 
-    function _service(uint64 serviceId) private view returns (ServiceRecord storage s) {
-        s = _services[serviceId];
-        if (!s.exists) revert ServiceNotFound(serviceId);
-    }
-
-    function _blueprint(uint64 blueprintId) private view returns (BlueprintRecord storage b) {
-        b = _blueprints[blueprintId];
-        if (!b.exists) revert BlueprintNotFound(blueprintId);
-    }
-
     // ── jobs ──────────────────────────────────────────────────────────────────────────────────
 
     /// @notice Submits a job; call ids count per service. The call is recorded (so the manager
@@ -433,11 +353,6 @@ contract LocalTangle is ITangle {
         return _service(serviceId).callCount;
     }
 
-    function _call(uint64 serviceId, uint64 callId) private view returns (CallRecord storage c) {
-        c = _calls[serviceId][callId];
-        if (!c.exists) revert JobCallNotFound(serviceId, callId);
-    }
-
     function _submitResult(uint64 serviceId, uint64 callId, bytes calldata result) private {
         ServiceRecord storage s = _service(serviceId);
         if (!isServiceActive(serviceId)) revert ServiceNotActive(serviceId);
@@ -466,56 +381,5 @@ contract LocalTangle is ITangle {
             c.info.completed = true;
             emit JobCompleted(serviceId, callId);
         }
-    }
-
-    // ── manager calls ─────────────────────────────────────────────────────────────────────────
-
-    /// requiresAggregation by staticcall; a failed or malformed answer means "true".
-    function _askAggregation(address manager, uint64 serviceId, uint8 job) private view returns (bool) {
-        (bool ok, bytes memory ret) =
-            manager.staticcall(abi.encodeCall(IBlueprintServiceManager.requiresAggregation, (serviceId, job)));
-        if (!ok || ret.length < 32) return true;
-        return abi.decode(ret, (uint256)) != 0;
-    }
-
-    /// getRequiredResultCount by staticcall; 1 when it fails, the operator count when it says 0.
-    function _askRequiredCount(address manager, uint64 serviceId, uint8 job, uint32 operatorCount)
-        private
-        view
-        returns (uint32)
-    {
-        (bool ok, bytes memory ret) =
-            manager.staticcall(abi.encodeCall(IBlueprintServiceManager.getRequiredResultCount, (serviceId, job)));
-        if (!ok || ret.length < 32) return 1;
-        uint256 n = abi.decode(ret, (uint256));
-        if (n == 0) return operatorCount;
-        // n <= type(uint32).max in this branch.
-        // forge-lint: disable-next-line(unsafe-typecast)
-        return n > type(uint32).max ? type(uint32).max : uint32(n);
-    }
-
-    /// Calls a best-effort hook with HOOK_GAS; a failure emits ManagerHookFailed and is ignored.
-    /// Refuses to run with less gas than the hook is owed, so a low gas estimate cannot silently
-    /// starve the hook (estimateGas would otherwise settle on a limit where the hook always fails).
-    function _bestEffort(address manager, bytes memory data) private {
-        uint256 need = HOOK_GAS + HOOK_GAS / 63 + 10_000;
-        if (gasleft() < need) revert InsufficientGasForHook(gasleft(), need);
-        bool ok;
-        uint256 retSize;
-        assembly {
-            ok := call(HOOK_GAS, manager, 0, add(data, 0x20), mload(data), 0, 0)
-            retSize := returndatasize()
-        }
-        if (ok) return;
-        uint256 copy = retSize > MAX_RETURN_COPY ? MAX_RETURN_COPY : retSize;
-        bytes memory ret = new bytes(copy);
-        assembly {
-            returndatacopy(add(ret, 0x20), 0, copy)
-        }
-        bytes4 selector;
-        assembly {
-            selector := mload(add(data, 0x20))
-        }
-        emit ManagerHookFailed(manager, selector, ret);
     }
 }

@@ -6,14 +6,6 @@ export type { V4Local, V4LocalKey } from './paseto-v4-local.ts';
 export { createV4Local, openV4Local, sealV4Local, v4LocalKey } from './paseto-v4-local.ts';
 export type { ScopedClaims } from './scope.ts';
 export { assertSandboxAccess, SCOPE_RE, sameAddress, scopeAllows } from './scope.ts';
-export type {
-  Challenge,
-  CollectResult,
-  Session,
-  SessionAuthLimits,
-  SessionAuthOptions,
-  SessionClaims,
-} from './session-auth.ts';
 export {
   challengeMessage,
   DEFAULT_SESSION_LIMITS,
@@ -21,4 +13,12 @@ export {
   PASETO_KEY_SALT,
   SessionAuth,
 } from './session-auth.ts';
+export type {
+  Challenge,
+  CollectResult,
+  Session,
+  SessionAuthLimits,
+  SessionAuthOptions,
+  SessionClaims,
+} from './session-types.ts';
 export { normalizeSignature, recoverSigner } from './signature.ts';

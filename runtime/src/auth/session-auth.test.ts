@@ -12,7 +12,8 @@ import { isRuntimeError, type RuntimeError } from '../errors.ts';
 import { EncryptedStore } from '../store/index.ts';
 import { siweMessage } from './challenge.ts';
 import { assertSandboxAccess, sameAddress, scopeAllows } from './scope.ts';
-import { SessionAuth, type SessionAuthLimits } from './session-auth.ts';
+import { SessionAuth } from './session-auth.ts';
+import type { SessionAuthLimits } from './session-types.ts';
 
 const SECRET = randomBytes(32).toString('hex');
 let dir: string;

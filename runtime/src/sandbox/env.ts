@@ -1,6 +1,7 @@
 // The sandbox's environments. The container's (seen by tini and the root sidecar) holds only the
 // platform's variables; the user's (base config merged with phase-2 secrets, secrets win) is
 // delivered to the sidecar over its authenticated API and reaches only the agent's children.
+import { platformOwnedReason } from '@agent-sandbox/sidecar';
 import { z } from 'zod';
 import { RuntimeError } from '../errors.ts';
 
@@ -17,33 +18,10 @@ export const PROTECTED_ENV_KEYS: ReadonlySet<string> = new Set([
   'AGENT_SUBPROCESS_GID',
 ]);
 
-/**
- * Names the platform owns: they configure the sidecar or load code into processes (the dynamic
- * loader, Node, bash start-up files). Refused in every user env with the key named, so a user
- * learns at once instead of setting something that never takes effect. The sidecar refuses the
- * same list again (sidecar/src/user-env/user-env.ts).
- */
-export const PLATFORM_ENV_PREFIXES = ['SIDECAR_', 'AGENT_', 'LD_', 'DYLD_'] as const;
-export const PLATFORM_ENV_NAMES: ReadonlySet<string> = new Set([
-  'NODE_OPTIONS',
-  'NODE_PATH',
-  'BASH_ENV',
-  'ENV',
-  'SHELLOPTS',
-  'BASHOPTS',
-  'PS4',
-  'GCONV_PATH',
-  'HOSTALIASES',
-  'LOCPATH',
-]);
-
-/** Why a user cannot set `name`, or undefined when they can. */
-export function platformOwnedReason(name: string): string | undefined {
-  const prefix = PLATFORM_ENV_PREFIXES.find((p) => name.startsWith(p));
-  if (prefix) return `names starting with ${prefix} are owned by the platform; pick another name`;
-  if (PLATFORM_ENV_NAMES.has(name)) return `${name} is owned by the platform; pick another name`;
-  return undefined;
-}
+// Names the platform owns (they configure the sidecar or load code into processes) are refused in
+// every user env with the key named, so a user learns at once instead of setting something that
+// never takes effect. The list is the sidecar's, which refuses the same names again.
+export { PLATFORM_ENV_NAMES, PLATFORM_ENV_PREFIXES, platformOwnedReason } from '@agent-sandbox/sidecar';
 
 const ENV_KEY_RE = /^[A-Za-z_][A-Za-z0-9_]*$/;
 export const MAX_SECRET_KEYS = 256;

@@ -128,6 +128,20 @@ describe('SidecarClient', () => {
     expect((await client.readFile('notes.txt')).content).toBe('file body');
   });
 
+  it('sends timeoutMs as timeout_ms, and as timeout for sidecars older than the rename', async () => {
+    const client = new SidecarClient({ sandboxId: 'sb', baseUrl, token: TOKEN });
+    await client.exec({ command: 'true', timeoutMs: 1234 });
+    await client.runAgent({ message: 'hello', timeoutMs: 5678 });
+    for await (const _ of client.streamAgent({ message: 'hello', timeoutMs: 91 })) {
+      // drain
+    }
+    expect(seen.map((r) => JSON.parse(r.body))).toEqual([
+      { command: 'true', timeout_ms: 1234, timeout: 1234 },
+      { message: 'hello', timeout_ms: 5678, timeout: 5678 },
+      { message: 'hello', timeout_ms: 91, timeout: 91 },
+    ]);
+  });
+
   it('maps sidecar errors to runtime errors, passing through what the user can act on', async () => {
     const client = new SidecarClient({ sandboxId: 'sb', baseUrl, token: TOKEN });
     const v = await errorOf(client.exec({ command: '' }));

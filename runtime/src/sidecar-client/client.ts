@@ -62,8 +62,8 @@ export interface ExecRequest {
   command: string;
   cwd?: string;
   env?: Record<string, string>;
-  /** Command timeout inside the sandbox, ms. */
-  timeout?: number;
+  /** Command time limit inside the sandbox (`timeout_ms` on the wire). */
+  timeoutMs?: number;
 }
 export interface ExecResult {
   exitCode: number;
@@ -77,7 +77,8 @@ export interface AgentRunRequest {
   sessionId?: string;
   backend?: { type?: string; model?: string; profile?: string };
   metadata?: Record<string, unknown>;
-  timeout?: number;
+  /** Run time limit inside the sandbox (`timeout_ms` on the wire). */
+  timeoutMs?: number;
 }
 export interface AgentRunResult {
   success: boolean;
@@ -103,6 +104,16 @@ export interface TerminalCreateRequest {
 export type Json = Record<string, unknown>;
 
 const LOOPBACK = new Set(['127.0.0.1', 'localhost', '[::1]']);
+/**
+ * The one place `timeoutMs` becomes the wire's `timeout_ms`. Sidecars released before the rename
+ * read only `timeout` (and ignore unknown fields), so it is sent too, for one version, keeping
+ * containers started from an older image working after an operator upgrade.
+ */
+function toWire<T extends { timeoutMs?: number }>(req: T): Omit<T, 'timeoutMs'> & Json {
+  const { timeoutMs, ...rest } = req;
+  return timeoutMs === undefined ? rest : { ...rest, timeout_ms: timeoutMs, timeout: timeoutMs };
+}
+
 /** Room for the sidecar to report a command's own timeout before our HTTP deadline fires. */
 const EXEC_GRACE_MS = 5_000;
 
@@ -155,12 +166,12 @@ export class SidecarClient {
   }
 
   async exec(req: ExecRequest, o: CallOptions = {}): Promise<ExecResult> {
-    const timeoutMs = o.timeoutMs ?? Math.max(this.#timeouts.exec, (req.timeout ?? 0) + EXEC_GRACE_MS);
+    const timeoutMs = o.timeoutMs ?? Math.max(this.#timeouts.exec, (req.timeoutMs ?? 0) + EXEC_GRACE_MS);
     const res = await this.request<Json & { result?: ExecResult }>(
       'exec',
       'POST',
       '/terminals/commands',
-      req,
+      toWire(req),
       { ...o, timeoutMs },
     );
     const r = (res.result ?? res) as Partial<ExecResult>;
@@ -181,7 +192,7 @@ export class SidecarClient {
 
   /** A blocking agent run; `kind: 'task'` gets the 30-minute budget instead of 10. */
   runAgent(req: AgentRunRequest, o: CallOptions & { kind?: 'agent' | 'task' } = {}): Promise<AgentRunResult> {
-    return this.request(o.kind ?? 'agent', 'POST', '/agents/run', req, o);
+    return this.request(o.kind ?? 'agent', 'POST', '/agents/run', toWire(req), o);
   }
 
   /** The run's SSE events (execution.started, message.part.updated, result, error). */
@@ -189,7 +200,7 @@ export class SidecarClient {
     req: AgentRunRequest,
     o: CallOptions & { kind?: 'agent' | 'task' } = {},
   ): AsyncGenerator<SseEvent> {
-    return this.stream(o.kind ?? 'agent', 'POST', '/agents/run/stream', req, o, true);
+    return this.stream(o.kind ?? 'agent', 'POST', '/agents/run/stream', toWire(req), o, true);
   }
 
   cancelAgent(o: CallOptions = {}): Promise<Json> {

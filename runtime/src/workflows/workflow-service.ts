@@ -322,7 +322,7 @@ export class WorkflowService {
     timeoutMs: number,
   ) {
     const client = await this.o.sidecars.client(sandboxId);
-    const r = await client.exec({ command: a.command, ...(a.cwd ? { cwd: a.cwd } : {}), timeout: timeoutMs });
+    const r = await client.exec({ command: a.command, ...(a.cwd ? { cwd: a.cwd } : {}), timeoutMs });
     // 124: the sidecar stopped the command at its timeout (as timeout(1) reports it).
     const status: WorkflowRunStatus =
       r.exitCode === 0 ? 'completed' : r.exitCode === 124 ? 'timed_out' : 'failed';

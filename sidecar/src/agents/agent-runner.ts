@@ -5,6 +5,7 @@ import type { SidecarConfig } from '../config.ts';
 import { SidecarError } from '../errors.ts';
 import { childEnv } from '../exec/child-env.ts';
 import { identity, runProcess } from '../exec/run-process.ts';
+import { timeoutFields, timeoutMsOf } from '../http/timeout-ms.ts';
 import * as z from '../schema.ts';
 import { USER_AGENT_COMMAND_KEY } from '../user-env/user-env.ts';
 import {
@@ -33,7 +34,7 @@ export const AgentRunBody = z.object({
     }),
   ),
   metadata: z.optional(z.record(z.string(), z.unknown())),
-  timeout: z.optional(z.int().check(z.positive(), z.maximum(86_400_000))),
+  ...timeoutFields,
 });
 export type AgentRunRequest = z.infer<typeof AgentRunBody>;
 
@@ -133,7 +134,7 @@ export class AgentRunner {
       this.config.outputLimitBytes,
       (p: AgentPart) => hooks.onPart?.(redactPart(p, redact)),
     );
-    const timeoutMs = req.timeout ?? this.config.agentTimeoutMs;
+    const timeoutMs = timeoutMsOf(req) ?? this.config.agentTimeoutMs;
     // Cancel and timeout reach the tools a harness started in sessions of their own: the whole
     // tree is signalled (this listener runs before runProcess's, which signals the group).
     let pid: number | undefined;

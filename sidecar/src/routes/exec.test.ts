@@ -57,19 +57,30 @@ describe('exec', () => {
 
   it('rejects a cwd that does not exist and a bad timeout with 400', async () => {
     expect((await exec({ command: 'true', cwd: 'does/not/exist' })).json.error.code).toBe('INVALID_CWD');
+    expect((await exec({ command: 'true', timeout_ms: -1 })).json.error.code).toBe('INVALID_REQUEST');
     expect((await exec({ command: 'true', timeout: -1 })).json.error.code).toBe('INVALID_REQUEST');
   });
 
   it('kills a command that never ends at its timeout (TERM, then KILL) with exit code 124', async () => {
-    const r = await exec({ command: "trap '' TERM; echo begun; while :; do sleep 0.1; done", timeout: 300 });
+    const r = await exec({
+      command: "trap '' TERM; echo begun; while :; do sleep 0.1; done",
+      timeout_ms: 300,
+    });
     expect(r.status).toBe(200);
     expect(r.json.result.exitCode).toBe(124);
     expect(r.json.result.stdout).toBe('begun\n');
     expect(r.json.result.duration).toBeGreaterThanOrEqual(300);
   });
 
+  it('still honours `timeout`, the name operators released before `timeout_ms` send; `timeout_ms` wins', async () => {
+    const old = await exec({ command: 'sleep 30', timeout: 200 });
+    expect(old.json.result.exitCode).toBe(124);
+    const both = await exec({ command: 'sleep 30', timeout_ms: 200, timeout: 60_000 });
+    expect(both.json.result.exitCode).toBe(124);
+  });
+
   it('kills the whole process group on timeout', async () => {
-    const r = await exec({ command: '(sleep 313 &) ; sleep 313', timeout: 200 });
+    const r = await exec({ command: '(sleep 313 &) ; sleep 313', timeout_ms: 200 });
     expect(r.json.result.exitCode).toBe(124);
     await new Promise((res) => setTimeout(res, 300));
     const ps = await exec({ command: 'pgrep -f "[s]leep 313" || echo none' });

@@ -6,6 +6,7 @@ import { SidecarError } from '../errors.ts';
 import { childEnv } from '../exec/child-env.ts';
 import { identity, runProcess } from '../exec/run-process.ts';
 import { type Handler, ok, parseBody } from '../http/http-router.ts';
+import { timeoutFields, timeoutMsOf } from '../http/timeout-ms.ts';
 import * as z from '../schema.ts';
 import { refusePlatformOwned } from './user-env.ts';
 
@@ -13,7 +14,7 @@ const ExecBody = z.object({
   command: z.string(),
   cwd: z.optional(z.string().check(z.minLength(1))),
   env: z.optional(z.record(z.string(), z.string())),
-  timeout: z.optional(z.int().check(z.positive(), z.maximum(86_400_000))),
+  ...timeoutFields,
 });
 
 /** Resolves `cwd` against the workspace and checks it is a directory the command can start in. */
@@ -45,7 +46,7 @@ export function execHandler(config: SidecarConfig): Handler {
       cwd,
       env: childEnv(config, body.env),
       ...identity(config.uid, config.gid),
-      timeoutMs: body.timeout ?? config.execTimeoutMs,
+      timeoutMs: timeoutMsOf(body) ?? config.execTimeoutMs,
       outputLimitBytes: config.outputLimitBytes,
     });
     ctx.log.info({ exitCode: r.exitCode, ms: r.durationMs, timedOut: r.timedOut }, 'exec finished');

@@ -2,32 +2,9 @@
 // authenticated PUT /env and kept in this process's memory only: it is handed to the agent's
 // children, never applied to the sidecar (root) nor written to the container's config or disk.
 
-/**
- * Names the platform owns. A user value under one of them would configure the sidecar or load code
- * into processes (the dynamic loader, Node, bash start-up files); the operator refuses them at its
- * edge (runtime/src/sandbox/env.ts holds the same list) and the sidecar refuses them again here.
- */
-export const PLATFORM_ENV_PREFIXES = ['SIDECAR_', 'AGENT_', 'LD_', 'DYLD_'] as const;
-export const PLATFORM_ENV_NAMES: ReadonlySet<string> = new Set([
-  'NODE_OPTIONS',
-  'NODE_PATH',
-  'BASH_ENV',
-  'ENV',
-  'SHELLOPTS',
-  'BASHOPTS',
-  'PS4',
-  'GCONV_PATH',
-  'HOSTALIASES',
-  'LOCPATH',
-]);
+import { platformOwnedReason } from './platform-env.ts';
 
-/** Why `name` cannot come from a user, or undefined when it can. */
-export function platformOwnedReason(name: string): string | undefined {
-  const prefix = PLATFORM_ENV_PREFIXES.find((p) => name.startsWith(p));
-  if (prefix) return `names starting with ${prefix} are owned by the platform; pick another name`;
-  if (PLATFORM_ENV_NAMES.has(name)) return `${name} is owned by the platform; pick another name`;
-  return undefined;
-}
+export { PLATFORM_ENV_NAMES, PLATFORM_ENV_PREFIXES, platformOwnedReason } from './platform-env.ts';
 
 /** The first platform-owned key of `env` with its reason, or undefined. */
 export function firstPlatformOwned(env: Record<string, string>): { key: string; reason: string } | undefined {

@@ -25,7 +25,7 @@ export function registerExec(app: OpenAPIHono<ApiEnv>, d: SandboxRouteDeps): voi
     const body = c.req.valid('json');
     const client = await d.sidecars.client(record.id);
     const r = await client.exec(
-      { command: body.command, cwd: body.cwd, env: body.env, timeout: body.timeout_ms },
+      { command: body.command, cwd: body.cwd, env: body.env, timeoutMs: body.timeout_ms },
       // The client's exec timeout applies, stretched past timeout_ms so the sidecar's exit 124 arrives.
       { requestId: c.get('requestId') },
     );

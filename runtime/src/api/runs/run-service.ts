@@ -12,8 +12,8 @@ import { asRuntimeError, toErrorBody } from '../error-handler.ts';
 import { boundFrames } from './frames.ts';
 import { requestDigest } from './idempotency.ts';
 import { idempotencyIndexKey, type RunKind, type RunLog, type RunRecord, type RunUsage } from './run-log.ts';
-import { readUsage, StepUsage } from './usage.ts';
 import type { RunMetrics } from './run-metrics.ts';
+import { readUsage, StepUsage } from './usage.ts';
 
 export interface StartRunInput {
   sandboxId: string;
@@ -233,7 +233,7 @@ export class RunService {
       await this.log.update(runId, { status: 'running', started_at: Date.now() });
       const client = await this.sidecars.client(input.sandboxId);
       const stream = client.streamAgent(
-        { ...input.request, sessionId: record.session_id, timeout: input.timeoutMs },
+        { ...input.request, sessionId: record.session_id, timeoutMs: input.timeoutMs },
         {
           requestId: input.requestId,
           signal: run.abort.signal,
