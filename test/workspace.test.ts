@@ -69,22 +69,23 @@ const packageOf = (spec: string): string =>
 
 describe('workspace', () => {
   it.each(packages)(
-    '%s has a package.json whose exports are index.ts and at most a testing.ts and a browser.ts door',
+    '%s has a package.json whose exports are index.ts and only the named doors (testing, browser, sealing)',
     (dir) => {
       const pkg = manifest(dir);
       expect(pkg.name).toBe(`@agent-sandbox/${dir}`);
       expect(pkg.type).toBe('module');
-      // browser.ts: the browser-safe subset (no node: imports) that the web console bundles.
-      const { './testing': testing, './browser': browser, ...rest } = pkg.exports;
-      expect(rest).toEqual({ '.': './index.ts' });
+      // The only side doors a package may have, each `./<name>.ts` beside index.ts:
+      // testing — test-only helpers; browser — the browser-safe subset (no node: imports) the web
+      // console bundles; sealing — attestation's HPKE opening + binding without the verifier, which
+      // the sidecar carries into the sandbox image.
+      const DOORS = ['testing', 'browser', 'sealing'];
+      const { '.': main, ...doors } = pkg.exports as Record<string, string>;
+      expect(main).toBe('./index.ts');
       expect(existsSync(`${dir}/index.ts`)).toBe(true);
-      if (browser !== undefined) {
-        expect(browser).toBe('./browser.ts');
-        expect(existsSync(`${dir}/browser.ts`)).toBe(true);
-      }
-      if (testing !== undefined) {
-        expect(testing).toBe('./testing.ts');
-        expect(existsSync(`${dir}/testing.ts`)).toBe(true);
+      for (const [door, file] of Object.entries(doors)) {
+        expect(DOORS.map((d) => `./${d}`)).toContain(door);
+        expect(file).toBe(`${door}.ts`);
+        expect(existsSync(`${dir}/${file}`)).toBe(true);
       }
     },
   );
