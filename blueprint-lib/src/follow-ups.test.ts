@@ -1,6 +1,7 @@
 // The chain's books follow the operator's on the devnet: a co-operator's result cannot take a
 // create (the assigned operator settles it), a given-up create gives its slot back, and a sandbox
-// GC expires is reported gone so the operator's free capacity on chain goes back up.
+// GC expires is reported gone so the operator's free capacity on chain goes back up; a terminated
+// service's sandboxes are deleted.
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -232,6 +233,37 @@ describe('follow-ups on the blueprint', () => {
     expect(await delta(me, at)).toEqual([-1, 0]);
     const freeBefore = await read<bigint>('getAvailableCapacity', [], at - 1n);
     expect(await read<bigint>('getAvailableCapacity', [], at)).toBe(freeBefore + 1n);
+  });
+
+  it("cloud: once the service is terminated, the operator deletes that service's sandboxes, and only those", async () => {
+    const svc = new DevnetJobs(devnet);
+    await svc.newCloudService();
+    const params = (serviceId: bigint, callId: bigint) => ({
+      owner: svc.caller.address,
+      serviceId,
+      callId,
+      name: 'ended',
+      memoryMb: 256,
+    });
+    const doomed = await manager.create(params(svc.serviceId, 1n));
+    const kept = await manager.create(params(jobs.serviceId, 10_000n + BigInt(Date.now() % 1000)));
+    const chain = new BlueprintChain({ httpRpcUrl: devnet.rpcUrl, blueprint: devnet.contracts.cloud });
+    const reporter = new GoneReporter({
+      sandboxes: manager,
+      store,
+      writer: writerFor(devnet.accounts.operator1.address),
+      serviceId: svc.serviceId,
+      mode: 'cloud',
+      log,
+      serviceActive: () => chain.isServiceActive(devnet.contracts.tangle, svc.serviceId),
+    });
+    expect(await reporter.tick()).toEqual([]); // still active: nothing happens
+    expect(manager.get(doomed.id).state).toBe('running');
+    await svc.send(svc.account('serviceOwner'), 'terminateService', [svc.serviceId]);
+    expect(await reporter.tick()).toEqual([doomed.id]);
+    expect(manager.list().map((r) => r.id)).not.toContain(doomed.id);
+    expect(manager.get(kept.id).state).toBe('running'); // another service's sandbox is untouched
+    expect(await reporter.tick()).toEqual([]);
   });
 
   it('instance: the operator reports deprovisioned when its instance sandbox is gone, or when the service ended', async () => {
