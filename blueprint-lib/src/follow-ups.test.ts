@@ -2,11 +2,8 @@
 // create (the assigned operator settles it), a given-up create gives its slot back, and a sandbox
 // GC expires is reported gone so the operator's free capacity on chain goes back up; a terminated
 // service's sandboxes are deleted.
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { agentSandboxBlueprintAbi } from '@agent-sandbox/contracts';
-import { EncryptedStore, SandboxManager } from '@agent-sandbox/runtime';
+import type { EncryptedStore, SandboxManager } from '@agent-sandbox/runtime';
 import { decodeJobResult, type JobContext } from '@agent-sandbox/sdk';
 import pino from 'pino';
 import {
@@ -26,6 +23,7 @@ import { BlueprintWriter } from './chain-writes.ts';
 import { afterJob, GoneReporter } from './follow-ups.ts';
 import { JOB_SANDBOX_CREATE, SANDBOX_CREATE_INPUT, SANDBOX_CREATE_OUTPUT } from './jobs.ts';
 import { DevnetJobs } from './testing/devnet-service.ts';
+import { openTestRuntime, type TestRuntime } from './testing/test-runtime.ts';
 
 const devnet = inject('devnet');
 const image = inject('sandboxImage');
@@ -33,7 +31,7 @@ const RUN = `blfu-${Date.now().toString(36)}`;
 const log = pino({ level: 'silent' });
 
 let jobs: DevnetJobs;
-let dir: string;
+let rt: TestRuntime;
 let store: EncryptedStore;
 let manager: SandboxManager;
 
@@ -136,27 +134,16 @@ const ctxOf = (call: { callId: bigint; blockNumber: bigint; transactionHash: Hex
 beforeAll(async () => {
   jobs = new DevnetJobs(devnet);
   await jobs.newCloudService();
-  dir = await mkdtemp(join(tmpdir(), `${RUN}-`));
-  store = await EncryptedStore.open({ dir: join(dir, 'store'), secret: 'ab'.repeat(32) });
-  manager = await SandboxManager.open({
-    store,
-    config: {
-      operatorId: RUN,
-      image,
-      snapshotDir: join(dir, 'snap'),
-      gcHotRetentionSeconds: 0,
-      gcWarmRetentionSeconds: 0,
-      gcColdRetentionSeconds: 0,
-      extraLabels: { 'agent-sandbox.test': '1' },
-    },
+  rt = await openTestRuntime({
+    operatorId: RUN,
+    image,
+    secret: 'ab'.repeat(32),
+    config: { gcHotRetentionSeconds: 0, gcWarmRetentionSeconds: 0, gcColdRetentionSeconds: 0 },
   });
+  ({ store, manager } = rt);
 });
 
-afterAll(async () => {
-  for (const r of manager?.list() ?? []) await manager.delete(r.id).catch(() => {});
-  await store?.close();
-  if (dir) await rm(dir, { recursive: true, force: true });
-});
+afterAll(() => rt?.close());
 
 describe('follow-ups on the blueprint', () => {
   it('a co-operator answering first takes nothing: the assigned operator settles its create', async () => {
