@@ -11,7 +11,7 @@ import {
   ProvisionTracker,
   provisionKey,
 } from './provision-progress.ts';
-import { newSandboxId, newSidecarToken, type SandboxRecord } from './record.ts';
+import { newRecord, newSandboxId, type SandboxRecord } from './record.ts';
 import type { ResolvedCreate } from './request.ts';
 
 export interface ProvisionHooks {
@@ -61,40 +61,26 @@ export async function admit(
     }
   }
   const now = ctx.now();
-  const rec: SandboxRecord = {
-    id,
-    owner: req.owner,
-    serviceId: req.serviceId,
-    callId: req.callId,
-    operatorId: cfg.operatorId,
-    name: req.name,
-    state: 'pending',
-    token: newSidecarToken(),
-    image: req.image,
-    containerId: null,
-    volumeName: volumeName(id),
-    hostPort: null,
-    sidecarUrl: null,
-    exposedPorts: req.exposedPorts,
-    exposedHostPorts: {},
-    tier: null,
-    snapshotImageId: null,
-    snapshotArchiveDir: null,
-    resources: { cpuCores: req.cpuCores, memoryMb: req.memoryMb, diskGb: req.diskGb, diskEnforced: false },
-    timers: req.timers,
-    baseEnv: req.baseEnv,
-    userEnv: {},
-    metadata: req.metadata,
-    createdAt: now,
-    updatedAt: now,
-    startedAt: null,
-    lastActivityAt: now,
-    stoppedAt: null,
-    tierSince: null,
-    stopReason: null,
-    error: null,
-    ...(req.expiryExempt ? { expiryExempt: true } : {}),
-  };
+  const rec = newRecord(
+    {
+      id,
+      owner: req.owner,
+      serviceId: req.serviceId,
+      callId: req.callId,
+      operatorId: cfg.operatorId,
+      name: req.name,
+      state: 'pending',
+      image: req.image,
+      volumeName: volumeName(id),
+      exposedPorts: req.exposedPorts,
+      resources: { cpuCores: req.cpuCores, memoryMb: req.memoryMb, diskGb: req.diskGb, diskEnforced: false },
+      timers: req.timers,
+      baseEnv: req.baseEnv,
+      metadata: req.metadata,
+      ...(req.expiryExempt ? { expiryExempt: true } : {}),
+    },
+    now,
+  );
   // Record first: a crash right after leaves a record that reconcile can find by its progress.
   await ctx.records.put(rec);
   await ctx.provisions.put(
