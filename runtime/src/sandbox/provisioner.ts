@@ -97,6 +97,19 @@ export interface PhaseTracking {
   enter: (phase: ProvisionPhase) => Promise<void>;
 }
 
+/** The container answers: the record runs at its addresses, started and active now; phase `ready`. */
+export async function markReady(
+  ctx: SandboxContext,
+  id: string,
+  enter: PhaseTracking['enter'],
+  at: Pick<SandboxRecord, 'hostPort' | 'sidecarUrl' | 'exposedHostPorts'> & { containerId?: string },
+): Promise<SandboxRecord> {
+  const now = ctx.now();
+  const r = await transition(ctx, id, 'running', { ...at, startedAt: now, lastActivityAt: now });
+  await enter('ready');
+  return r;
+}
+
 /** The tracker of an admitted record's provision (a claim hands it on to a cold provision). */
 export async function trackPhases(
   ctx: SandboxContext,
@@ -151,16 +164,12 @@ export async function runProvision(
         current = await ctx.records.patch(rec.id, (r) => ({ ...r, containerId }));
       },
     });
-    const now = ctx.now();
-    current = await transition(ctx, rec.id, 'running', {
+    current = await markReady(ctx, rec.id, enter, {
       containerId: launched.containerId,
       hostPort: launched.hostPort,
       sidecarUrl: launched.sidecarUrl,
       exposedHostPorts: launched.exposedHostPorts,
-      startedAt: now,
-      lastActivityAt: now,
     });
-    await enter('ready');
     log.info({ hostPort: launched.hostPort }, 'sandbox ready');
     return current;
   } catch (e) {
