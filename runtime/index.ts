@@ -75,6 +75,7 @@ export type { ProvisionHooks } from './src/sandbox/provisioner.ts';
 export type { TickResult } from './src/sandbox/reaper.ts';
 export type { ReconcileReport } from './src/sandbox/reconcile.ts';
 export type {
+  NewRecordFields,
   PublicSandboxView,
   SandboxRecord,
   SandboxResources,
@@ -85,6 +86,7 @@ export type {
 export {
   assertTransition,
   canTransition,
+  newRecord,
   publicView,
   SANDBOX_STATES,
   SandboxRecordSchema,

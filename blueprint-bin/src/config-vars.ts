@@ -223,7 +223,7 @@ export const VARIABLES = {
     group: 'Operator API',
     schema: url('http:', 'https:'),
     defaultDoc: 'http://OPERATOR_API_HOST:OPERATOR_API_PORT',
-    doc: 'URL clients use; posted in create results; sign-in messages (EIP-4361) name its host and origin, and clients refuse messages naming another',
+    doc: 'URL clients use; posted in create results; sign-in messages (EIP-4361) name its host and origin, and clients refuse messages naming another (so `run` requires it when OPERATOR_API_HOST is 0.0.0.0 or ::)',
   }),
   CORS_ALLOWED_ORIGINS: v({
     group: 'Operator API',

@@ -93,6 +93,25 @@ describe('loadConfig', () => {
     expect(err!.message).toContain('SESSION_AUTH_SECRET');
   });
 
+  it('refuses a wildcard OPERATOR_API_HOST without OPERATOR_PUBLIC_URL (sign-in messages would name it)', () => {
+    for (const host of ['0.0.0.0', '::', '[::]']) {
+      const p = problemsOf(() => loadConfig('run', { ...valid, OPERATOR_API_HOST: host }));
+      expect(p).toHaveLength(1);
+      expect(p[0]?.variable).toBe('OPERATOR_PUBLIC_URL');
+      expect(p[0]?.problem).toMatch(
+        /is required when OPERATOR_API_HOST is a wildcard .*set it to the URL clients use/,
+      );
+    }
+    const ok = loadConfig('run', {
+      ...valid,
+      OPERATOR_API_HOST: '0.0.0.0',
+      OPERATOR_PUBLIC_URL: 'https://op.example.com',
+    });
+    expect(ok.api).toEqual({ host: '0.0.0.0', port: 9090, publicUrl: 'https://op.example.com' });
+    // Commands that serve no sign-in (status reads the API from outside) are not refused.
+    expect(() => loadConfig('status', { OPERATOR_API_HOST: '0.0.0.0' })).not.toThrow();
+  });
+
   it('checks defaults against caps', () => {
     const p = problemsOf(() => loadConfig('run', { ...valid, SANDBOX_DEFAULT_MEMORY_MB: '9000' }));
     expect(p).toEqual([

@@ -83,6 +83,15 @@ export function loadConfig(command: Command, source: EnvSource = process.env): O
     });
   }
   const flagged = (name: string) => problems.some((p) => p.variable === name);
+  // Sign-in messages name the public URL's host, and clients refuse a message naming another: a
+  // wildcard bind address is no address a client can check, so the public URL must be given.
+  const wildcard = ['0.0.0.0', '::', '[::]'].includes(String(n.OPERATOR_API_HOST));
+  if (command === 'run' && wildcard && !n.OPERATOR_PUBLIC_URL && !flagged('OPERATOR_PUBLIC_URL')) {
+    problems.push({
+      variable: 'OPERATOR_PUBLIC_URL',
+      problem: `is required when OPERATOR_API_HOST is a wildcard address (0.0.0.0, ::): sign-in messages would name that address and clients refuse them; set it to the URL clients use, e.g. https://operator.example.com`,
+    });
+  }
   if (n.OPERATOR_MODE === 'tee-instance' && !n.TEE_BACKEND && !flagged('TEE_BACKEND')) {
     problems.push({ variable: 'TEE_BACKEND', problem: 'is required in tee-instance mode (direct or phala)' });
   }

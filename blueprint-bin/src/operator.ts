@@ -327,6 +327,7 @@ async function startJobs(
   const { cfg, env, key, log } = p;
   const v = cfg.values;
   const { router } = blueprintRouter(deps);
+  const chain = new BlueprintChain({ httpRpcUrl: env.httpRpcUrl, blueprint });
   // The operator's own blueprint calls: settle calls another operator completed, give back
   // reservations it gave up on, report sandboxes stopped for good (see follow-ups.ts).
   const writer = new BlueprintWriter({
@@ -342,7 +343,10 @@ async function startJobs(
     serviceId: env.serviceId!,
     mode: cfg.mode,
     log,
-    // Instance modes: the instance keeper reports deprovisioned (operator-instance.ts).
+    // Cloud: a terminated service's sandboxes are deleted (instance modes: operator-instance.ts).
+    ...(cfg.mode === 'cloud' && {
+      serviceActive: () => chain.isServiceActive(env.tangleContract, env.serviceId!),
+    }),
   });
   const runner = createRunner(
     runnerOptionsFromEnvironment(env, key, router, {

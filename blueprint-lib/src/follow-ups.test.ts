@@ -1,11 +1,9 @@
 // The chain's books follow the operator's on the devnet: a co-operator's result cannot take a
 // create (the assigned operator settles it), a given-up create gives its slot back, and a sandbox
-// GC expires is reported gone so the operator's free capacity on chain goes back up.
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+// GC expires is reported gone so the operator's free capacity on chain goes back up; a terminated
+// service's sandboxes are deleted.
 import { agentSandboxBlueprintAbi } from '@agent-sandbox/contracts';
-import { EncryptedStore, SandboxManager } from '@agent-sandbox/runtime';
+import type { EncryptedStore, SandboxManager } from '@agent-sandbox/runtime';
 import { decodeJobResult, type JobContext } from '@agent-sandbox/sdk';
 import pino from 'pino';
 import {
@@ -25,6 +23,7 @@ import { BlueprintWriter } from './chain-writes.ts';
 import { afterJob, GoneReporter } from './follow-ups.ts';
 import { JOB_SANDBOX_CREATE, SANDBOX_CREATE_INPUT, SANDBOX_CREATE_OUTPUT } from './jobs.ts';
 import { DevnetJobs } from './testing/devnet-service.ts';
+import { openTestRuntime, type TestRuntime } from './testing/test-runtime.ts';
 
 const devnet = inject('devnet');
 const image = inject('sandboxImage');
@@ -32,7 +31,7 @@ const RUN = `blfu-${Date.now().toString(36)}`;
 const log = pino({ level: 'silent' });
 
 let jobs: DevnetJobs;
-let dir: string;
+let rt: TestRuntime;
 let store: EncryptedStore;
 let manager: SandboxManager;
 
@@ -135,27 +134,16 @@ const ctxOf = (call: { callId: bigint; blockNumber: bigint; transactionHash: Hex
 beforeAll(async () => {
   jobs = new DevnetJobs(devnet);
   await jobs.newCloudService();
-  dir = await mkdtemp(join(tmpdir(), `${RUN}-`));
-  store = await EncryptedStore.open({ dir: join(dir, 'store'), secret: 'ab'.repeat(32) });
-  manager = await SandboxManager.open({
-    store,
-    config: {
-      operatorId: RUN,
-      image,
-      snapshotDir: join(dir, 'snap'),
-      gcHotRetentionSeconds: 0,
-      gcWarmRetentionSeconds: 0,
-      gcColdRetentionSeconds: 0,
-      extraLabels: { 'agent-sandbox.test': '1' },
-    },
+  rt = await openTestRuntime({
+    operatorId: RUN,
+    image,
+    secret: 'ab'.repeat(32),
+    config: { gcHotRetentionSeconds: 0, gcWarmRetentionSeconds: 0, gcColdRetentionSeconds: 0 },
   });
+  ({ store, manager } = rt);
 });
 
-afterAll(async () => {
-  for (const r of manager?.list() ?? []) await manager.delete(r.id).catch(() => {});
-  await store?.close();
-  if (dir) await rm(dir, { recursive: true, force: true });
-});
+afterAll(() => rt?.close());
 
 describe('follow-ups on the blueprint', () => {
   it('a co-operator answering first takes nothing: the assigned operator settles its create', async () => {
@@ -232,6 +220,37 @@ describe('follow-ups on the blueprint', () => {
     expect(await delta(me, at)).toEqual([-1, 0]);
     const freeBefore = await read<bigint>('getAvailableCapacity', [], at - 1n);
     expect(await read<bigint>('getAvailableCapacity', [], at)).toBe(freeBefore + 1n);
+  });
+
+  it("cloud: once the service is terminated, the operator deletes that service's sandboxes, and only those", async () => {
+    const svc = new DevnetJobs(devnet);
+    await svc.newCloudService();
+    const params = (serviceId: bigint, callId: bigint) => ({
+      owner: svc.caller.address,
+      serviceId,
+      callId,
+      name: 'ended',
+      memoryMb: 256,
+    });
+    const doomed = await manager.create(params(svc.serviceId, 1n));
+    const kept = await manager.create(params(jobs.serviceId, 10_000n + BigInt(Date.now() % 1000)));
+    const chain = new BlueprintChain({ httpRpcUrl: devnet.rpcUrl, blueprint: devnet.contracts.cloud });
+    const reporter = new GoneReporter({
+      sandboxes: manager,
+      store,
+      writer: writerFor(devnet.accounts.operator1.address),
+      serviceId: svc.serviceId,
+      mode: 'cloud',
+      log,
+      serviceActive: () => chain.isServiceActive(devnet.contracts.tangle, svc.serviceId),
+    });
+    expect(await reporter.tick()).toEqual([]); // still active: nothing happens
+    expect(manager.get(doomed.id).state).toBe('running');
+    await svc.send(svc.account('serviceOwner'), 'terminateService', [svc.serviceId]);
+    expect(await reporter.tick()).toEqual([doomed.id]);
+    expect(manager.list().map((r) => r.id)).not.toContain(doomed.id);
+    expect(manager.get(kept.id).state).toBe('running'); // another service's sandbox is untouched
+    expect(await reporter.tick()).toEqual([]);
   });
 
   it('instance: the operator reports deprovisioned when its instance sandbox is gone, or when the service ended', async () => {

@@ -3,7 +3,8 @@
 //   chosen operator (settleCall), so the owner's sandbox is recorded and its slot counted once;
 // - a create it gave up on gives back its reservation (releaseReservation);
 // - a sandbox stopped for good (GC'd to `expired`, or `failed`) is reported gone, freeing its slot;
-//   an instance whose sandbox is gone or whose service ended is reported deprovisioned.
+//   an instance whose sandbox is gone or whose service ended is reported deprovisioned;
+// - cloud: once the service is terminated, its sandboxes are deleted (nobody can reach them).
 import type { StoreCollection } from '@agent-sandbox/runtime';
 import type { Logger } from 'pino';
 import type { Hex } from 'viem';
@@ -45,6 +46,7 @@ export function afterJob(writer: ChainWriter, log: Logger) {
 /** The sandbox facts the reporter reads (SandboxManager.list() fits). */
 export interface GoneSource {
   list(): Array<{ id: string; serviceId: string; state: string }>;
+  delete(id: string): Promise<unknown>;
 }
 
 export class GoneReporter {
@@ -58,7 +60,7 @@ export class GoneReporter {
       serviceId: bigint;
       mode: 'cloud' | 'instance' | 'tee-instance';
       log: Logger;
-      /** Instance modes: the service is still active (false once it ended). */
+      /** The service is still active (false once it ended). Cloud: its sandboxes are then deleted. */
       serviceActive?: () => Promise<boolean>;
       instanceSandboxId?: () => string | undefined;
     },
@@ -80,6 +82,22 @@ export class GoneReporter {
         await this.#reported.put(key, { at: Date.now(), outcome });
         log.info({ serviceId: `${serviceId}`, gone, ended, outcome }, 'instance reported deprovisioned');
         done.push('instance');
+      }
+      return done;
+    }
+    const live = sandboxes.list().filter((r) => r.serviceId === `${serviceId}` && r.state !== 'deleted');
+    if (live.length > 0 && this.o.serviceActive && !(await this.o.serviceActive())) {
+      for (const r of live) {
+        try {
+          await sandboxes.delete(r.id);
+          log.info({ sandboxId: r.id, serviceId: `${serviceId}` }, 'service terminated; its sandbox deleted');
+          done.push(r.id);
+        } catch (err) {
+          log.warn(
+            { sandboxId: r.id, err },
+            'service terminated; deleting its sandbox failed, retrying next tick',
+          );
+        }
       }
       return done;
     }

@@ -3,8 +3,6 @@
 // without a TEE backend, and with one (direct, over a test configfs-tsm tree) the report carries
 // a v1 attestation document whose hash the contract keeps and which verifies bound to this
 // chain, service and operator.
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
   docAsAttestation,
@@ -15,7 +13,7 @@ import {
 } from '@agent-sandbox/attestation';
 import { createSevTestPki, saveSevTestPki } from '@agent-sandbox/attestation/testing';
 import { agentSandboxBlueprintAbi } from '@agent-sandbox/contracts';
-import { EncryptedStore, SandboxManager } from '@agent-sandbox/runtime';
+import type { SandboxManager } from '@agent-sandbox/runtime';
 import { FakeTsmFirmware } from '@agent-sandbox/runtime/testing';
 import pino from 'pino';
 import { encodeAbiParameters, keccak256, toHex as viemHex } from 'viem';
@@ -25,12 +23,13 @@ import { instanceCallId, provisionInstance, teeContextFor } from './instance.ts'
 import { SANDBOX_CREATE_INPUT } from './jobs.ts';
 import { openTeeInstance } from './tee.ts';
 import { DevnetJobs } from './testing/devnet-service.ts';
+import { openTestRuntime, type TestRuntime } from './testing/test-runtime.ts';
 
 const devnet = inject('devnet');
 const image = inject('sandboxImage');
 const RUN = `blinst-${Date.now().toString(36)}`;
+let rt: TestRuntime;
 let dir: string;
-let store: EncryptedStore;
 let manager: SandboxManager;
 const policy = {
   defaultImage: image,
@@ -42,24 +41,10 @@ const policy = {
 };
 
 beforeAll(async () => {
-  dir = await mkdtemp(join(tmpdir(), `${RUN}-`));
-  store = await EncryptedStore.open({ dir: join(dir, 'store'), secret: '34'.repeat(32) });
-  manager = await SandboxManager.open({
-    store,
-    config: {
-      operatorId: RUN,
-      image,
-      snapshotDir: join(dir, 'snap'),
-      extraLabels: { 'agent-sandbox.test': '1' },
-    },
-  });
+  rt = await openTestRuntime({ operatorId: RUN, image, secret: '34'.repeat(32) });
+  ({ dir, manager } = rt);
 });
-afterAll(async () => {
-  for (const r of manager?.list() ?? []) await manager.delete(r.id).catch(() => {});
-  await manager?.close();
-  await store?.close();
-  if (dir) await rm(dir, { recursive: true, force: true });
-});
+afterAll(() => rt?.close());
 
 // Tuple-encoded (abi.encode(struct)), as the Rust SDK would send it.
 const instanceConfig = (tee = 0) =>

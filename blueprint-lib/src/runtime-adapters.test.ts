@@ -2,45 +2,18 @@
 // scan of every provision the operator ever recorded. Real EncryptedStore and SandboxManager; the
 // store is wrapped only to count the calls made on the provisions collection. And where a
 // workflow runs: its sandbox (cloud) or the instance sandbox, resolved when it runs.
-import { randomBytes } from 'node:crypto';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { EncryptedStore, SandboxManager } from '@agent-sandbox/runtime';
+import type { EncryptedStore } from '@agent-sandbox/runtime';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HandledCalls } from './handled-calls.ts';
 import { apiSandboxes, workflowSandbox } from './runtime-adapters.ts';
+import { openTestRuntime, type TestRuntime } from './testing/test-runtime.ts';
 
 describe('apiSandboxes.getProvision', () => {
-  let dir: string;
-  let store: EncryptedStore;
+  let rt: TestRuntime;
   const calls: string[] = [];
-
-  beforeAll(async () => {
-    dir = await mkdtemp(join(tmpdir(), 'api-prov-'));
-    store = await EncryptedStore.open({ dir, secret: randomBytes(32).toString('hex') });
-    const provisions = store.collection('provisions');
-    for (let i = 0; i < 300; i++) {
-      await provisions.put(`7:${i}`, {
-        callId: String(i),
-        sandboxId: `sb-${i}`,
-        serviceId: '7',
-        phase: 'ready',
-        phases: [{ phase: 'queued', at: 1 }],
-        failedPhase: null,
-        error: null,
-        startedAt: 1,
-        updatedAt: 1,
-      });
-    }
-  });
-  afterAll(async () => {
-    await store.close();
-    await rm(dir, { recursive: true, force: true });
-  });
-
-  it('reads one record by key, whatever the number stored', async () => {
-    const counting = new Proxy(store, {
+  // Counts the calls on the provisions collection the manager makes (the store is otherwise itself).
+  const counting = (store: EncryptedStore): EncryptedStore =>
+    new Proxy(store, {
       get(target, prop) {
         if (prop === 'collection') {
           return (name: string, schema?: unknown) => {
@@ -62,11 +35,29 @@ describe('apiSandboxes.getProvision', () => {
         return typeof v === 'function' ? v.bind(target) : v;
       },
     });
-    const manager = await SandboxManager.open({
-      config: { operatorId: 'prov-test', image: 'unused:latest', snapshotDir: join(dir, 'snap') },
-      store: counting,
-    });
-    const api = apiSandboxes(manager, new HandledCalls(store), 7n);
+
+  beforeAll(async () => {
+    rt = await openTestRuntime({ operatorId: 'api-prov', image: 'unused:latest', wrapStore: counting });
+    const provisions = rt.store.collection('provisions');
+    for (let i = 0; i < 300; i++) {
+      await provisions.put(`7:${i}`, {
+        callId: String(i),
+        sandboxId: `sb-${i}`,
+        serviceId: '7',
+        phase: 'ready',
+        phases: [{ phase: 'queued', at: 1 }],
+        failedPhase: null,
+        error: null,
+        startedAt: 1,
+        updatedAt: 1,
+      });
+    }
+  });
+  afterAll(() => rt?.close());
+
+  it('reads one record by key, whatever the number stored', async () => {
+    calls.length = 0;
+    const api = apiSandboxes(rt.manager, new HandledCalls(rt.store), 7n);
     const p = (await api.getProvision('123')) as { sandboxId: string } | undefined;
     expect(p?.sandboxId).toBe('sb-123');
     expect(calls).toEqual(['get']);

@@ -63,11 +63,16 @@ export function jobSandboxes(
     get: (id) => manager.get(id),
     getProvision: (callId, serviceId) => manager.getProvision(callId, serviceId),
     sidecarEndpoint: (id) => manager.sidecarEndpoint(id),
-    async delete(id) {
-      const r = await manager.delete(id);
-      await forgetRuns(id).catch(() => {});
-      return r;
-    },
+    delete: deleteForgettingRuns(manager, forgetRuns),
+  };
+}
+
+/** The manager's delete, then the sandbox's runs forgotten (best effort: the sandbox is gone). */
+function deleteForgettingRuns(manager: SandboxManager, forgetRuns: (sandboxId: string) => Promise<unknown>) {
+  return async (id: string) => {
+    const r = await manager.delete(id);
+    await forgetRuns(id).catch(() => {});
+    return r;
   };
 }
 
@@ -80,11 +85,7 @@ export function instanceRuntime(
     create: (params) => manager.create(params),
     list: (filter) => manager.list(filter),
     restartIfEngineStopped: (id) => manager.restartIfEngineStopped(id),
-    async delete(id) {
-      const r = await manager.delete(id);
-      await forgetRuns(id).catch(() => {});
-      return r;
-    },
+    delete: deleteForgettingRuns(manager, forgetRuns),
   };
 }
 

@@ -3,7 +3,7 @@
 // exec, files, terminals, agents and the …/tee/* routes work on a CVM sandbox as on a container.
 // Operations a CVM does not have here (stop, resume, snapshot) and plaintext secrets (they would
 // pass through the operator: use `secrets set --sealed`) are refused, saying so.
-import { type ApiSandboxes, RuntimeError, type SandboxRecord } from '@agent-sandbox/runtime';
+import { type ApiSandboxes, newRecord, RuntimeError, type SandboxRecord } from '@agent-sandbox/runtime';
 
 export interface CvmSandboxes {
   record(id: string): SandboxRecord | undefined;
@@ -54,38 +54,25 @@ export function cvmRecord(f: {
   timers: { idleTimeoutSeconds: number; maxLifetimeSeconds: number };
 }): SandboxRecord {
   const now = Date.now();
-  return {
-    id: f.id,
-    owner: f.owner,
-    serviceId: f.serviceId,
-    callId: f.callId,
-    operatorId: f.operatorId,
-    name: f.name,
-    state: 'running',
-    // Never used: the CVM sidecar's token lives with the TEE backend (endpoint()).
-    token: '0'.repeat(64),
-    image: f.image,
-    containerId: null,
-    volumeName: '',
-    hostPort: null,
-    sidecarUrl: f.sidecarUrl,
-    exposedPorts: [],
-    exposedHostPorts: {},
-    tier: null,
-    snapshotImageId: null,
-    snapshotArchiveDir: null,
-    resources: { ...f.resources, diskEnforced: false },
-    timers: f.timers,
-    baseEnv: {},
-    userEnv: {},
-    metadata: { tee_backend: 'phala', deployment_id: f.deploymentId },
-    createdAt: now,
-    updatedAt: now,
-    startedAt: now,
-    lastActivityAt: now,
-    stoppedAt: null,
-    tierSince: null,
-    stopReason: null,
-    error: null,
-  };
+  const rec = newRecord(
+    {
+      id: f.id,
+      owner: f.owner,
+      serviceId: f.serviceId,
+      callId: f.callId,
+      operatorId: f.operatorId,
+      name: f.name,
+      state: 'running',
+      image: f.image,
+      volumeName: '',
+      exposedPorts: [],
+      resources: { ...f.resources, diskEnforced: false },
+      timers: f.timers,
+      baseEnv: {},
+      metadata: { tee_backend: 'phala', deployment_id: f.deploymentId },
+    },
+    now,
+  );
+  // The token is never used: the CVM sidecar's token lives with the TEE backend (endpoint()).
+  return { ...rec, token: '0'.repeat(64), sidecarUrl: f.sidecarUrl, startedAt: now };
 }

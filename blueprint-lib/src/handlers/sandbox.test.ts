@@ -1,9 +1,5 @@
 // Jobs 0/1 through the blueprint router, on the shared devnet (real OperatorAssigned/Routed events
 // from a fresh service) and the real Docker engine (real SandboxManager, encrypted store on disk).
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { EncryptedStore, SandboxManager } from '@agent-sandbox/runtime';
 import { decodeJobResult, type JobContext } from '@agent-sandbox/sdk';
 import Docker from 'dockerode';
 import pino from 'pino';
@@ -20,13 +16,13 @@ import {
   SANDBOX_DELETE_INPUT,
 } from '../jobs.ts';
 import { DevnetJobs } from '../testing/devnet-service.ts';
+import { openTestRuntime, type TestRuntime } from '../testing/test-runtime.ts';
 import type { SandboxCreateRequest } from '../validate.ts';
 
 const devnet = inject('devnet');
 const image = inject('sandboxImage');
 const SECRET = 'cd'.repeat(32);
 const RUN = `bl-${Date.now().toString(36)}`;
-const LABELS = { 'agent-sandbox.test': '1', 'agent-sandbox.test.suite': 'blueprint-lib' };
 
 function request(over: Partial<SandboxCreateRequest> = {}): SandboxCreateRequest {
   return {
@@ -56,26 +52,9 @@ const flat = (r: SandboxCreateRequest): Hex =>
 const tuple = (r: SandboxCreateRequest): Hex =>
   encodeAbiParameters([{ type: 'tuple', components: SANDBOX_CREATE_INPUT }], [r]);
 
-interface Op {
-  dir: string;
-  store: EncryptedStore;
-  manager: SandboxManager;
-}
-async function openOp(name: string): Promise<Op> {
-  const dir = await mkdtemp(join(tmpdir(), `${RUN}-${name}-`));
-  const store = await EncryptedStore.open({ dir: join(dir, 'store'), secret: SECRET });
-  const manager = await SandboxManager.open({
-    store,
-    config: {
-      operatorId: `${RUN}-${name}`,
-      image,
-      snapshotDir: join(dir, 'snapshots'),
-      extraLabels: LABELS,
-      maxMemoryMb: 2048,
-    },
-  });
-  return { dir, store, manager };
-}
+type Op = TestRuntime;
+const openOp = (name: string): Promise<Op> =>
+  openTestRuntime({ operatorId: `${RUN}-${name}`, image, secret: SECRET, config: { maxMemoryMb: 2048 } });
 
 let jobs: DevnetJobs;
 let main: Op;
@@ -142,13 +121,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  for (const op of [main, spare]) {
-    if (!op) continue;
-    for (const r of op.manager.list()) await op.manager.delete(r.id).catch(() => {});
-    await op.manager.close();
-    await op.store.close();
-    await rm(op.dir, { recursive: true, force: true });
-  }
+  for (const op of [main, spare]) await op?.close();
   const docker = new Docker();
   const left = await docker.listContainers({
     all: true,

@@ -2,15 +2,12 @@
 // runs its command on trigger (output kept in the encrypted store, never in the result), fires a
 // cron workflow at its slot (the scheduler's clock is the test's), cancels it for good; refuses
 // fields it cannot honour and other wallets.
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import {
   createApiSidecars,
-  EncryptedStore,
+  type EncryptedStore,
   RunLog,
   RunService,
-  SandboxManager,
+  type SandboxManager,
   WorkflowService,
 } from '@agent-sandbox/runtime';
 import { decodeJobResult, type JobContext } from '@agent-sandbox/sdk';
@@ -32,13 +29,15 @@ import {
   WORKFLOW_ID_INPUT,
 } from '../jobs.ts';
 import { DevnetJobs } from '../testing/devnet-service.ts';
+import { openTestRuntime, type TestRuntime } from '../testing/test-runtime.ts';
 
 const devnet = inject('devnet');
 const image = inject('sandboxImage');
 const RUN = `blwf-${Date.now().toString(36)}`;
 
 let jobs: DevnetJobs;
-let dir: string;
+let mine: TestRuntime;
+let theirs: TestRuntime;
 let store: EncryptedStore;
 let manager: SandboxManager;
 let otherStore: EncryptedStore;
@@ -116,37 +115,16 @@ const opOf = new Map<ReturnType<typeof router>, Address>();
 beforeAll(async () => {
   jobs = new DevnetJobs(devnet);
   await jobs.newCloudService();
-  dir = await mkdtemp(join(tmpdir(), `${RUN}-`));
-  store = await EncryptedStore.open({ dir: join(dir, 'store'), secret: 'ef'.repeat(32) });
-  manager = await SandboxManager.open({
-    store,
-    config: {
-      operatorId: RUN,
-      image,
-      snapshotDir: join(dir, 'snap'),
-      extraLabels: { 'agent-sandbox.test': '1' },
-    },
-  });
+  mine = await openTestRuntime({ operatorId: RUN, image });
+  ({ store, manager } = mine);
   // The other operator: its own store and runtime, as on its own machine.
-  otherStore = await EncryptedStore.open({ dir: join(dir, 'other-store'), secret: 'ef'.repeat(32) });
-  otherManager = await SandboxManager.open({
-    store: otherStore,
-    config: {
-      operatorId: `${RUN}-other`,
-      image,
-      snapshotDir: join(dir, 'other-snap'),
-      extraLabels: { 'agent-sandbox.test': '1' },
-    },
-  });
+  theirs = await openTestRuntime({ operatorId: `${RUN}-other`, image });
+  ({ store: otherStore, manager: otherManager } = theirs);
 });
 
 afterAll(async () => {
-  for (const r of manager?.list() ?? []) await manager.delete(r.id).catch(() => {});
-  await manager?.close();
-  await otherManager?.close();
-  await store?.close();
-  await otherStore?.close();
-  if (dir) await rm(dir, { recursive: true, force: true });
+  await mine?.close();
+  await theirs?.close();
 });
 
 describe('workflow jobs', () => {

@@ -1,15 +1,8 @@
 // Argument parsing and help: the grammar table, global flags anywhere, clear USAGE errors.
 import { describe, expect, it } from 'vitest';
 import { isClientError } from '../errors.ts';
-import {
-  COMMANDS,
-  commandHelp,
-  EXIT_CODES_HELP,
-  GLOBAL_OPTIONS,
-  globalHelp,
-  INSTANCE_SANDBOX,
-  parseCli,
-} from './args.ts';
+import { COMMANDS, GLOBAL_OPTIONS, INSTANCE_SANDBOX, parseCli } from './args.ts';
+import { commandHelp, EXIT_CODES_HELP, globalHelp } from './help.ts';
 
 const usageError = (argv: string[]) => {
   try {

@@ -1,9 +1,10 @@
 // Entry point of the `agent-sandbox` CLI: parses argv, runs one command, prints one clear line
-// on failure and returns an exit code from the documented table (see args.ts EXIT_CODES_HELP).
+// on failure and returns an exit code from the documented table (see help.ts EXIT_CODES_HELP).
 import { ClientError, ExitCode } from '../errors.ts';
-import { COMMANDS, commandHelp, globalHelp, type ParsedArgs, parseCli } from './args.ts';
+import { COMMANDS, type ParsedArgs, parseCli } from './args.ts';
 import type { Command } from './commands.ts';
 import type { CliIO } from './context.ts';
+import { commandHelp, globalHelp } from './help.ts';
 
 // Each command's code (viem, the operator client, TEE verification) loads only when it runs, so
 // `--help` and usage errors start in the time of a bare node process.

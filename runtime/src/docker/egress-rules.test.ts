@@ -1,9 +1,14 @@
-// The egress rule set each policy installs, and the refusal (saying why and what to do) when the
-// rules cannot be installed; the rules' effect is tested on the real engine in
+// The egress rule set each policy installs, the refusal (saying why and what to do) when the
+// rules cannot be installed, and the sweep of a killed operator's leftovers on real iptables; the rules' effect is tested on the real engine in
 // sandbox/hostile-neighbour-network.test.ts.
-import { describe, expect, it } from 'vitest';
+import { execFile } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { promisify } from 'node:util';
+import { afterAll, describe, expect, it } from 'vitest';
 import { isRuntimeError } from '../errors.ts';
 import { chainNames, EgressRules, hostNameservers, NON_PUBLIC_V4, ruleSet } from './egress-rules.ts';
+
+const run = promisify(execFile);
 
 describe('egress rules', () => {
   it('public: replies pass, DNS to the host resolvers passes, every non-public range is rejected, the rest returns to Docker', () => {
@@ -53,5 +58,52 @@ describe('egress rules', () => {
     const err = await rules.install().catch((e: unknown) => e);
     expect(isRuntimeError(err, 'EGRESS_RULES')).toBe(true);
     expect((err as Error).message).toMatch(/cannot install the sandbox egress rules .*SANDBOX_EGRESS=open/);
+  });
+});
+
+// Real iptables: an operator killed with SIGKILL leaves its chains and jumps behind (possibly on
+// another bridge); the next install of the same operator sweeps them, touching no other operator's.
+describe('egress rules on the real iptables', () => {
+  const ipt = (args: string[]) => run('iptables', ['-w', '5', ...args]).then((r) => r.stdout);
+  const tag = randomBytes(4).toString('hex');
+  const mine = chainNames(`sweep-${tag}`);
+  const theirs = chainNames(`other-${tag}`);
+  const jumpsTo = async (chain: string) =>
+    (await ipt(['-S', 'DOCKER-USER']))
+      .split('\n')
+      .concat((await ipt(['-S', 'INPUT'])).split('\n'))
+      .filter((l) => l.endsWith(`-j ${chain}`));
+
+  afterAll(async () => {
+    for (const id of [`sweep-${tag}`, `other-${tag}`])
+      await new EgressRules({ policy: 'none', bridge: 'asbx-swtest', operatorId: id })
+        .remove()
+        .catch(() => {});
+  });
+
+  it("install sweeps this operator's stale chains and jumps (any bridge), and only this operator's", async () => {
+    for (const [c, from, bridge] of [
+      [mine.forward, 'DOCKER-USER', 'asbx-stale0'],
+      [mine.input, 'INPUT', 'asbx-stale0'],
+      [theirs.forward, 'DOCKER-USER', 'asbx-swother'],
+      [theirs.input, 'INPUT', 'asbx-swother'],
+    ] as const) {
+      await ipt(['-N', c]);
+      await ipt(['-A', c, '-s', '192.0.2.1', '-j', 'RETURN']);
+      await ipt(['-I', from, '1', '-i', bridge, '-j', c]);
+    }
+    const theirsBefore = [await ipt(['-S', theirs.forward]), await jumpsTo(theirs.forward)];
+
+    const rules = new EgressRules({ policy: 'none', bridge: 'asbx-swtest', operatorId: `sweep-${tag}` });
+    await rules.install();
+
+    expect(await jumpsTo(mine.forward)).toEqual([`-A DOCKER-USER -i asbx-swtest -j ${mine.forward}`]);
+    expect(await jumpsTo(mine.input)).toEqual([`-A INPUT -i asbx-swtest -j ${mine.input}`]);
+    expect(await ipt(['-S', mine.forward])).not.toContain('192.0.2.1');
+    expect([await ipt(['-S', theirs.forward]), await jumpsTo(theirs.forward)]).toEqual(theirsBefore);
+
+    await rules.remove();
+    expect(await jumpsTo(mine.forward)).toEqual([]);
+    expect(await ipt(['-S', mine.forward]).catch(() => 'gone')).toBe('gone');
   });
 });

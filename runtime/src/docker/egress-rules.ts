@@ -3,7 +3,7 @@
 // its own rules), traffic from the bridge to the host itself (its gateway address, services on
 // 0.0.0.0 such as the operator API or a chain node) from INPUT. Replies to connections the host
 // opened (the sidecar's published port) pass. Installed at operator start and removed at shutdown;
-// installing again replaces them (idempotent across restarts and crashes).
+// installing first sweeps this operator's leftovers (a SIGKILLed run's chains and jumps, any bridge).
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
@@ -104,12 +104,14 @@ export class EgressRules {
       if (!(await this.#ok(['-L', 'DOCKER-USER', '-n']))) {
         throw new Error('the DOCKER-USER chain is missing (is dockerd running with its iptables rules?)');
       }
+      // A previous run of this operator killed with SIGKILL left its chains and jumps (maybe on
+      // another bridge): sweep them first. Only this operator's chains are touched.
+      await this.#sweep();
       for (const [chain, list] of [
         [forward, rules.forward],
         [input, rules.input],
       ] as const) {
-        if (!(await this.#ok(['-L', chain, '-n']))) await this.#ipt(['-N', chain]);
-        await this.#ipt(['-F', chain]);
+        await this.#ipt(['-N', chain]);
         for (const r of list) await this.#ipt(['-A', chain, ...r]);
       }
       await this.#jump('DOCKER-USER', forward);
@@ -129,16 +131,31 @@ export class EgressRules {
     if (!(await this.#ok(['-C', from, ...spec]))) await this.#ipt(['-I', from, '1', ...spec]);
   }
 
-  /** Removes the jumps and the chains (missing ones are fine). */
-  async remove(): Promise<void> {
+  /** Deletes every jump to this operator's chains (whatever the bridge) and the chains themselves. */
+  async #sweep(): Promise<void> {
     const { forward, input } = this.chains;
     for (const [from, to] of [
       ['DOCKER-USER', forward],
       ['INPUT', input],
     ] as const) {
-      while (await this.#ok(['-D', from, '-i', this.#o.bridge, '-j', to])) {}
+      const listed = await run(this.#bin, ['-w', '5', '-S', from], { timeout: 15_000 }).then(
+        (r) => r.stdout,
+        () => '',
+      );
+      for (const line of listed.split('\n')) {
+        const rule = line.trim().split(/\s+/);
+        if (rule[0] !== '-A' || rule.at(-2) !== '-j' || rule.at(-1) !== to) continue;
+        await this.#ok(['-D', ...rule.slice(1)]);
+      }
       await this.#ok(['-F', to]);
       await this.#ok(['-X', to]);
+    }
+  }
+
+  /** Removes the jumps and the chains (missing ones are fine). */
+  async remove(): Promise<void> {
+    await this.#sweep();
+    for (const to of [this.chains.forward, this.chains.input]) {
       if (await this.#ok(['-L', to, '-n'])) {
         throw new RuntimeError(
           'EGRESS_RULES',

@@ -5,7 +5,7 @@
 // fails at the claim it is removed and the create goes on cold under the same record.
 import { type SandboxContext, transition } from './context.ts';
 import { deliverUserEnv } from './env-delivery.ts';
-import { failProvision, type ProvisionHooks, runProvision, trackPhases } from './provisioner.ts';
+import { failProvision, markReady, type ProvisionHooks, runProvision, trackPhases } from './provisioner.ts';
 import type { SandboxRecord } from './record.ts';
 import { startedAddress } from './sidecar-address.ts';
 import type { PoolEntry, WarmPool } from './warm-pool.ts';
@@ -45,15 +45,11 @@ export async function runClaim(
     return runProvision(ctx, ctx.records.get(rec.id) ?? rec, hooks, tracking);
   }
   try {
-    const now = ctx.now();
-    current = await transition(ctx, rec.id, 'running', {
+    current = await markReady(ctx, rec.id, enter, {
       hostPort: entry.hostPort,
       sidecarUrl: entry.sidecarUrl,
       exposedHostPorts: entry.exposedHostPorts,
-      startedAt: now,
-      lastActivityAt: now,
     });
-    await enter('ready');
     log.info({ hostPort: entry.hostPort }, 'sandbox ready (claimed from the warm pool)');
     return current;
   } catch (e) {

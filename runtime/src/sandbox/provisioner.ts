@@ -11,7 +11,7 @@ import {
   ProvisionTracker,
   provisionKey,
 } from './provision-progress.ts';
-import { newSandboxId, newSidecarToken, type SandboxRecord } from './record.ts';
+import { newRecord, newSandboxId, type SandboxRecord } from './record.ts';
 import type { ResolvedCreate } from './request.ts';
 
 export interface ProvisionHooks {
@@ -61,40 +61,26 @@ export async function admit(
     }
   }
   const now = ctx.now();
-  const rec: SandboxRecord = {
-    id,
-    owner: req.owner,
-    serviceId: req.serviceId,
-    callId: req.callId,
-    operatorId: cfg.operatorId,
-    name: req.name,
-    state: 'pending',
-    token: newSidecarToken(),
-    image: req.image,
-    containerId: null,
-    volumeName: volumeName(id),
-    hostPort: null,
-    sidecarUrl: null,
-    exposedPorts: req.exposedPorts,
-    exposedHostPorts: {},
-    tier: null,
-    snapshotImageId: null,
-    snapshotArchiveDir: null,
-    resources: { cpuCores: req.cpuCores, memoryMb: req.memoryMb, diskGb: req.diskGb, diskEnforced: false },
-    timers: req.timers,
-    baseEnv: req.baseEnv,
-    userEnv: {},
-    metadata: req.metadata,
-    createdAt: now,
-    updatedAt: now,
-    startedAt: null,
-    lastActivityAt: now,
-    stoppedAt: null,
-    tierSince: null,
-    stopReason: null,
-    error: null,
-    ...(req.expiryExempt ? { expiryExempt: true } : {}),
-  };
+  const rec = newRecord(
+    {
+      id,
+      owner: req.owner,
+      serviceId: req.serviceId,
+      callId: req.callId,
+      operatorId: cfg.operatorId,
+      name: req.name,
+      state: 'pending',
+      image: req.image,
+      volumeName: volumeName(id),
+      exposedPorts: req.exposedPorts,
+      resources: { cpuCores: req.cpuCores, memoryMb: req.memoryMb, diskGb: req.diskGb, diskEnforced: false },
+      timers: req.timers,
+      baseEnv: req.baseEnv,
+      metadata: req.metadata,
+      ...(req.expiryExempt ? { expiryExempt: true } : {}),
+    },
+    now,
+  );
   // Record first: a crash right after leaves a record that reconcile can find by its progress.
   await ctx.records.put(rec);
   await ctx.provisions.put(
@@ -109,6 +95,19 @@ export interface PhaseTracking {
   tracker: ProvisionTracker;
   /** Records the phase, then tells hooks.onPhase. */
   enter: (phase: ProvisionPhase) => Promise<void>;
+}
+
+/** The container answers: the record runs at its addresses, started and active now; phase `ready`. */
+export async function markReady(
+  ctx: SandboxContext,
+  id: string,
+  enter: PhaseTracking['enter'],
+  at: Pick<SandboxRecord, 'hostPort' | 'sidecarUrl' | 'exposedHostPorts'> & { containerId?: string },
+): Promise<SandboxRecord> {
+  const now = ctx.now();
+  const r = await transition(ctx, id, 'running', { ...at, startedAt: now, lastActivityAt: now });
+  await enter('ready');
+  return r;
 }
 
 /** The tracker of an admitted record's provision (a claim hands it on to a cold provision). */
@@ -165,16 +164,12 @@ export async function runProvision(
         current = await ctx.records.patch(rec.id, (r) => ({ ...r, containerId }));
       },
     });
-    const now = ctx.now();
-    current = await transition(ctx, rec.id, 'running', {
+    current = await markReady(ctx, rec.id, enter, {
       containerId: launched.containerId,
       hostPort: launched.hostPort,
       sidecarUrl: launched.sidecarUrl,
       exposedHostPorts: launched.exposedHostPorts,
-      startedAt: now,
-      lastActivityAt: now,
     });
-    await enter('ready');
     log.info({ hostPort: launched.hostPort }, 'sandbox ready');
     return current;
   } catch (e) {

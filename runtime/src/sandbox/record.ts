@@ -155,6 +155,50 @@ export function newSidecarToken(): string {
 }
 
 /** A state where the sandbox can still be brought back to running. */
+/** What a caller chooses for a new sandbox; the rest starts empty (no container, tier, stop or error). */
+export type NewRecordFields = Pick<
+  SandboxRecord,
+  | 'id'
+  | 'owner'
+  | 'serviceId'
+  | 'callId'
+  | 'operatorId'
+  | 'name'
+  | 'state'
+  | 'image'
+  | 'volumeName'
+  | 'exposedPorts'
+  | 'resources'
+  | 'timers'
+  | 'baseEnv'
+  | 'metadata'
+> &
+  Partial<Pick<SandboxRecord, 'expiryExempt'>>;
+
+/** A new sandbox's record: a fresh sidecar token, created and last active `now`. */
+export function newRecord(f: NewRecordFields, now: number): SandboxRecord {
+  return {
+    ...f,
+    token: newSidecarToken(),
+    containerId: null,
+    hostPort: null,
+    sidecarUrl: null,
+    exposedHostPorts: {},
+    tier: null,
+    snapshotImageId: null,
+    snapshotArchiveDir: null,
+    userEnv: {},
+    createdAt: now,
+    updatedAt: now,
+    startedAt: null,
+    lastActivityAt: now,
+    stoppedAt: null,
+    tierSince: null,
+    stopReason: null,
+    error: null,
+  };
+}
+
 export function isResumable(r: SandboxRecord): boolean {
   return r.state === 'stopped';
 }

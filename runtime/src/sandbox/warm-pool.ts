@@ -12,7 +12,7 @@ import { volumeName } from '../docker/labels.ts';
 import { removeSocketDir } from '../docker/sidecar-socket.ts';
 import type { SandboxContext } from './context.ts';
 import { launchContainer } from './launch.ts';
-import { newSandboxId, newSidecarToken, type SandboxRecord, type SandboxResources } from './record.ts';
+import { newRecord, newSandboxId, type SandboxResources } from './record.ts';
 import { type ResolvedCreate, resolveExposedPorts, resolveTimers } from './request.ts';
 import { startedAddress } from './sidecar-address.ts';
 
@@ -184,39 +184,25 @@ export class WarmPool {
       workspaceDisk: driver.disks ? 'loop-ext4' : null,
     };
     // Never stored: only launchContainer sees it (names, labels, limits; an empty user env).
-    const rec: SandboxRecord = {
-      id,
-      owner: 'warm-pool',
-      serviceId: '',
-      callId: '',
-      operatorId: cfg.operatorId,
-      name: '',
-      state: 'provisioning',
-      token: newSidecarToken(),
-      image: cfg.image,
-      containerId: null,
-      volumeName: volumeName(id),
-      hostPort: null,
-      sidecarUrl: null,
-      exposedPorts: resolveExposedPorts([], cfg),
-      exposedHostPorts: {},
-      tier: null,
-      snapshotImageId: null,
-      snapshotArchiveDir: null,
-      resources,
-      timers: resolveTimers({}, cfg),
-      baseEnv: {},
-      userEnv: {},
-      metadata: {},
-      createdAt: now,
-      updatedAt: now,
-      startedAt: null,
-      lastActivityAt: now,
-      stoppedAt: null,
-      tierSince: null,
-      stopReason: null,
-      error: null,
-    };
+    const rec = newRecord(
+      {
+        id,
+        owner: 'warm-pool',
+        serviceId: '',
+        callId: '',
+        operatorId: cfg.operatorId,
+        name: '',
+        state: 'provisioning',
+        image: cfg.image,
+        volumeName: volumeName(id),
+        exposedPorts: resolveExposedPorts([], cfg),
+        resources,
+        timers: resolveTimers({}, cfg),
+        baseEnv: {},
+        metadata: {},
+      },
+      now,
+    );
     this.#starting.add(id);
     try {
       const l = await launchContainer(this.#ctx, rec, { image: cfg.image, removeVolumeOnFailure: true });

@@ -6,6 +6,14 @@ import type { CircuitBreaker } from './circuit-breaker.ts';
 import { Deadline, isSidecarHealthFailure, readBounded, statusError, transportError } from './http.ts';
 import { socketDispatcher } from './socket.ts';
 import { parseSse, type SseEvent } from './sse.ts';
+import type {
+  AgentRunRequest,
+  AgentRunResult,
+  ExecRequest,
+  ExecResult,
+  Json,
+  TerminalCreateRequest,
+} from './wire-types.ts';
 
 export interface SidecarTimeouts {
   exec: number;
@@ -57,51 +65,6 @@ export interface CallOptions {
   /** Go through the circuit breaker (default true; health checks default to false). */
   breaker?: boolean;
 }
-
-export interface ExecRequest {
-  command: string;
-  cwd?: string;
-  env?: Record<string, string>;
-  /** Command time limit inside the sandbox (`timeout_ms` on the wire). */
-  timeoutMs?: number;
-}
-export interface ExecResult {
-  exitCode: number;
-  stdout: string;
-  stderr: string;
-  duration?: number;
-}
-export interface AgentRunRequest {
-  identifier?: string;
-  message: string;
-  sessionId?: string;
-  backend?: { type?: string; model?: string; profile?: string };
-  metadata?: Record<string, unknown>;
-  /** Run time limit inside the sandbox (`timeout_ms` on the wire). */
-  timeoutMs?: number;
-}
-export interface AgentRunResult {
-  success: boolean;
-  response?: string;
-  data?: { finalText?: string };
-  traceId?: string;
-  durationMs?: number;
-  sessionId?: string;
-  usage?: {
-    inputTokens?: number;
-    outputTokens?: number;
-    cachedInputTokens?: number;
-    reasoningTokens?: number;
-  };
-}
-export interface TerminalCreateRequest {
-  cwd?: string;
-  cols?: number;
-  rows?: number;
-  env?: Record<string, string>;
-  title?: string;
-}
-export type Json = Record<string, unknown>;
 
 const LOOPBACK = new Set(['127.0.0.1', 'localhost', '[::1]']);
 /**

@@ -3,18 +3,20 @@
 export type { CircuitBreakerOptions, CircuitPermit, CircuitState } from './circuit-breaker.ts';
 export { CircuitBreaker } from './circuit-breaker.ts';
 export type {
-  AgentRunRequest,
-  AgentRunResult,
   CallOptions,
-  ExecRequest,
-  ExecResult,
   SidecarClientOptions,
   SidecarEndpoint,
   SidecarOperation,
   SidecarTimeouts,
-  TerminalCreateRequest,
 } from './client.ts';
 export { DEFAULT_SIDECAR_TIMEOUTS, SidecarClient } from './client.ts';
 export { isSidecarHealthFailure } from './http.ts';
 export type { SseEvent } from './sse.ts';
 export { parseSse } from './sse.ts';
+export type {
+  AgentRunRequest,
+  AgentRunResult,
+  ExecRequest,
+  ExecResult,
+  TerminalCreateRequest,
+} from './wire-types.ts';

@@ -11,7 +11,8 @@ import type { RunService } from '../api/runs/run-service.ts';
 import { sameAddress } from '../auth/index.ts';
 import { RuntimeError } from '../errors.ts';
 import { parseAction, type WorkflowAction } from './actions.ts';
-import type { WorkflowRecord, WorkflowRunRecord, WorkflowRunStatus } from './records.ts';
+import type { WorkflowRecord, WorkflowRunRecord } from './records.ts';
+import { runAgent, runCommand } from './run-actions.ts';
 import { nextSlot, parseTrigger } from './schedule.ts';
 
 export interface WorkflowServiceOptions {
@@ -37,7 +38,6 @@ export type NewWorkflow = Omit<
   'active' | 'createdAt' | 'updatedAt' | 'lastTriggeredAt' | 'runs' | 'nextDueAt' | 'lastSlotAt'
 >;
 
-const MAX_KEEP_OUTPUT = 64 * 1024;
 const key = (serviceId: string, id: string) => `${serviceId}:${id}`;
 const newRunId = () => `wfr-${randomBytes(10).toString('hex')}`;
 
@@ -257,26 +257,18 @@ export class WorkflowService {
       error: null,
     };
     if (this.active.has(k)) {
-      const skipped: WorkflowRunRecord = {
-        ...base,
-        status: 'skipped',
-        finishedAt: base.startedAt,
-        error: { code: 'RUN_ACTIVE', message: 'the previous run of this workflow was still going on' },
-      };
-      await this.save(skipped);
-      return skipped;
+      return this.endAtOnce(base, 'skipped', {
+        code: 'RUN_ACTIVE',
+        message: 'the previous run of this workflow was still going on',
+      });
     }
     const sandboxId = (this.o.resolveSandbox ?? ((x: WorkflowRecord) => x.targetSandboxId || undefined))(w);
     const run: WorkflowRunRecord = { ...base, sandboxId: sandboxId ?? null };
     if (!sandboxId) {
-      const failed: WorkflowRunRecord = {
-        ...run,
-        status: 'failed',
-        finishedAt: base.startedAt,
-        error: { code: 'NOT_FOUND', message: 'the workflow target has no sandbox on this operator' },
-      };
-      await this.save(failed);
-      return failed;
+      return this.endAtOnce(run, 'failed', {
+        code: 'NOT_FOUND',
+        message: 'the workflow target has no sandbox on this operator',
+      });
     }
     await this.save(run);
     const done = this.execute(run, sandboxId, action).finally(() => this.active.delete(k));
@@ -295,8 +287,10 @@ export class WorkflowService {
       await this.o.touch?.(sandboxId);
       end =
         a.kind === 'command'
-          ? await this.runCommand(sandboxId, a, timeoutMs)
-          : await this.runAgent(run, sandboxId, a, timeoutMs);
+          ? await runCommand(this.o.sidecars, sandboxId, a, timeoutMs)
+          : await runAgent(this.o, sandboxId, a, timeoutMs, `workflow-${run.runId}`, (agentRunId) =>
+              this.save({ ...run, agentRunId }),
+            );
     } catch (e) {
       const err = asRuntimeError(e);
       const timedOut = err.code === 'SIDECAR_TIMEOUT' || err.code === 'REQUEST_TIMEOUT';
@@ -316,78 +310,15 @@ export class WorkflowService {
     return final;
   }
 
-  private async runCommand(
-    sandboxId: string,
-    a: Extract<WorkflowAction, { kind: 'command' }>,
-    timeoutMs: number,
-  ) {
-    const client = await this.o.sidecars.client(sandboxId);
-    const r = await client.exec({ command: a.command, ...(a.cwd ? { cwd: a.cwd } : {}), timeoutMs });
-    // 124: the sidecar stopped the command at its timeout (as timeout(1) reports it).
-    const status: WorkflowRunStatus =
-      r.exitCode === 0 ? 'completed' : r.exitCode === 124 ? 'timed_out' : 'failed';
-    return {
-      status,
-      exitCode: r.exitCode,
-      stdout: r.stdout.slice(-MAX_KEEP_OUTPUT),
-      stderr: r.stderr.slice(-MAX_KEEP_OUTPUT),
-      error:
-        status === 'completed'
-          ? null
-          : {
-              code: status === 'timed_out' ? 'TIMEOUT' : 'EXIT_CODE',
-              message: `the command exited with ${r.exitCode}`,
-            },
-    };
-  }
-
-  /** An agent run through the API's run service: the same run record and events as POST …/prompt. */
-  private async runAgent(
+  /** A run that ends as it starts (skipped, or no sandbox to run in): recorded finished at once. */
+  private async endAtOnce(
     run: WorkflowRunRecord,
-    sandboxId: string,
-    a: Extract<WorkflowAction, { kind: 'prompt' | 'task' }>,
-    timeoutMs: number,
-  ) {
-    const requestId = `workflow-${run.runId}`;
-    const rec = await this.o.runs.start({
-      sandboxId,
-      kind: a.kind,
-      request: { message: a.message },
-      timeoutMs,
-      requestId,
-    });
-    await this.save({ ...run, agentRunId: rec.run_id });
-    let timer: NodeJS.Timeout | undefined;
-    const abort = new AbortController();
-    const ended = (async () => {
-      for await (const _ of this.o.runLog.follow(rec.run_id, Number.MAX_SAFE_INTEGER - 1, abort.signal))
-        void _;
-      return false;
-    })();
-    const expired = new Promise<boolean>((r) => {
-      timer = setTimeout(() => r(true), timeoutMs);
-    });
-    const timedOut = await Promise.race([ended, expired]).finally(() => clearTimeout(timer));
-    if (timedOut) {
-      abort.abort();
-      await this.o.runs.cancel(sandboxId, rec.run_id, requestId);
-    }
-    const last = await this.o.runLog.get(rec.run_id);
-    const status: WorkflowRunStatus = timedOut
-      ? 'timed_out'
-      : last?.status === 'completed'
-        ? 'completed'
-        : last?.status === 'cancelled'
-          ? 'cancelled'
-          : 'failed';
-    return {
-      status,
-      agentRunId: rec.run_id,
-      finalText: last?.final_text ?? null,
-      error: timedOut
-        ? { code: 'TIMEOUT', message: `the run passed its ${timeoutMs} ms budget and was cancelled` }
-        : (last?.error ?? null),
-    };
+    status: 'skipped' | 'failed',
+    error: NonNullable<WorkflowRunRecord['error']>,
+  ): Promise<WorkflowRunRecord> {
+    const ended: WorkflowRunRecord = { ...run, status, finishedAt: run.startedAt, error };
+    await this.save(ended);
+    return ended;
   }
 
   private async save(r: WorkflowRunRecord): Promise<void> {
