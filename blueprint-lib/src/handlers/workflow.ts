@@ -165,12 +165,7 @@ export function workflowHandlers(deps: BlueprintDeps) {
       if (who === 'other') return SKIP;
       requireWorkflowOwner(id, ctx.caller, local, onChain);
       await requireOwner(ctx, kind, target, ctx.caller);
-      if (!local) {
-        throw new BlueprintError(
-          'NOT_FOUND',
-          `workflow ${id} is not stored on this operator (its create was refused or never reached it); create it again`,
-        );
-      }
+      if (!local) throw notHeld(id);
       let run: Awaited<ReturnType<WorkflowJobs['trigger']>>;
       try {
         run = await service().trigger(`${ctx.serviceId}`, `${id}`, `${ctx.callId}`);
@@ -198,14 +193,24 @@ export function workflowHandlers(deps: BlueprintDeps) {
       const who = await responsible(local?.targetKind ?? onChain?.target_kind ?? 0, target);
       if (who === 'other') return SKIP;
       requireWorkflowOwner(id, ctx.caller, local, onChain);
-      if (local) {
-        await service().cancel(`${ctx.serviceId}`, `${id}`);
-      }
+      // Never "canceled" for a workflow this operator does not hold: nothing here was stopped.
+      if (!local) throw notHeld(id);
+      await service().cancel(`${ctx.serviceId}`, `${id}`);
       return { json: JSON.stringify({ workflowId: `${id}`, canceled: true, active: false }) };
     });
 
   return { create, trigger, cancel };
 }
+
+/**
+ * The answer of the chosen operator (the target sandbox's holder; any operator in instance mode)
+ * to a trigger or cancel of a workflow it never stored: its create was refused or never reached it.
+ */
+const notHeld = (id: bigint) =>
+  new BlueprintError(
+    'NOT_FOUND',
+    `workflow ${id} is not stored on this operator (its create was refused or never reached it); nothing ran or was canceled here: create it again`,
+  );
 
 /** The job's caller must be the workflow's owner, by every record this operator can read. */
 function requireWorkflowOwner(
