@@ -101,6 +101,18 @@ export function workflowHandlers(deps: BlueprintDeps) {
     return out;
   }
 
+  /**
+   * A trigger or cancel of a workflow this operator never stored. Cloud: it holds the target
+   * sandbox, so its result is the one that counts: a failure saying so. Instance mode: any
+   * operator's result counts (the first), so one that never saw the create (it joined later)
+   * stays silent rather than race a holder with a failure; one that answered the create (and
+   * refused it) says so, as every operator that refused it will.
+   */
+  async function notHeldAnswer(ctx: JobContext, id: bigint): Promise<Skip> {
+    if (deps.mode !== 'cloud' && (await handled.get(ctx.serviceId, id))?.job !== 2) return SKIP;
+    throw notHeld(id);
+  }
+
   const create = (req: JobValue<typeof WORKFLOW_CREATE_INPUT>, ctx: JobContext) =>
     once(ctx, 2, async () => {
       const who = await responsible(req.target_kind, req.target_sandbox_id);
@@ -165,7 +177,7 @@ export function workflowHandlers(deps: BlueprintDeps) {
       if (who === 'other') return SKIP;
       requireWorkflowOwner(id, ctx.caller, local, onChain);
       await requireOwner(ctx, kind, target, ctx.caller);
-      if (!local) throw notHeld(id);
+      if (!local) return notHeldAnswer(ctx, id);
       let run: Awaited<ReturnType<WorkflowJobs['trigger']>>;
       try {
         run = await service().trigger(`${ctx.serviceId}`, `${id}`, `${ctx.callId}`);
@@ -194,7 +206,7 @@ export function workflowHandlers(deps: BlueprintDeps) {
       if (who === 'other') return SKIP;
       requireWorkflowOwner(id, ctx.caller, local, onChain);
       // Never "canceled" for a workflow this operator does not hold: nothing here was stopped.
-      if (!local) throw notHeld(id);
+      if (!local) return notHeldAnswer(ctx, id);
       await service().cancel(`${ctx.serviceId}`, `${id}`);
       return { json: JSON.stringify({ workflowId: `${id}`, canceled: true, active: false }) };
     });
