@@ -1,7 +1,9 @@
 // Jobs 2–4: workflows. The operator holding the target sandbox answers (others skip): create checks
 // the request and stores the workflow in the runtime's WorkflowService (which runs the cron
 // schedule), trigger starts a run (command or agent run) and posts its run id, cancel stops the
-// schedule for good. Results carry no command output: the owner reads runs through the API.
+// schedule for good; a trigger or cancel of a workflow this operator never stored is answered
+// with a failure saying so (see notHeldAnswer). Results carry no command output: the owner reads
+// runs through the API.
 // The contract already refuses a workflow on someone else's sandbox; these handlers check again
 // (sandbox owner == job caller == workflow owner) so a contract bug alone cannot reach a container.
 import { isRuntimeError, type WorkflowRecord } from '@agent-sandbox/runtime';
