@@ -36,3 +36,20 @@ export async function instanceEndpoints(
     .map((operator, i) => ({ operator, url: urls[i] ?? '' }))
     .filter((e) => /^https?:\/\//.test(e.url));
 }
+
+/** The Tangle contract an instance blueprint answers to (its public `tangleCore`). */
+export async function instanceTangle(rpcUrl: string, blueprint: Address): Promise<Address> {
+  const pub = createPublicClient({ transport: http(rpcUrl) });
+  try {
+    return await pub.readContract({
+      address: blueprint,
+      abi: agentSandboxBlueprintAbi,
+      functionName: 'tangleCore',
+    });
+  } catch (e) {
+    throw new ClientError(
+      'CHAIN',
+      `cannot read the Tangle address from ${blueprint} (${(e as Error).message.split('\n')[0]}); check --rpc and --blueprint, or pass --tangle ADDR`,
+    );
+  }
+}

@@ -6,7 +6,7 @@
 // restarts it → the service is terminated: the sandbox is deleted and reportDeprovisioned sent.
 // And: a failing provision does not stop the operator (it is ready, /health says why, retries),
 // and does not block a later start; a service that ended while the operator was down is
-// deprovisioned at its next start.
+// deprovisioned at its next start. And workflows on the instance (`workflow … --instance S`).
 import { type ChildProcess, execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { openSync, readFileSync } from 'node:fs';
@@ -23,6 +23,7 @@ import Docker from 'dockerode';
 import { encodeAbiParameters } from 'viem';
 import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
 import { runCliInProcess } from '../../client/src/testing/cli-harness.ts';
+import { instanceWorkflows } from './instance-workflows.ts';
 
 vi.setConfig({ testTimeout: 240_000 });
 
@@ -270,6 +271,15 @@ describe('instance mode end to end', () => {
       env: { AGENT_SANDBOX_PRIVATE_KEY: devnet.accounts.user.privateKey },
     });
     expect(stranger.code).toBe(2);
+
+    await instanceWorkflows({
+      serviceId,
+      sandboxId,
+      url,
+      chainArgs: chainArgs(serviceId),
+      configDir: (name) => join(dir, name),
+      log: () => tail('op'),
+    });
 
     // kill -9 and restart: the same sandbox, its files kept, nothing reported twice.
     await kill(first.child, 'SIGKILL');

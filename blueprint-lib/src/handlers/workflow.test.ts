@@ -194,6 +194,38 @@ describe('workflow jobs', () => {
     const cancel = await run(mine, JOB_WORKFLOW_CANCEL, idIn);
     expect(cancel.json).toMatchObject({ workflowId: `${wfCall.callId}`, canceled: true, active: false });
     expect((await wfOf(mine).get(`${jobs.serviceId}`, `${wfCall.callId}`))?.active).toBe(false);
+
+    // A create the holder refused still settles on chain (any result records it): its trigger and
+    // cancel are answered with a failure, never "triggered" or "canceled"; the non-holder skips.
+    const bad = await run(
+      mine,
+      JOB_WORKFLOW_CREATE,
+      encodeAbiParameters(WORKFLOW_CREATE_INPUT, [
+        'refused',
+        '{"bogus":1}',
+        'manual',
+        '',
+        '',
+        0,
+        sandboxId,
+        0n,
+      ]),
+    );
+    expect(bad.json).toMatchObject({ code: 'INVALID_REQUEST' });
+    const badId = encodeAbiParameters(WORKFLOW_ID_INPUT, [bad.call.callId]);
+    for (const job of [JOB_WORKFLOW_TRIGGER, JOB_WORKFLOW_CANCEL]) {
+      const call = await jobs.submit(job, badId);
+      expect(await other.router.dispatch({ jobIndex: job, input: badId }, ctx(call, job))).toEqual({
+        kind: 'skip',
+        reason: 'handler-skipped',
+      });
+      const out = await mine.router.dispatch({ jobIndex: job, input: badId }, ctx(call, job));
+      if (out.kind !== 'result') throw new Error('the holder did not answer');
+      expect(JSON.parse(decodeJobResult(JSON_OUTPUT, out.output).json)).toMatchObject({
+        code: 'NOT_FOUND',
+        error: expect.stringMatching(/not stored on this operator.*create it again/),
+      });
+    }
   });
 
   it('a second account never reaches another user’s sandbox: refused on chain, refused again by the handler, the command never runs', async () => {

@@ -1,7 +1,9 @@
 // Jobs 2–4: workflows. The operator holding the target sandbox answers (others skip): create checks
 // the request and stores the workflow in the runtime's WorkflowService (which runs the cron
 // schedule), trigger starts a run (command or agent run) and posts its run id, cancel stops the
-// schedule for good. Results carry no command output: the owner reads runs through the API.
+// schedule for good; a trigger or cancel of a workflow this operator never stored is answered
+// with a failure saying so (see notHeldAnswer). Results carry no command output: the owner reads
+// runs through the API.
 // The contract already refuses a workflow on someone else's sandbox; these handlers check again
 // (sandbox owner == job caller == workflow owner) so a contract bug alone cannot reach a container.
 import { isRuntimeError, type WorkflowRecord } from '@agent-sandbox/runtime';
@@ -101,6 +103,18 @@ export function workflowHandlers(deps: BlueprintDeps) {
     return out;
   }
 
+  /**
+   * A trigger or cancel of a workflow this operator never stored. Cloud: it holds the target
+   * sandbox, so its result is the one that counts: a failure saying so. Instance mode: any
+   * operator's result counts (the first), so one that never saw the create (it joined later)
+   * stays silent rather than race a holder with a failure; one that answered the create (and
+   * refused it) says so, as every operator that refused it will.
+   */
+  async function notHeldAnswer(ctx: JobContext, id: bigint): Promise<Skip> {
+    if (deps.mode !== 'cloud' && (await handled.get(ctx.serviceId, id))?.job !== 2) return SKIP;
+    throw notHeld(id);
+  }
+
   const create = (req: JobValue<typeof WORKFLOW_CREATE_INPUT>, ctx: JobContext) =>
     once(ctx, 2, async () => {
       const who = await responsible(req.target_kind, req.target_sandbox_id);
@@ -165,12 +179,7 @@ export function workflowHandlers(deps: BlueprintDeps) {
       if (who === 'other') return SKIP;
       requireWorkflowOwner(id, ctx.caller, local, onChain);
       await requireOwner(ctx, kind, target, ctx.caller);
-      if (!local) {
-        throw new BlueprintError(
-          'NOT_FOUND',
-          `workflow ${id} is not stored on this operator (its create was refused or never reached it); create it again`,
-        );
-      }
+      if (!local) return notHeldAnswer(ctx, id);
       let run: Awaited<ReturnType<WorkflowJobs['trigger']>>;
       try {
         run = await service().trigger(`${ctx.serviceId}`, `${id}`, `${ctx.callId}`);
@@ -198,14 +207,24 @@ export function workflowHandlers(deps: BlueprintDeps) {
       const who = await responsible(local?.targetKind ?? onChain?.target_kind ?? 0, target);
       if (who === 'other') return SKIP;
       requireWorkflowOwner(id, ctx.caller, local, onChain);
-      if (local) {
-        await service().cancel(`${ctx.serviceId}`, `${id}`);
-      }
+      // Never "canceled" for a workflow this operator does not hold: nothing here was stopped.
+      if (!local) return notHeldAnswer(ctx, id);
+      await service().cancel(`${ctx.serviceId}`, `${id}`);
       return { json: JSON.stringify({ workflowId: `${id}`, canceled: true, active: false }) };
     });
 
   return { create, trigger, cancel };
 }
+
+/**
+ * The answer of the chosen operator (the target sandbox's holder; any operator in instance mode)
+ * to a trigger or cancel of a workflow it never stored: its create was refused or never reached it.
+ */
+const notHeld = (id: bigint) =>
+  new BlueprintError(
+    'NOT_FOUND',
+    `workflow ${id} is not stored on this operator (its create was refused or never reached it); nothing ran or was canceled here: create it again`,
+  );
 
 /** The job's caller must be the workflow's owner, by every record this operator can read. */
 function requireWorkflowOwner(

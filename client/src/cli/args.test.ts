@@ -40,6 +40,12 @@ describe('parseCli', () => {
     ]);
     expect(usageError(['get', '--instance', 'four'])).toMatch(/--instance must be a service id/);
     expect(usageError(['create', '--instance', '4'])).toMatch(/create does not take --instance/);
+    // workflow: every action takes the service id (no sandbox id is filled in).
+    expect(
+      parseCli(['workflow', 'create', '--instance', '4', '--name', 'n', '--command', 'ls']),
+    ).toMatchObject({ globals: { instance: '4' }, positionals: ['create'] });
+    expect(parseCli(['workflow', 'runs', '12', '--instance', '4']).positionals).toEqual(['runs', '12']);
+    expect(usageError(['workflow', 'create', '--instance', '--name', 'n'])).toMatch(/--instance/);
   });
 
   it('accepts global flags after the command too', () => {

@@ -255,7 +255,7 @@ export const COMMANDS: Record<string, CommandSpec> = {
   workflow: {
     summary: 'workflows: create | list | runs | trigger | cancel',
     usage:
-      'workflow create <sandbox-id>|--instance --name N (--command CMD|--prompt TEXT|--task TEXT) [--cron EXPR [--timezone TZ]] | workflow list | workflow runs <wf-id> | workflow trigger <wf-id> | workflow cancel <wf-id>',
+      'workflow create <sandbox-id>|--instance SERVICE_ID --name N (--command CMD|--prompt TEXT|--task TEXT) [--cron EXPR [--timezone TZ]] | workflow list | workflow runs <wf-id> | workflow trigger <wf-id> | workflow cancel <wf-id>',
     positionals: [
       { name: 'action', required: true },
       { name: 'target', required: false },
@@ -273,15 +273,15 @@ export const COMMANDS: Record<string, CommandSpec> = {
       },
       timezone: { type: 'string', arg: 'TZ', help: 'IANA time zone of --cron (default UTC)' },
       timeout: { type: 'string', arg: 'SECONDS', help: "a run's time budget (default: the operator's)" },
-      instance: { type: 'boolean', help: "target the service's instance sandbox" },
       limit: { type: 'string', arg: 'N', help: 'runs: how many (default 20)' },
       output: { type: 'boolean', help: "runs: also print each command run's stdout" },
     },
     details:
-      'create, trigger and cancel are jobs 2/3/4 from the owner account; they wait for the operator result and exit 5 with its reason when it refuses. list and runs read the operator API (owner only). A cron workflow that is still running when its next slot comes records that slot as skipped; slots missed while the operator was down run once on catch-up.',
+      'create, trigger and cancel are jobs 2/3/4 from the owner account; they wait for the operator result and exit 5 with its reason when it refuses. list and runs read the operator API (owner only). With --instance SERVICE_ID (and --rpc/--blueprint of the instance contract, or --devnet) every action addresses the instance of that service: jobs go to service SERVICE_ID (Tangle is read from the contract unless --tangle is given) and list/runs ask the operator that reported it. A cron workflow that is still running when its next slot comes records that slot as skipped; slots missed while the operator was down run once on catch-up.',
     examples: [
       'agent-sandbox workflow create sb-123 --name nightly --command "make test" --cron "0 3 * * *" --timezone Europe/Berlin',
       'agent-sandbox workflow runs 12 --output',
+      'agent-sandbox workflow create --instance 7 --rpc URL --blueprint ADDR --name daily --prompt "summarise notes.txt" --cron "0 9 * * *"',
     ],
   },
   delete: {

@@ -4,7 +4,7 @@ import { isAddress, type LocalAccount } from 'viem';
 import { SandboxChain } from '../chain.ts';
 import { type Devnet, loadDevnet } from '../devnet.ts';
 import { ClientError } from '../errors.ts';
-import { instanceEndpoints } from '../instance.ts';
+import { instanceEndpoints, instanceTangle } from '../instance.ts';
 import { accountFromKeystore, accountFromPrivateKey } from '../keys.ts';
 import { OperatorClient } from '../operator-client.ts';
 import { configDir, normalizeOperatorUrl, SessionCache } from '../session-cache.ts';
@@ -159,6 +159,19 @@ export class CliContext {
   async instanceOperatorUrl(serviceId: bigint): Promise<string> {
     const explicit = this.flag('operator', 'AGENT_SANDBOX_OPERATOR');
     if (explicit) return normalizeOperatorUrl(explicit);
+    const { rpcUrl, blueprint } = await this.instanceContract();
+    const [first] = await instanceEndpoints(rpcUrl, blueprint, serviceId);
+    if (!first) {
+      throw new ClientError(
+        'NOT_FOUND',
+        `no operator has reported the instance of service ${serviceId} on ${blueprint} yet; check its status with \`agent-sandbox-operator status\`, or pass --operator URL`,
+      );
+    }
+    return normalizeOperatorUrl(first.url);
+  }
+
+  /** The chain and instance contract of --instance: --rpc/--blueprint, env, or the devnet file. */
+  private async instanceContract(): Promise<{ rpcUrl: string; blueprint: `0x${string}` }> {
     const devnet = await this.devnet();
     const rpcUrl = this.flag('rpc', 'AGENT_SANDBOX_RPC') ?? devnet?.rpcUrl;
     const devnetInstance = (devnet?.raw.contracts as Record<string, unknown> | undefined)?.instance;
@@ -174,14 +187,25 @@ export class CliContext {
     }
     if (!isAddress(blueprint, { strict: false }))
       throw new ClientError('USAGE', `--blueprint "${blueprint}" is not an address`);
-    const [first] = await instanceEndpoints(rpcUrl, blueprint as `0x${string}`, serviceId);
-    if (!first) {
-      throw new ClientError(
-        'NOT_FOUND',
-        `no operator has reported the instance of service ${serviceId} on ${blueprint} yet; check its status with \`agent-sandbox-operator status\`, or pass --operator URL`,
-      );
-    }
-    return normalizeOperatorUrl(first.url);
+    return { rpcUrl, blueprint: blueprint as `0x${string}` };
+  }
+
+  /**
+   * The chain handle for jobs of the --instance service (workflows): its service id, and Tangle
+   * from --tangle, env, or the instance contract's own `tangleCore` (no devnet file needed).
+   */
+  async instanceChain(serviceId: bigint): Promise<SandboxChain> {
+    const { rpcUrl, blueprint } = await this.instanceContract();
+    const tangle = this.flag('tangle', 'AGENT_SANDBOX_TANGLE') ?? (await instanceTangle(rpcUrl, blueprint));
+    if (!isAddress(tangle, { strict: false }))
+      throw new ClientError('USAGE', `--tangle "${tangle}" is not an address`);
+    const account = await this.account();
+    return new SandboxChain({
+      rpcUrl,
+      tangle: tangle as `0x${string}`,
+      serviceId,
+      ...(account ? { account } : {}),
+    });
   }
 
   /** An OperatorClient with the cached session (if any) and the key (if any) to renew it. */

@@ -1,5 +1,6 @@
 // `agent-sandbox workflow create|list|runs|trigger|cancel`: create, trigger and cancel are jobs 2/3/4
 // from the owner's account (the result is awaited on chain); list and runs read the operator API.
+// Under `--instance S` they address service S's instance (its jobs, the operators it reported).
 import { ClientError, ExitCode } from '../errors.ts';
 import {
   decodeWorkflowResult,
@@ -50,7 +51,8 @@ function workflowJson(ctx: CliContext): string {
 /** Submits a workflow job and waits for its result; an operator refusal exits REMOTE with its reason. */
 async function job(ctx: CliContext, jobIndex: number, input: `0x${string}`, what: string) {
   await ctx.requireAccount(`workflow ${what}`);
-  const chain = await ctx.chain();
+  const instance = ctx.instanceService();
+  const chain = instance === undefined ? await ctx.chain() : await ctx.instanceChain(instance);
   const submitted = await chain.submitJob(jobIndex, input);
   ctx.note(`${what} job submitted: call ${submitted.callId} (tx ${submitted.txHash})`);
   const r = await chain.waitForResult(submitted.callId, {
@@ -68,10 +70,15 @@ async function job(ctx: CliContext, jobIndex: number, input: `0x${string}`, what
 }
 
 async function create(ctx: CliContext): Promise<number> {
-  const instance = ctx.args.options['instance'] === true;
+  const instance = ctx.instanceService() !== undefined;
   const sandboxId = ctx.args.positionals[1] ?? '';
   if (!instance && !sandboxId)
-    throw new ClientError('USAGE', 'give the sandbox the workflow runs in (or --instance)');
+    throw new ClientError('USAGE', 'give the sandbox the workflow runs in (or --instance SERVICE_ID)');
+  if (instance && sandboxId)
+    throw new ClientError(
+      'USAGE',
+      `an instance workflow runs in the service's one sandbox: drop "${sandboxId}" or --instance`,
+    );
   const cron = str(ctx, 'cron');
   const tz = str(ctx, 'timezone');
   if (tz !== undefined && cron === undefined) throw new ClientError('USAGE', '--timezone goes with --cron');
@@ -110,9 +117,15 @@ async function simple(ctx: CliContext, jobIndex: number, what: 'trigger' | 'canc
   return ExitCode.OK;
 }
 
+/** The operators to ask: under --instance the one serving it, else the service's (or --operator). */
+async function operatorUrls(ctx: CliContext): Promise<string[]> {
+  const instance = ctx.instanceService();
+  return instance === undefined ? ctx.operatorUrls() : [await ctx.instanceOperatorUrl(instance)];
+}
+
 async function list(ctx: CliContext): Promise<number> {
   const all = [];
-  for (const url of await ctx.operatorUrls()) {
+  for (const url of await operatorUrls(ctx)) {
     const client = await ctx.operatorAt(url);
     for (const w of await client.workflows()) all.push({ ...w, operator_url: client.baseUrl });
   }
@@ -143,7 +156,7 @@ async function runs(ctx: CliContext): Promise<number> {
   const limit = Number(str(ctx, 'limit') ?? '20');
   let lastError: unknown;
   // The workflow lives on the operator holding its sandbox: ask each until one knows it.
-  for (const url of await ctx.operatorUrls()) {
+  for (const url of await operatorUrls(ctx)) {
     try {
       const rs = await (await ctx.operatorAt(url)).workflowRuns(id, limit);
       if (ctx.json) ctx.printJson(rs);
