@@ -19,7 +19,7 @@ import {
 import type { RunUsage } from './harness-events.ts';
 import { prepareHarnessHome } from './harness-home.ts';
 import { terminateTree } from './process-tree.ts';
-import { redactPart, secretRedactor } from './redact.ts';
+import { StreamRedactor, secretRedactor } from './redact.ts';
 import { type AgentPart, RunStream } from './run-stream.ts';
 
 export const AgentRunBody = z.object({
@@ -128,11 +128,12 @@ export class AgentRunner {
     log.info('agent run started');
     // Credentials never leave in an event, even when the agent prints them.
     const redact = secretRedactor(inv.env);
+    const redactor = new StreamRedactor(inv.env, (p) => hooks.onPart?.(p));
     const stream = new RunStream(
       inv.harness,
       `part_${traceId}`,
       this.config.outputLimitBytes,
-      (p: AgentPart) => hooks.onPart?.(redactPart(p, redact)),
+      (p: AgentPart) => redactor.part(p),
     );
     const timeoutMs = timeoutMsOf(req) ?? this.config.agentTimeoutMs;
     // Cancel and timeout reach the tools a harness started in sessions of their own: the whole
@@ -164,6 +165,7 @@ export class AgentRunner {
       if (timedOut) Object.assign(r, { timedOut: true, cancelled: false });
       const ok = !r.cancelled && !r.timedOut && r.exitCode === 0;
       const out = stream.end(ok);
+      redactor.flush();
       // The harness's conversation continues with the next turn of this session, even after a failure.
       // Only a plain id goes back into an argv (never one that could read as a flag).
       const resumable = out.harnessSessionId && /^[A-Za-z0-9][\w.:-]{0,199}$/.test(out.harnessSessionId);
