@@ -238,12 +238,15 @@ describe('agent-sandbox prompt with each harness, through the operator', () => {
     it('prompt --session continues the conversation (the model server sees the first turn)', async () => {
       server.script = { command: 'echo second', finalText: 'Second answer.' };
       const mark = server.requests.length;
+      // The sandbox was created with `--agent claude`: its prompts need no --backend (with an OpenAI
+      // key set too, the sidecar alone would pick codex).
+      const backend = harness === 'claude' ? [] : ['--backend', harness];
       const r = ok(
         await cli([
           'prompt',
+          '--json',
           id,
-          '--backend',
-          harness,
+          ...backend,
           '--model',
           'scripted-model',
           '--session',
@@ -251,7 +254,9 @@ describe('agent-sandbox prompt with each harness, through the operator', () => {
           `second turn for ${harness}`,
         ]),
       );
-      expect(r.stdout).toContain('Second answer.');
+      const result = events(r).find((e) => e.event === 'result')?.data;
+      expect(result?.finalText, r.stdout).toBe('Second answer.');
+      expect(result.metadata).toMatchObject({ harness });
       const turn = server.requests.slice(mark).find((q) => q.raw.includes(`second turn for ${harness}`));
       expect(turn?.raw).toContain(`first turn for ${harness}`);
       expect(turn?.raw).toContain(`I wrote ${harness}.txt for you.`);
