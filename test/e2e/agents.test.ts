@@ -39,6 +39,8 @@ let operatorUrl = '';
 let serviceId = 0n;
 let server: ModelServer;
 let keys: Record<string, string> = {};
+/** Each harness's session id (the follow-ups continue it). */
+const sessions: Record<string, string> = {};
 
 const freePort = (): Promise<number> =>
   new Promise((res, rej) => {
@@ -189,6 +191,7 @@ describe('agent-sandbox prompt with each harness, through the operator', () => {
 
   describe.each(HARNESSES)('%s', (harness) => {
     const session = `sess-${harness}-${randomBytes(4).toString('hex')}`;
+    sessions[harness] = session;
 
     it('prompt --backend: the tool writes a file; the events carry the call, its output, the final text and the usage charged', async () => {
       server.script = {
@@ -262,4 +265,15 @@ describe('agent-sandbox prompt with each harness, through the operator', () => {
       expect(turn?.raw).toContain(`I wrote ${harness}.txt for you.`);
     }, 240_000);
   });
+
+  it('a --session follow-up after secrets set recreated the container still continues the conversation', async () => {
+    ok(await cli(['secrets', 'set', id, ...Object.keys(keys)], keys));
+    server.script = { command: 'echo third', finalText: 'Third answer.' };
+    const mark = server.requests.length;
+    const r = ok(await cli(['prompt', id, '--session', sessions['claude']!, 'third turn for claude']));
+    expect(r.stdout).toContain('Third answer.');
+    const turn = server.requests.slice(mark).find((q) => q.raw.includes('third turn for claude'));
+    expect(turn, 'the third turn reached the model server').toBeDefined();
+    expect(turn!.raw.includes('first turn for claude'), 'the third turn carries the first').toBe(true);
+  }, 240_000);
 });
