@@ -5,7 +5,7 @@
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import type { SidecarConfig } from '../config.ts';
-import { identity, runProcess } from '../exec/run-process.ts';
+import { readAsAgent, writeAsAgent } from './agent-files.ts';
 import { HARNESSES, type HarnessName } from './harness.ts';
 
 export const SESSIONS_FILE = '.config/agent-sandbox/agent-sessions.json';
@@ -18,8 +18,6 @@ export interface HarnessSession {
   harness: HarnessName;
   id: string;
 }
-
-const SAVE = 'mkdir -p -- "$(dirname -- "$1")" && printf %s "$2" > "$1.tmp" && mv -f -- "$1.tmp" "$1"';
 
 export class SessionStore {
   readonly #map = new Map<string, HarnessSession>();
@@ -47,19 +45,16 @@ export class SessionStore {
       this.#map.delete(k);
     }
     const json = JSON.stringify(Object.fromEntries(this.#map));
-    const r = await this.#asAgent(['sh', '-c', SAVE, 'sh', this.#file, json]).catch((e: Error) => ({
-      exitCode: -1,
-      stderr: e.message,
-    }));
-    if (r.exitCode !== 0)
-      this.log.warn({ err: r.stderr.slice(0, 500) }, 'could not save the agent sessions; kept in memory');
+    await writeAsAgent(this.config, this.#file, json).catch((e: Error) =>
+      this.log.warn({ err: e.message }, 'could not save the agent sessions; kept in memory'),
+    );
   }
 
   #load(): Promise<void> {
-    this.#loaded ??= this.#asAgent(['cat', '--', this.#file])
-      .then((r) => {
-        if (r.exitCode !== 0) return;
-        const saved: unknown = JSON.parse(r.stdout);
+    this.#loaded ??= readAsAgent(this.config, this.#file)
+      .then((text) => {
+        if (text === undefined) return;
+        const saved: unknown = JSON.parse(text);
         if (!saved || typeof saved !== 'object') return;
         for (const [k, v] of Object.entries(saved as Record<string, Partial<HarnessSession>>)) {
           // The file is the user's: anything but a known harness and a plain id is dropped.
@@ -74,16 +69,5 @@ export class SessionStore {
       })
       .catch(() => {});
     return this.#loaded;
-  }
-
-  #asAgent(argv: string[]) {
-    return runProcess({
-      argv,
-      cwd: '/',
-      env: { PATH: '/usr/local/bin:/usr/bin:/bin' },
-      ...identity(this.config.uid, this.config.gid),
-      timeoutMs: 10_000,
-      outputLimitBytes: 1 << 20,
-    });
   }
 }
