@@ -203,7 +203,9 @@ describe('agent home', () => {
     const target = '/etc/debian_version';
     const before = await sh(`stat -c %U:%a ${target}; md5sum ${target}`);
     expect(before).toMatch(/^root:/);
-    await sh(`mkdir -p ~/.gemini && rm -f ~/.gemini/settings.json && ln -s ${target} ~/.gemini/settings.json`);
+    await sh(
+      `mkdir -p ~/.gemini && rm -f ~/.gemini/settings.json && ln -s ${target} ~/.gemini/settings.json`,
+    );
     server.script = { command: 'echo ok', finalText: 'ok' };
     const frames = await stream({
       identifier: 'gemini',
