@@ -198,6 +198,29 @@ describe('cancel', () => {
   });
 });
 
+describe('agent home', () => {
+  it("gemini's settings are written as the agent user: a symlink planted there is replaced, its root-owned target untouched", async () => {
+    const target = '/etc/debian_version';
+    const before = await sh(`stat -c %U:%a ${target}; md5sum ${target}`);
+    expect(before).toMatch(/^root:/);
+    await sh(
+      `mkdir -p ~/.gemini && rm -f ~/.gemini/settings.json && ln -s ${target} ~/.gemini/settings.json`,
+    );
+    server.script = { command: 'echo ok', finalText: 'ok' };
+    const frames = await stream({
+      identifier: 'gemini',
+      message: 'hi',
+      backend: { model: 'scripted-model' },
+    });
+    expect(frames.find((f) => f.event === 'error')?.data).toBeUndefined();
+    expect(await sh(`stat -c %U:%a ${target}; md5sum ${target}`)).toBe(before);
+    expect(
+      await sh('test -L ~/.gemini/settings.json && echo link || stat -c %U ~/.gemini/settings.json'),
+    ).toBe('agent\n');
+    expect(await sh('cat ~/.gemini/settings.json')).toContain('gemini-api-key');
+  });
+});
+
 describe('credentials', () => {
   it('a harness without its key fails at once naming the variable to set', async () => {
     await putEnv({ OPENAI_API_KEY: SECRET });

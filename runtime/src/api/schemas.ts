@@ -174,6 +174,11 @@ export const IdempotencyKeySchema = z
   .string()
   .regex(/^[\x21-\x7e]{1,255}$/, 'an idempotency key is 1 to 255 printable ASCII characters, no spaces');
 
+const BackendTypeSchema = z.string().max(64).optional().openapi({
+  description:
+    "The harness: codex, claude, opencode, gemini or default. Omitted: the harness the sandbox was created for (its agent_identifier), else the sidecar's choice (by which API key is set).",
+});
+
 export const PromptRequestSchema = z
   .object({
     message: z.string().min(1, 'message is required').max(262_144),
@@ -181,7 +186,7 @@ export const PromptRequestSchema = z
       .string()
       .regex(/^[A-Za-z0-9_.:-]{1,128}$/)
       .optional(),
-    backend_type: z.string().max(64).optional(),
+    backend_type: BackendTypeSchema,
     model: z.string().max(256).optional(),
     timeout_ms: z.number().int().positive().max(1_800_000).optional(),
     idempotency_key: IdempotencyKeySchema.optional(),
@@ -199,7 +204,7 @@ export const TaskRequestSchema = z
       .string()
       .regex(/^[A-Za-z0-9_.:-]{1,128}$/)
       .optional(),
-    backend_type: z.string().max(64).optional(),
+    backend_type: BackendTypeSchema,
     model: z.string().max(256).optional(),
     system_prompt: z.string().max(65_536).optional(),
     timeout_ms: z.number().int().positive().max(1_800_000).optional(),

@@ -19,8 +19,9 @@ import {
 import type { RunUsage } from './harness-events.ts';
 import { prepareHarnessHome } from './harness-home.ts';
 import { terminateTree } from './process-tree.ts';
-import { redactPart, secretRedactor } from './redact.ts';
+import { StreamRedactor, secretRedactor } from './redact.ts';
 import { type AgentPart, RunStream } from './run-stream.ts';
+import { HARNESS_SESSION_ID, SessionStore } from './session-store.ts';
 
 export const AgentRunBody = z.object({
   identifier: z._default(z.string().check(z.minLength(1)), 'default'),
@@ -61,11 +62,13 @@ export interface AgentRunHooks {
 export class AgentRunner {
   readonly #running = new Map<string, { sessionId: string; controller: AbortController }>();
   /** Caller's session id → the harness's own conversation id, so the next turn resumes it. */
-  readonly #sessions = new Map<string, { harness: HarnessName; id: string }>();
+  readonly #sessions: SessionStore;
   constructor(
     private readonly config: SidecarConfig,
     private readonly log: Logger,
-  ) {}
+  ) {
+    this.#sessions = new SessionStore(config, log);
+  }
 
   get runningCount(): number {
     return this.#running.size;
@@ -101,7 +104,7 @@ export class AgentRunner {
     const meta = req.metadata ?? {};
     const systemPrompt = typeof meta['system_prompt'] === 'string' ? meta['system_prompt'] : undefined;
     const maxTurns = typeof meta['max_turns'] === 'number' ? meta['max_turns'] : undefined;
-    const prior = this.#sessions.get(sessionId);
+    const prior = await this.#sessions.get(sessionId);
     const argv = harnessArgv(harness, req.message, {
       model,
       env,
@@ -128,11 +131,12 @@ export class AgentRunner {
     log.info('agent run started');
     // Credentials never leave in an event, even when the agent prints them.
     const redact = secretRedactor(inv.env);
+    const redactor = new StreamRedactor(inv.env, (p) => hooks.onPart?.(p));
     const stream = new RunStream(
       inv.harness,
       `part_${traceId}`,
       this.config.outputLimitBytes,
-      (p: AgentPart) => hooks.onPart?.(redactPart(p, redact)),
+      (p: AgentPart) => redactor.part(p),
     );
     const timeoutMs = timeoutMsOf(req) ?? this.config.agentTimeoutMs;
     // Cancel and timeout reach the tools a harness started in sessions of their own: the whole
@@ -164,11 +168,12 @@ export class AgentRunner {
       if (timedOut) Object.assign(r, { timedOut: true, cancelled: false });
       const ok = !r.cancelled && !r.timedOut && r.exitCode === 0;
       const out = stream.end(ok);
+      redactor.flush();
       // The harness's conversation continues with the next turn of this session, even after a failure.
       // Only a plain id goes back into an argv (never one that could read as a flag).
-      const resumable = out.harnessSessionId && /^[A-Za-z0-9][\w.:-]{0,199}$/.test(out.harnessSessionId);
+      const resumable = out.harnessSessionId && HARNESS_SESSION_ID.test(out.harnessSessionId);
       if (resumable && out.harnessSessionId && inv.harness !== 'custom') {
-        this.#sessions.set(sessionId, { harness: inv.harness, id: out.harnessSessionId });
+        await this.#sessions.set(sessionId, { harness: inv.harness, id: out.harnessSessionId });
       }
       if (r.cancelled) throw new SidecarError('AGENT_EXECUTION_FAILED', 'agent run cancelled', 500);
       if (r.timedOut) {

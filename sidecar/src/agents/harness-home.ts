@@ -1,7 +1,7 @@
 // Files a harness needs in the agent's home before it can run headless (only its own config dir).
-import { chown, mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { SidecarConfig } from '../config.ts';
+import { readAsAgent, writeAsAgent } from './agent-files.ts';
 import type { HarnessName } from './harness.ts';
 
 /**
@@ -15,12 +15,12 @@ export async function prepareHarnessHome(
   config: Pick<SidecarConfig, 'agentHome' | 'uid' | 'gid'>,
 ): Promise<void> {
   if (harness !== 'gemini' || !(env['GEMINI_API_KEY'] || env['GOOGLE_API_KEY'])) return;
-  const dir = join(config.agentHome, '.gemini');
-  const file = join(dir, 'settings.json');
+  // Read and written as the agent user (never by root: the agent may have planted a symlink there).
+  const file = join(config.agentHome, '.gemini', 'settings.json');
   // biome-ignore lint/suspicious/noExplicitAny: the user's settings file, kept as it is
   let settings: any = {};
   try {
-    settings = JSON.parse(await readFile(file, 'utf8'));
+    settings = JSON.parse((await readAsAgent(config, file)) ?? '{}');
   } catch {}
   if (typeof settings !== 'object' || settings === null) settings = {};
   if (settings.security?.auth?.selectedType) return;
@@ -28,10 +28,5 @@ export async function prepareHarnessHome(
     ...settings.security,
     auth: { ...settings.security?.auth, selectedType: 'gemini-api-key' },
   };
-  await mkdir(dir, { recursive: true });
-  await writeFile(file, `${JSON.stringify(settings, null, 2)}\n`, { mode: 0o600 });
-  if (process.getuid?.() === 0) {
-    await chown(dir, config.uid, config.gid);
-    await chown(file, config.uid, config.gid);
-  }
+  await writeAsAgent(config, file, `${JSON.stringify(settings, null, 2)}\n`);
 }
