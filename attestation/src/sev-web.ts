@@ -76,8 +76,8 @@ export async function verifySnpReportWeb(
   const ok = await subtle().verify(
     { name: 'ECDSA', hash: 'SHA-384' },
     key,
-    snpSignatureP1363(report),
-    report.slice(0, SNP_SIGNED_LEN),
+    new Uint8Array(snpSignatureP1363(report)),
+    new Uint8Array(report.subarray(0, SNP_SIGNED_LEN)),
   );
   if (!ok) throw new AttestationError('SIGNATURE', 'the SNP report signature does not verify under the VCEK');
   return snpPolicyFacts(r, o.minTcb);
