@@ -18,10 +18,8 @@ import { FakeTsmFirmware } from '@agent-sandbox/runtime/testing';
 import Docker from 'dockerode';
 import { chromium } from 'playwright-core';
 import { encodeAbiParameters } from 'viem';
-import { privateKeyToAccount } from 'viem/accounts';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { runCliInProcess } from '../../client/src/testing/cli-harness.ts';
-import { injectWallet } from '../../console/test/wallet.ts';
 
 const devnet = inject('devnet');
 const image = inject('sandboxImage');
@@ -259,6 +257,72 @@ describe('tee-instance end to end (direct backend, test SEV PKI)', () => {
     expect(operatorLog()).not.toContain(secret);
   });
 
+  it('the console verifies it in the browser: verified with the pinned measurement and test root, refused otherwise', async () => {
+    expect(sandboxId, 'the CLI test above found the sandbox').not.toBe('');
+    expect(
+      existsSync(join(ROOT, 'console', 'dist', 'index.html')),
+      'npm run build -w @agent-sandbox/console',
+    ).toBe(true);
+    const browser = await chromium.launch({
+      executablePath: '/usr/bin/chromium',
+      args: ['--no-sandbox', '--disable-dev-shm-usage'],
+    });
+    try {
+      const ctx = await browser.newContext();
+      const page = await ctx.newPage();
+      const errors: string[] = [];
+      page.on('pageerror', (e) => errors.push(e.message));
+      page.on('console', (m) => m.type() === 'error' && errors.push(m.text()));
+      // The CLI above signed in as the owner; the page reuses its cached session (the browser sign-in
+      // has its own test in console/test, and another one here would cross the auth rate limit).
+      const cached = JSON.parse(readFileSync(join(dir, 'cli', 'sessions.json'), 'utf8')) as {
+        sessions: Record<string, { address: string; token: string }>;
+      };
+      const owner = devnet.accounts.serviceOwner.address.toLowerCase();
+      const s = Object.values(cached.sessions).find((x) => x.address.toLowerCase() === owner);
+      expect(s, 'the CLI cached an owner session').toBeDefined();
+      await page.goto(`${operatorUrl}/console/`);
+      const store = {
+        'agent-sandbox.session': s!.token,
+        'agent-sandbox.session.address': s!.address,
+        'console.selected': sandboxId,
+      };
+      await page.evaluate(
+        `for (const [k, v] of Object.entries(${JSON.stringify(store)})) sessionStorage.setItem(k, v)`,
+      );
+      await page.reload();
+      await page.getByTestId('tab-Attestation').click();
+      const pki = join(dir, 'pki');
+      const verify = async (measurement: string, custom: boolean) => {
+        await page.getByTestId('att-allow').fill(measurement);
+        if (custom) {
+          await page.getByTestId('att-custom').check();
+          await page.getByTestId('att-ark').fill(readFileSync(join(pki, 'ark.pem'), 'utf8'));
+          await page.getByTestId('att-ask').fill(readFileSync(join(pki, 'ask.pem'), 'utf8'));
+        }
+        await page.getByTestId('att-verify').click();
+        const r = page.getByTestId('att-result');
+        await r.waitFor();
+        return { verdict: await r.getAttribute('data-verdict'), text: (await r.textContent()) ?? '' };
+      };
+      // AMD Milan by default: the test firmware's chain does not close on AMD's root.
+      const amd = await verify(MEASUREMENT, false);
+      expect(amd.verdict).toBe('unverified');
+      expect(amd.text).toMatch(/Refused: the (ARK|ASK|VCEK) /);
+      const ok = await verify(MEASUREMENT, true);
+      expect(ok.verdict, ok.text).toBe('verified');
+      expect(ok.text).toContain(`measurement: ${MEASUREMENT}`);
+      expect(ok.text).toMatch(/Binding .*matches/);
+      expect(ok.text).toContain('bootloader 3, tee 0, snp 8, microcode 115');
+      const wrong = await verify('b6'.repeat(48), true);
+      expect(wrong.verdict).toBe('measurement_mismatch');
+      expect(wrong.text).toContain('not in your allow-list');
+      expect(errors).toEqual([]);
+    } finally {
+      await browser.close();
+    }
+  });
+
   it('the user decides what to trust: wrong measurement, real AMD roots, low TCB → exit 8; no allow-list or test anchors outside test mode → exit 1', async () => {
     // In-process CLI (the spawned path is proven above): each case is its own run, concurrently.
     const run = (args: string[], env: Record<string, string> = {}) =>
@@ -308,62 +372,5 @@ describe('tee-instance end to end (direct backend, test SEV PKI)', () => {
     expect(anchorsOutsideTest.code).toBe(1);
     expect(blocked.code).toBe(8);
     expect(operatorLog()).not.toContain('never-sent');
-  });
-
-  it('the console verifies it in the browser: verified with the pinned measurement and test root, refused otherwise', async () => {
-    expect(sandboxId, 'the CLI test above found the sandbox').not.toBe('');
-    expect(
-      existsSync(join(ROOT, 'console', 'dist', 'index.html')),
-      'npm run build -w @agent-sandbox/console',
-    ).toBe(true);
-    const browser = await chromium.launch({
-      executablePath: '/usr/bin/chromium',
-      args: ['--no-sandbox', '--disable-dev-shm-usage'],
-    });
-    try {
-      const ctx = await browser.newContext();
-      await injectWallet(ctx, privateKeyToAccount(devnet.accounts.serviceOwner.privateKey), devnet.rpcUrl);
-      const page = await ctx.newPage();
-      const errors: string[] = [];
-      page.on('pageerror', (e) => errors.push(e.message));
-      page.on('console', (m) => m.type() === 'error' && errors.push(m.text()));
-      await page.goto(`${operatorUrl}/console/`);
-      await page.getByTestId('connect').click();
-      await page.locator('[data-testid="sign"], [role="alert"]').first().waitFor();
-      expect(await page.locator('[role="alert"]').allTextContents()).toEqual([]);
-      await page.getByTestId('sign').click();
-      await page.getByTestId('who').waitFor();
-      await page.evaluate(`sessionStorage.setItem('console.selected', ${JSON.stringify(sandboxId)})`);
-      await page.reload();
-      await page.getByTestId('tab-Attestation').click();
-      const pki = join(dir, 'pki');
-      const verify = async (measurement: string, custom: boolean) => {
-        await page.getByTestId('att-allow').fill(measurement);
-        if (custom) {
-          await page.getByTestId('att-custom').check();
-          await page.getByTestId('att-ark').fill(readFileSync(join(pki, 'ark.pem'), 'utf8'));
-          await page.getByTestId('att-ask').fill(readFileSync(join(pki, 'ask.pem'), 'utf8'));
-        }
-        await page.getByTestId('att-verify').click();
-        const r = page.getByTestId('att-result');
-        await r.waitFor();
-        return { verdict: await r.getAttribute('data-verdict'), text: (await r.textContent()) ?? '' };
-      };
-      // AMD Milan by default: the test firmware's chain does not close on AMD's root.
-      const amd = await verify(MEASUREMENT, false);
-      expect(amd.verdict).toBe('unverified');
-      expect(amd.text).toMatch(/Refused: the (ARK|ASK|VCEK) /);
-      const ok = await verify(MEASUREMENT, true);
-      expect(ok.verdict, ok.text).toBe('verified');
-      expect(ok.text).toContain(`measurement: ${MEASUREMENT}`);
-      expect(ok.text).toMatch(/Binding .*matches/);
-      expect(ok.text).toContain('bootloader 3, tee 0, snp 8, microcode 115');
-      const wrong = await verify('b6'.repeat(48), true);
-      expect(wrong.verdict).toBe('measurement_mismatch');
-      expect(wrong.text).toContain('not in your allow-list');
-      expect(errors).toEqual([]);
-    } finally {
-      await browser.close();
-    }
   });
 });
