@@ -89,11 +89,11 @@ export function Attestation({ sandbox, caps }: { sandbox: string; caps: Capabili
       </label>
       <fieldset>
         <legend>AMD root you trust</legend>
-        <label>
+        <label class="choice">
           <input type="radio" checked={anchors === 'milan'} onChange={() => setAnchors('milan')} /> AMD Milan
           (ARK-Milan, SEV-Milan)
         </label>
-        <label>
+        <label class="choice">
           <input
             type="radio"
             checked={anchors === 'custom'}
@@ -133,7 +133,7 @@ export function Attestation({ sandbox, caps }: { sandbox: string; caps: Capabili
       )}
       {out && r && (
         <div data-testid="att-result" data-verdict={r.verdict}>
-          <p class={r.verdict === 'verified' ? 'ok' : 'error'} role="status">
+          <p class={r.verdict === 'verified' ? 'verified' : 'error'} role="status">
             <strong>{r.verdict === 'verified' ? 'Verified' : 'Refused'}</strong>
             {r.reason ? `: ${r.reason}` : ''}
           </p>

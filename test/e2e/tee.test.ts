@@ -314,6 +314,9 @@ describe('tee-instance end to end (direct backend, test SEV PKI)', () => {
       expect(ok.text).toContain(`measurement: ${MEASUREMENT}`);
       expect(ok.text).toMatch(/Binding .*matches/);
       expect(ok.text).toContain('bootloader 3, tee 0, snp 8, microcode 115');
+      if (process.env['UPDATE_SCREENSHOTS']) {
+        await page.screenshot({ path: join(ROOT, 'docs', 'console', 'attestation.png'), fullPage: true });
+      }
       const wrong = await verify('b6'.repeat(48), true);
       expect(wrong.verdict).toBe('measurement_mismatch');
       expect(wrong.text).toContain('not in your allow-list');
