@@ -5,12 +5,15 @@ import { Chat } from './chat.tsx';
 import { api, type Capabilities } from './main.tsx';
 import { Exec, Files, Preview, Secrets } from './panels.tsx';
 import type { SandboxView as View } from './sandboxes.tsx';
+import { Attestation } from './tee-panel.tsx';
 import { Terminals } from './terminal.tsx';
 
-const TABS = ['Chat', 'Terminal', 'Files', 'Exec', 'Secrets', 'Preview'] as const;
+const TABS = ['Chat', 'Terminal', 'Files', 'Exec', 'Secrets', 'Preview', 'Attestation'] as const;
 type Tab = (typeof TABS)[number];
 
-export function SandboxView({ id, onBack }: { id: string; caps: Capabilities; onBack: () => void }) {
+export function SandboxView({ id, caps, onBack }: { id: string; caps: Capabilities; onBack: () => void }) {
+  // The attestation tab only where there is an enclave to attest (tee-instance mode).
+  const tabs = TABS.filter((t) => t !== 'Attestation' || caps.mode === 'tee-instance');
   const [sb, setSb] = useState<View>();
   const [error, setError] = useState<string>();
   const [tab, setTab] = useState<Tab>((sessionStorage.getItem('console.tab') as Tab) ?? 'Chat');
@@ -42,7 +45,7 @@ export function SandboxView({ id, onBack }: { id: string; caps: Capabilities; on
       {sb && (
         <>
           <div role="tablist" class="tabs">
-            {TABS.map((t) => (
+            {tabs.map((t) => (
               <button
                 key={t}
                 type="button"
@@ -67,6 +70,9 @@ export function SandboxView({ id, onBack }: { id: string; caps: Capabilities; on
             {tab === 'Exec' && <Exec sandbox={id} />}
             {tab === 'Secrets' && <Secrets sandbox={id} />}
             {tab === 'Preview' && <Preview sandbox={id} ports={Object.keys(sb.ports ?? {})} />}
+            {tab === 'Attestation' && tabs.includes('Attestation') && (
+              <Attestation sandbox={id} caps={caps} />
+            )}
           </div>
         </>
       )}

@@ -259,6 +259,7 @@ describe('web console in Chromium', () => {
       page.getByRole('button', { name: 'Open preview' }).click(),
     ]);
     await popup.waitForURL(/\/port\/3000\/$/);
+    await page.screenshot({ path: join(SHOTS, 'preview.png') });
     expect(popup.url()).toBe(`${url}/api/sandboxes/${sandboxId}/port/3000/`);
     // The server was started just before; a few reloads at most (the proxy counts against the rate limit).
     for (let i = 0; i < 8 && !(await popup.content()).includes('Directory listing'); i++) {
@@ -267,6 +268,7 @@ describe('web console in Chromium', () => {
       await popup.reload();
     }
     expect(await popup.content()).toContain('Directory listing');
+    await popup.screenshot({ path: join(SHOTS, 'preview-tab.png') });
     const cookies = await ctx.cookies(`${url}/api/sandboxes/${sandboxId}/port/3000/`);
     const c = cookies.find((k) => k.name === 'asb_preview');
     expect(c).toMatchObject({
@@ -307,6 +309,7 @@ describe('web console in Chromium', () => {
       .waitFor({ timeout: 60_000 });
     expect(await page.getByTestId('secret-value').inputValue()).toBe('');
     expect(await page.content()).not.toContain(SECRET);
+    await page.screenshot({ path: join(SHOTS, 'secrets.png') });
     await page.getByTestId('tab-Exec').click();
     await page.getByTestId('exec-command').fill('printf %s "$MY_SECRET" | sha256sum | cut -c1-16');
     await page.getByTestId('exec-run').click();

@@ -5,7 +5,7 @@
 // (chain + fresh nonce), seals a secret to the bound key, and `exec` sees it in the sandbox.
 import { type ChildProcess, execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { openSync, readFileSync } from 'node:fs';
+import { existsSync, openSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -16,6 +16,7 @@ import { SANDBOX_CREATE_INPUT } from '@agent-sandbox/blueprint-lib';
 import { DevnetJobs } from '@agent-sandbox/blueprint-lib/testing';
 import { FakeTsmFirmware } from '@agent-sandbox/runtime/testing';
 import Docker from 'dockerode';
+import { chromium } from 'playwright-core';
 import { encodeAbiParameters } from 'viem';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { runCliInProcess } from '../../client/src/testing/cli-harness.ts';
@@ -254,6 +255,75 @@ describe('tee-instance end to end (direct backend, test SEV PKI)', () => {
     expect(exec.code, exec.err).toBe(0);
     expect(exec.out.trim()).toBe(secret);
     expect(operatorLog()).not.toContain(secret);
+  });
+
+  it('the console verifies it in the browser: verified with the pinned measurement and test root, refused otherwise', async () => {
+    expect(sandboxId, 'the CLI test above found the sandbox').not.toBe('');
+    expect(
+      existsSync(join(ROOT, 'console', 'dist', 'index.html')),
+      'npm run build -w @agent-sandbox/console',
+    ).toBe(true);
+    const browser = await chromium.launch({
+      executablePath: '/usr/bin/chromium',
+      args: ['--no-sandbox', '--disable-dev-shm-usage'],
+    });
+    try {
+      const ctx = await browser.newContext();
+      const page = await ctx.newPage();
+      const errors: string[] = [];
+      page.on('pageerror', (e) => errors.push(e.message));
+      page.on('console', (m) => m.type() === 'error' && errors.push(m.text()));
+      // The CLI above signed in as the owner; the page reuses its cached session (the browser sign-in
+      // has its own test in console/test, and another one here would cross the auth rate limit).
+      const cached = JSON.parse(readFileSync(join(dir, 'cli', 'sessions.json'), 'utf8')) as {
+        sessions: Record<string, { address: string; token: string }>;
+      };
+      const owner = devnet.accounts.serviceOwner.address.toLowerCase();
+      const s = Object.values(cached.sessions).find((x) => x.address.toLowerCase() === owner);
+      expect(s, 'the CLI cached an owner session').toBeDefined();
+      await page.goto(`${operatorUrl}/console/`);
+      const store = {
+        'agent-sandbox.session': s!.token,
+        'agent-sandbox.session.address': s!.address,
+        'console.selected': sandboxId,
+      };
+      await page.evaluate(
+        `for (const [k, v] of Object.entries(${JSON.stringify(store)})) sessionStorage.setItem(k, v)`,
+      );
+      await page.reload();
+      await page.getByTestId('tab-Attestation').click();
+      const pki = join(dir, 'pki');
+      const verify = async (measurement: string, custom: boolean) => {
+        await page.getByTestId('att-allow').fill(measurement);
+        if (custom) {
+          await page.getByTestId('att-custom').check();
+          await page.getByTestId('att-ark').fill(readFileSync(join(pki, 'ark.pem'), 'utf8'));
+          await page.getByTestId('att-ask').fill(readFileSync(join(pki, 'ask.pem'), 'utf8'));
+        }
+        await page.getByTestId('att-verify').click();
+        const r = page.getByTestId('att-result');
+        await r.waitFor();
+        return { verdict: await r.getAttribute('data-verdict'), text: (await r.textContent()) ?? '' };
+      };
+      // AMD Milan by default: the test firmware's chain does not close on AMD's root.
+      const amd = await verify(MEASUREMENT, false);
+      expect(amd.verdict).toBe('unverified');
+      expect(amd.text).toMatch(/Refused: the (ARK|ASK|VCEK) /);
+      const ok = await verify(MEASUREMENT, true);
+      expect(ok.verdict, ok.text).toBe('verified');
+      expect(ok.text).toContain(`measurement: ${MEASUREMENT}`);
+      expect(ok.text).toMatch(/Binding .*matches/);
+      expect(ok.text).toContain('bootloader 3, tee 0, snp 8, microcode 115');
+      if (process.env['UPDATE_SCREENSHOTS']) {
+        await page.screenshot({ path: join(ROOT, 'docs', 'console', 'attestation.png'), fullPage: true });
+      }
+      const wrong = await verify('b6'.repeat(48), true);
+      expect(wrong.verdict).toBe('measurement_mismatch');
+      expect(wrong.text).toContain('not in your allow-list');
+      expect(errors).toEqual([]);
+    } finally {
+      await browser.close();
+    }
   });
 
   it('the user decides what to trust: wrong measurement, real AMD roots, low TCB → exit 8; no allow-list or test anchors outside test mode → exit 1', async () => {
