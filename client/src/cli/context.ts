@@ -1,10 +1,11 @@
 // What every CLI command needs, resolved once from flags, env and the devnet file: the operator
 // URL, the owner's key (only when a command needs it), the session cache, and the chain handle.
 import { isAddress, type LocalAccount } from 'viem';
-import { SandboxChain } from '../chain.ts';
+// The chain (viem contracts, ABIs) and instance look-ups load only when a command needs them: an
+// operator-API command (exec, get, …) starts without them.
+import type { SandboxChain } from '../chain.ts';
 import { type Devnet, loadDevnet } from '../devnet.ts';
 import { ClientError } from '../errors.ts';
-import { instanceEndpoints } from '../instance.ts';
 import { accountFromKeystore, accountFromPrivateKey } from '../keys.ts';
 import { OperatorClient } from '../operator-client.ts';
 import { configDir, normalizeOperatorUrl, SessionCache } from '../session-cache.ts';
@@ -174,6 +175,7 @@ export class CliContext {
     }
     if (!isAddress(blueprint, { strict: false }))
       throw new ClientError('USAGE', `--blueprint "${blueprint}" is not an address`);
+    const { instanceEndpoints } = await import('../instance.ts');
     const [first] = await instanceEndpoints(rpcUrl, blueprint as `0x${string}`, serviceId);
     if (!first) {
       throw new ClientError(
@@ -243,6 +245,7 @@ export class CliContext {
       throw new ClientError('USAGE', `--service must be a non-negative integer, got "${serviceText}"`);
     }
     const account = await this.account();
+    const { SandboxChain } = await import('../chain.ts');
     return new SandboxChain({
       rpcUrl: rpcUrl!,
       tangle: tangle as `0x${string}`,
