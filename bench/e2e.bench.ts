@@ -31,6 +31,7 @@ import { Chain, chainFloorOnce, operatorRssMiB, sideService } from './lib/chain.
 import { figure, median, p99 } from './lib/figures.ts';
 import { type FloorShape, floorOnce as floorRun } from './lib/floor.ts';
 import { BenchRun, buildBins } from './lib/operators.ts';
+import { type CallSeen, createTimeline } from './lib/timeline.ts';
 
 const arg = (name: string, def: number) => {
   const i = process.argv.indexOf(`--${name}`);
@@ -130,11 +131,14 @@ async function main(): Promise<void> {
   // (1) + (2): sequential, interleaved with the floor.
   const ours: number[] = [];
   const floor: number[] = [];
+  const coldCalls: CallSeen[] = [];
+  const wall = (t: number) => performance.timeOrigin + t;
   for (let i = 0; i < N; i++) {
     floor.push(await floorOnce(image, i));
     const s = await chain.submit(JOB_SANDBOX_CREATE, createInputs(i));
     const r = (await chain.results([s.callId], s.block)).get(s.callId)!;
     ours.push(r.seenAt - s.minedAt);
+    coldCalls.push({ callId: s.callId, minedWall: wall(s.minedAt), seenWall: wall(r.seenAt) });
     await chain.deleteAll([sandboxIdOf(r.output, `create ${i}`)]);
     process.stderr.write(`  ${i + 1}/${N}: ours ${fmt(ours.at(-1)!)}, floor ${fmt(floor.at(-1)!)}\n`);
   }
@@ -234,6 +238,11 @@ async function main(): Promise<void> {
     `floor (docker run -> /health answers):               median ${fmt(mf)}, p99 ${fmt(quantile(floor, 0.99))}`,
   );
   console.log(`ratio (median ours / median floor): ${(mo / mf).toFixed(2)}x`);
+  for (const l of createTimeline(
+    ops.map((o) => o.logFile),
+    coldCalls,
+  ))
+    console.log(l);
   console.log(
     `burst: ${BURST} creates mined in ${blocks.size} block(s) (#${burstBlock}); all ${BURST} results mined after ${fmt(burstMs)}` +
       `; ${ready.length} ready, ${failures.length} failed` +
