@@ -2,11 +2,29 @@
 // (client/dist/cli.mjs, built first) with `--help` against the floor `node -e 0`, paired
 // (A B A B …) so both see the same machine load; wall time and peak RSS of each child, from
 // GNU time. With --tsx, also the TypeScript launcher (bin/agent-sandbox.mjs, tsx at run time).
-// Run: npx tsx bench/cli.bench.ts [--n 20] [--tsx]
-import { execFileSync, spawnSync } from 'node:child_process';
+// Then (unless --no-exec) `agent-sandbox exec <id> -- true` against a local operator: a private
+// devnet, the bundled operator programs (both of the cloud service's), one sandbox created on
+// chain, `agent-sandbox login` once (the session cached in a config dir of this run), then exec
+// round trips paired with `node -e 0` (figure `cli-exec`).
+// Run: npx tsx bench/cli.bench.ts [--n 20] [--tsx] [--no-exec]
+import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { join, resolve } from 'node:path';
+import { ensureSandboxImage } from '@agent-sandbox/sandbox-image';
+import { privateKeyToAccount } from 'viem/accounts';
+import {
+  buildCreateRequest,
+  decodeCreateOutput,
+  encodeCreateInput,
+  JOB_SANDBOX_CREATE,
+} from '../client/index.ts';
+import { operatorUrlFromResult } from '../client/src/job-io.ts';
+import { OperatorClient } from '../client/src/operator-client.ts';
+import { SessionCache } from '../client/src/session-cache.ts';
+import { Chain } from './lib/chain.ts';
+import { figure } from './lib/figures.ts';
+import { BenchRun, buildBins } from './lib/operators.ts';
 
 const ROOT = resolve(import.meta.dirname, '..');
 const arg = (name: string, def: number) => {
@@ -22,7 +40,10 @@ if (!TIME) {
 
 const BUNDLE = join(ROOT, 'client', 'dist', 'cli.mjs');
 const LAUNCHER = join(ROOT, 'client', 'bin', 'agent-sandbox.mjs');
-execFileSync(process.execPath, [join(ROOT, 'scripts', 'build-bins.mjs'), 'client'], { stdio: 'inherit' });
+const EXEC = !process.argv.includes('--no-exec');
+/** Exec pairs: at most 13 (the operator's write limit, 30 a minute per address). */
+const N_EXEC = 13;
+buildBins('client', ...(EXEC ? (['operator'] as const) : []));
 
 interface Sample {
   ms: number;
@@ -30,11 +51,16 @@ interface Sample {
 }
 
 /** One run of `node ...args` under GNU time: wall (ms, from our clock) and peak RSS. */
-function once(args: string[]): Sample {
+function once(args: string[], env: Record<string, string> = {}): Sample {
   const t0 = process.hrtime.bigint();
   const r = spawnSync(TIME!, ['-f', '%M', process.execPath, ...args], {
     encoding: 'utf8',
-    env: { PATH: process.env['PATH'] ?? '', HOME: process.env['HOME'] ?? '/tmp', AGENT_SANDBOX_OPERATOR: '' },
+    env: {
+      PATH: process.env['PATH'] ?? '',
+      HOME: process.env['HOME'] ?? '/tmp',
+      AGENT_SANDBOX_OPERATOR: '',
+      ...env,
+    },
   });
   const ms = Number(process.hrtime.bigint() - t0) / 1e6;
   if (r.status !== 0) throw new Error(`node ${args.join(' ')} exited ${r.status}: ${r.stderr}`);
@@ -48,35 +74,137 @@ const quantile = (xs: number[], q: number) => {
 };
 const line = (label: string, xs: number[], unit: string, digits = 1) =>
   `${label.padEnd(34)} median ${quantile(xs, 0.5).toFixed(digits)} ${unit}, p99 ${quantile(xs, 0.99).toFixed(digits)} ${unit} (n=${xs.length})`;
-
-const subjects: Array<{ name: string; args: string[] }> = [
-  { name: 'floor  node -e 0', args: ['-e', '0'] },
-  { name: 'bundle agent-sandbox --help', args: [BUNDLE, '--help'] },
-  ...(process.argv.includes('--tsx')
-    ? [{ name: 'tsx    bin/agent-sandbox.mjs --help', args: [LAUNCHER, '--help'] }]
-    : []),
-];
-for (const s of subjects) once(s.args); // warm the page cache
-const samples = subjects.map(() => [] as Sample[]);
-for (let i = 0; i < N; i++) {
-  for (const [k, s] of subjects.entries()) samples[k]!.push(once(s.args));
-}
-
-console.log(
-  `cli.bench: load ${loadavg()
-    .map((l) => l.toFixed(2))
-    .join(' ')}, ${N} paired runs`,
-);
-const floor = samples[0]!;
+const median = (xs: number[]) => quantile(xs, 0.5);
 const wallOf = (xs: Sample[]) => xs.map((x) => x.ms);
 const rssOf = (xs: Sample[]) => xs.map((x) => x.rssMiB);
-const median = (xs: number[]) => quantile(xs, 0.5);
-for (const [k, s] of subjects.entries()) {
-  const xs = samples[k]!;
-  console.log(line(`${s.name} wall`, wallOf(xs), 'ms'));
-  console.log(line(`${s.name} peak RSS`, rssOf(xs), 'MiB'));
-  if (k === 0) continue;
-  const wall = median(wallOf(xs)) / median(wallOf(floor));
-  const rss = median(rssOf(xs)) / median(rssOf(floor));
-  console.log(`ratio  ${s.name}/floor: wall ${wall.toFixed(2)} (target ≤ 3), RSS ${rss.toFixed(2)}`);
+const load = () =>
+  loadavg()
+    .map((l) => l.toFixed(2))
+    .join(' ');
+
+const FLOOR = { name: 'floor  node -e 0', args: ['-e', '0'] };
+
+/** `--help` of the bundle (and of the tsx launcher with --tsx), paired with the floor. */
+function helpBench(): void {
+  const subjects: Array<{ name: string; args: string[] }> = [
+    FLOOR,
+    { name: 'bundle agent-sandbox --help', args: [BUNDLE, '--help'] },
+    ...(process.argv.includes('--tsx')
+      ? [{ name: 'tsx    bin/agent-sandbox.mjs --help', args: [LAUNCHER, '--help'] }]
+      : []),
+  ];
+  for (const s of subjects) once(s.args); // warm the page cache
+  const samples = subjects.map(() => [] as Sample[]);
+  for (let i = 0; i < N; i++) {
+    for (const [k, s] of subjects.entries()) samples[k]!.push(once(s.args));
+  }
+  console.log(`cli.bench: load ${load()}, ${N} paired runs`);
+  const floor = samples[0]!;
+  for (const [k, s] of subjects.entries()) {
+    const xs = samples[k]!;
+    console.log(line(`${s.name} wall`, wallOf(xs), 'ms'));
+    console.log(line(`${s.name} peak RSS`, rssOf(xs), 'MiB'));
+    if (k === 0) continue;
+    const wall = median(wallOf(xs)) / median(wallOf(floor));
+    const rss = median(rssOf(xs)) / median(rssOf(floor));
+    console.log(`ratio  ${s.name}/floor: wall ${wall.toFixed(2)} (target ≤ 3), RSS ${rss.toFixed(2)}`);
+    if (k !== 1) continue;
+    figure({
+      id: 'cli-help',
+      name: 'agent-sandbox --help wall (bundle)',
+      unit: 'ms',
+      n: N,
+      median: median(wallOf(xs)),
+      p99: quantile(wallOf(xs), 0.99),
+      floor: {
+        name: 'node -e 0 (paired)',
+        median: median(wallOf(floor)),
+        p99: quantile(wallOf(floor), 0.99),
+      },
+      target: {
+        text: '--help <= 3x node -e 0 wall',
+        met: wall <= 3,
+        ...(wall <= 3 ? {} : { why: `${wall.toFixed(2)}x` }),
+      },
+      note: `peak RSS median ${median(rssOf(xs)).toFixed(0)} MiB vs ${median(rssOf(floor)).toFixed(0)} MiB`,
+    });
+  }
+}
+
+/** `agent-sandbox exec <id> -- true` against a local operator (bundled), paired with the floor. */
+async function execBench(run: BenchRun): Promise<void> {
+  const { tag: image } = await ensureSandboxImage({
+    onProgress: (l) => process.stderr.write(`[image] ${l}\n`),
+  });
+  const info = await run.startDevnet();
+  const chain = new Chain(info, privateKeyToAccount(info.accounts.user.privateKey));
+  // Both operators of the devnet's cloud service run (the chain assigns a create to either); the
+  // result names the one that holds the sandbox.
+  await Promise.all([run.startOperator('operator1', image, {}), run.startOperator('operator2', image, {})]);
+  const s = await chain.submit(
+    JOB_SANDBOX_CREATE,
+    encodeCreateInput(buildCreateRequest({ name: 'cli-bench', cpu_cores: 1, memory_mb: 256, disk_gb: 1 })),
+  );
+  const out = decodeCreateOutput((await chain.results([s.callId], s.block)).get(s.callId)!.output);
+  const url = operatorUrlFromResult(out.json);
+  if (!out.sandboxId || !url) throw new Error(`create failed: ${JSON.stringify(out.json)}`);
+  const env = { AGENT_SANDBOX_OPERATOR: url, AGENT_SANDBOX_CONFIG_DIR: join(run.work, 'cli') };
+  // Sign in once; the exec runs use the cached session only (no key in their environment).
+  once([BUNDLE, 'login'], { ...env, AGENT_SANDBOX_PRIVATE_KEY: info.accounts.user.privateKey });
+  const execArgs = [BUNDLE, 'exec', out.sandboxId, '--', 'true'];
+  once(execArgs, env); // warm: the chunks in the page cache, the sidecar's first exec
+  // Where the time goes: the same client code in this (warm) process with the cached session, so
+  // what the CLI adds on top is its process start and module loading.
+  const cached = await new SessionCache(env.AGENT_SANDBOX_CONFIG_DIR).get(url, chain.user.address);
+  if (!cached) throw new Error('agent-sandbox login cached no session');
+  const api = new OperatorClient({ baseUrl: url, token: cached.token });
+  await api.exec(out.sandboxId, 'true');
+  const floor: Sample[] = [];
+  const ours: Sample[] = [];
+  const inProc: number[] = [];
+  // The operator allows 30 writes a minute per client address (an exec is a write): the two warm-up
+  // execs and two per pair stay under it.
+  for (let i = 0; i < Math.min(N, N_EXEC); i++) {
+    floor.push(once(FLOOR.args));
+    ours.push(once(execArgs, env));
+    const t0 = performance.now();
+    await api.exec(out.sandboxId, 'true');
+    inProc.push(performance.now() - t0);
+  }
+  console.log(
+    `cli exec: load ${load()}, ${ours.length} paired runs, operator ${url} (bundle), sandbox ${out.sandboxId}`,
+  );
+  console.log(line('floor  node -e 0 wall', wallOf(floor), 'ms'));
+  console.log(line('bundle agent-sandbox exec -- true', wallOf(ours), 'ms'));
+  console.log(line('bundle agent-sandbox exec peak RSS', rssOf(ours), 'MiB'));
+  console.log(line('in-process OperatorClient.exec', inProc, 'ms'));
+  const m = median(wallOf(ours));
+  figure({
+    id: 'cli-exec',
+    name: 'agent-sandbox exec <id> -- true round trip (bundle, local operator, cached session)',
+    unit: 'ms',
+    n: ours.length,
+    median: m,
+    p99: quantile(wallOf(ours), 0.99),
+    floor: { name: 'node -e 0 (paired)', median: median(wallOf(floor)), p99: quantile(wallOf(floor), 0.99) },
+    target: {
+      text: 'exec round trip <= 400 ms median',
+      met: m <= 400,
+      ...(m <= 400 ? {} : { why: `${m.toFixed(0)} ms` }),
+    },
+  });
+}
+
+helpBench();
+if (EXEC) {
+  const run = new BenchRun('cli-bench');
+  try {
+    await execBench(run);
+  } catch (e) {
+    console.error(`cli exec bench failed: ${(e as Error).stack ?? e}`);
+    if (run.ops.length) console.error(`operator logs kept in ${run.keptLogs()}`);
+    process.exitCode = 1;
+  } finally {
+    await run.cleanup();
+  }
 }

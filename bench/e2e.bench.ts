@@ -13,23 +13,11 @@
 //     blueprint that no operator program serves, mined -> its submitResult (sent by the bench as
 //     that service's operator the moment the job's receipt is seen) mined;
 // (5) the operator programs' RSS at the end, with how many sandboxes each ran at its peak.
-// Operators follow the chain over WebSocket (WS_RPC_URL), as a production operator should.
-// Run: npx tsx bench/e2e.bench.ts [--n 20] [--burst 20] [--pool-n 10] [--health-timeout-ms 30000]
-import { type ChildProcess, execFile } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
-import { copyFileSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import net from 'node:net';
-import { loadavg, tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
-import { promisify } from 'node:util';
-import {
-  devnetOperatorEnv,
-  operatorReady,
-  spawnOperator,
-  stopOperator,
-} from '@agent-sandbox/blueprint-bin/testing';
+// Operators run the bundle users run (blueprint-bin/dist/main.mjs; --tsx: src/main.ts under tsx)
+// and follow the chain over WebSocket (WS_RPC_URL), as a production operator should.
+// Run: npx tsx bench/e2e.bench.ts [--n 20] [--burst 20] [--pool-n 10] [--health-timeout-ms 30000] [--tsx]
+import { loadavg } from 'node:os';
 import { agentSandboxBlueprintAbi } from '@agent-sandbox/contracts';
-import { type StartedDevnet, startDevnet } from '@agent-sandbox/devnet';
 import { ensureSandboxImage } from '@agent-sandbox/sandbox-image';
 import type { Address, Hex } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
@@ -39,12 +27,12 @@ import {
   encodeCreateInput,
   JOB_SANDBOX_CREATE,
 } from '../client/index.ts';
-import { SIDECAR_CAPS } from '../runtime/src/docker/container-spec.ts';
-import { probeHealth } from '../runtime/src/docker/health.ts';
 import { Chain, chainFloorOnce, operatorRssMiB, sideService } from './lib/chain.ts';
 import { figure, median, p99 } from './lib/figures.ts';
+import { type FloorShape, floorOnce as floorRun } from './lib/floor.ts';
+import { BenchRun, buildBins } from './lib/operators.ts';
+import { type CallSeen, createTimeline } from './lib/timeline.ts';
 
-const exec = promisify(execFile);
 const arg = (name: string, def: number) => {
   const i = process.argv.indexOf(`--${name}`);
   return i > 0 ? Number(process.argv[i + 1]) : def;
@@ -55,14 +43,22 @@ const POOL_N = arg('pool-n', 10);
 const POOL = 2;
 /** The operator's SANDBOX_HEALTH_TIMEOUT_MS; 0 keeps the operator's default (30 s). */
 const HEALTH_TIMEOUT_MS = arg('health-timeout-ms', 0);
-const ROOT = resolve(import.meta.dirname, '..');
-const RUN = `e2e-bench-${process.pid}-${Date.now().toString(36)}`;
-const RUN_LABEL = `agent-sandbox.bench.run=${RUN}`;
-const LABELS = ['agent-sandbox.test=1', 'agent-sandbox.bench=1', RUN_LABEL];
+/** --tsx: the operators run src/main.ts under tsx instead of the bundle users run. */
+const VIA = process.argv.includes('--tsx') ? 'main' : 'bundle';
+const run = new BenchRun('e2e-bench');
 const CPU = 1;
 const MEMORY_MB = 256;
 /** Cold creates ask for this (never the pool's shape); the floor container gets MEMORY_MB. */
 const COLD_MEMORY_MB = MEMORY_MB - 1;
+const SHAPE: FloorShape = {
+  run: run.id,
+  labels: run.labels,
+  runLabel: run.label,
+  cpu: CPU,
+  memoryMb: MEMORY_MB,
+};
+const floorOnce = (image: string, i: number) => floorRun(image, i, SHAPE);
+const ops = run.ops;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const quantile = (xs: number[], q: number) => {
   const s = [...xs].sort((a, b) => a - b);
@@ -73,175 +69,6 @@ const load = () =>
   loadavg()
     .map((l) => l.toFixed(2))
     .join(' ');
-
-function freePort(): Promise<number> {
-  return new Promise((res, rej) => {
-    const s = net.createServer();
-    s.once('error', rej);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as net.AddressInfo;
-      s.close(() => res(port));
-    });
-  });
-}
-
-interface Op {
-  role: 'operator1' | 'operator2';
-  child: ChildProcess;
-  logFile: string;
-  url: string;
-}
-
-const work = mkdtempSync(join(tmpdir(), `${RUN}-`));
-let devnet: StartedDevnet | undefined;
-const ops: Op[] = [];
-
-/** Starts `agent-sandbox-operator run` for a devnet operator; resolves when its API is ready. */
-async function startOperator(role: Op['role'], info: StartedDevnet['info'], image: string): Promise<Op> {
-  const dataDir = join(work, role);
-  const key = join(work, `${role}.key`);
-  writeFileSync(key, `${info.accounts[role].privateKey}\n`, { mode: 0o600 });
-  const logFile = join(work, `${role}.log`);
-  const fd = openSync(logFile, 'a');
-  const env = devnetOperatorEnv(
-    {
-      devnet: info,
-      blueprintId: info.blueprints.cloud,
-      serviceId: info.services.cloud,
-      dataDir,
-      keyFile: key,
-      port: await freePort(),
-      operatorId: `${RUN}-${role}`,
-      image,
-      labels: LABELS.join(','),
-      extra: {
-        LOG_LEVEL: 'info',
-        WS_RPC_URL: info.rpcUrl.replace(/^http/, 'ws'),
-        SANDBOX_WARM_POOL: `${POOL}`,
-        SANDBOX_DEFAULT_CPU_CORES: `${CPU}`,
-        SANDBOX_DEFAULT_MEMORY_MB: `${MEMORY_MB}`,
-        SANDBOX_DEFAULT_DISK_GB: '1',
-        ...(HEALTH_TIMEOUT_MS ? { SANDBOX_HEALTH_TIMEOUT_MS: `${HEALTH_TIMEOUT_MS}` } : {}),
-      },
-    },
-    randomBytes(32).toString('hex'),
-  );
-  // dieWithParent: the kernel TERMs the operator if this process dies, even by SIGKILL (no orphans).
-  const child = spawnOperator({ env, cwd: ROOT, stderr: fd, dieWithParent: true });
-  const op: Op = { role, child, logFile, url: '' };
-  ops.push(op);
-  op.url = await operatorReady(child, {
-    name: role,
-    timeoutMs: 120_000,
-    log: () => `see ${logFile}\n${readFileSync(logFile, 'utf8').slice(-2000)}`,
-  });
-  return op;
-}
-
-function stopOp(op: Op): Promise<void> {
-  return stopOperator(op.child);
-}
-
-/** Removes this run's containers and volumes, one by one, re-listing until none is left. */
-async function removeContainers(): Promise<number> {
-  const list = async (kind: 'ps' | 'volume') => {
-    const args = kind === 'ps' ? ['ps', '-aq'] : ['volume', 'ls', '-q'];
-    const { stdout } = await exec('docker', [...args, '--filter', `label=${RUN_LABEL}`]);
-    return stdout.split('\n').filter(Boolean);
-  };
-  let removed = 0;
-  for (let round = 0; round < 5; round++) {
-    const ids = await list('ps');
-    const vols = await list('volume');
-    if (!ids.length && !vols.length) break;
-    for (const id of ids)
-      await exec('docker', ['rm', '-f', '-v', id]).then(
-        () => removed++,
-        () => {},
-      );
-    for (const v of vols) await exec('docker', ['volume', 'rm', '-f', v]).catch(() => {});
-    await sleep(500);
-  }
-  return removed;
-}
-
-/** Copies the operators' logs out of the work dir (removed at exit), for a failure to be read. */
-function keptLogs(): string {
-  const dir = join(tmpdir(), `${RUN}-logs`);
-  mkdirSync(dir, { recursive: true });
-  for (const op of ops) copyFileSync(op.logFile, join(dir, `${op.role}.log`));
-  return dir;
-}
-
-let cleaning: Promise<void> | undefined;
-function cleanup(): Promise<void> {
-  cleaning ??= (async () => {
-    for (const op of [...ops].reverse()) await stopOp(op).catch(() => {});
-    const n = await removeContainers().catch(() => 0);
-    if (n) console.error(`removed ${n} container(s)`);
-    await devnet?.stop().catch(() => {});
-    rmSync(work, { recursive: true, force: true });
-  })();
-  return cleaning;
-}
-for (const sig of ['SIGINT', 'SIGTERM'] as const) {
-  // `on`, not `once`: a Ctrl-C reaches npx/tsx too, which relay it, and a second SIGINT must not
-  // kill this process halfway through its clean-up.
-  process.on(sig, () => {
-    if (cleaning) return;
-    console.error(`\n${sig}: cleaning up`);
-    void cleanup().finally(() => process.exit(130));
-  });
-}
-
-/** The floor: `docker run -d` of the same sandbox container, then GET /health until it answers. */
-async function floorOnce(image: string, i: number): Promise<number> {
-  const port = await freePort();
-  const name = `${RUN}-floor-${i}`;
-  const t0 = performance.now();
-  await exec('docker', [
-    'run',
-    '-d',
-    '--name',
-    name,
-    ...LABELS.flatMap((l) => ['--label', l]),
-    '--cap-drop',
-    'ALL',
-    ...SIDECAR_CAPS.flatMap((c) => ['--cap-add', c]),
-    '--security-opt',
-    'no-new-privileges:true',
-    '--tmpfs',
-    '/tmp:rw,nosuid,nodev,size=256m',
-    '--cpus',
-    `${CPU}`,
-    '--memory',
-    `${MEMORY_MB}m`,
-    '--mount',
-    `type=volume,source=${name},target=/home/agent,volume-label=${RUN_LABEL}`,
-    '-p',
-    `127.0.0.1:${port}:8080`,
-    '-e',
-    'SIDECAR_PORT=8080',
-    '-e',
-    `SIDECAR_AUTH_TOKEN=${randomBytes(32).toString('hex')}`,
-    '-e',
-    'AGENT_WORKSPACE_ROOT=/home/agent',
-    '-e',
-    'AGENT_SUBPROCESS_UID=1000',
-    '-e',
-    'AGENT_SUBPROCESS_GID=1000',
-    image,
-  ]);
-  const deadline = Date.now() + 120_000;
-  while (!(await probeHealth({ host: '127.0.0.1', port }, 1000))) {
-    if (Date.now() > deadline) throw new Error(`floor container ${name} never answered /health`);
-    await sleep(10);
-  }
-  const dt = performance.now() - t0;
-  await exec('docker', ['rm', '-f', '-v', name]);
-  await exec('docker', ['volume', 'rm', '-f', name]).catch(() => {});
-  return dt;
-}
 
 const createInputs = (i: number, memoryMb = COLD_MEMORY_MB) =>
   encodeCreateInput(
@@ -277,9 +104,19 @@ async function main(): Promise<void> {
   const { tag: image } = await ensureSandboxImage({
     onProgress: (l) => process.stderr.write(`[image] ${l}\n`),
   });
-  devnet = await startDevnet({ port: 0, stateFile: join(work, 'devnet.json'), reuse: false, detach: false });
-  const info = devnet.info;
-  await Promise.all([startOperator('operator1', info, image), startOperator('operator2', info, image)]);
+  if (VIA === 'bundle') buildBins('operator');
+  const info = await run.startDevnet();
+  const extra = {
+    SANDBOX_WARM_POOL: `${POOL}`,
+    SANDBOX_DEFAULT_CPU_CORES: `${CPU}`,
+    SANDBOX_DEFAULT_MEMORY_MB: `${MEMORY_MB}`,
+    SANDBOX_DEFAULT_DISK_GB: '1',
+    ...(HEALTH_TIMEOUT_MS ? { SANDBOX_HEALTH_TIMEOUT_MS: `${HEALTH_TIMEOUT_MS}` } : {}),
+  };
+  await Promise.all([
+    run.startOperator('operator1', image, extra, VIA),
+    run.startOperator('operator2', image, extra, VIA),
+  ]);
   const chain = new Chain(info, privateKeyToAccount(info.accounts.user.privateKey));
   console.error(`devnet ${info.rpcUrl}, cloud service ${info.services.cloud}, image ${image}`);
 
@@ -294,11 +131,14 @@ async function main(): Promise<void> {
   // (1) + (2): sequential, interleaved with the floor.
   const ours: number[] = [];
   const floor: number[] = [];
+  const coldCalls: CallSeen[] = [];
+  const wall = (t: number) => performance.timeOrigin + t;
   for (let i = 0; i < N; i++) {
     floor.push(await floorOnce(image, i));
     const s = await chain.submit(JOB_SANDBOX_CREATE, createInputs(i));
     const r = (await chain.results([s.callId], s.block)).get(s.callId)!;
     ours.push(r.seenAt - s.minedAt);
+    coldCalls.push({ callId: s.callId, minedWall: wall(s.minedAt), seenWall: wall(r.seenAt) });
     await chain.deleteAll([sandboxIdOf(r.output, `create ${i}`)]);
     process.stderr.write(`  ${i + 1}/${N}: ours ${fmt(ours.at(-1)!)}, floor ${fmt(floor.at(-1)!)}\n`);
   }
@@ -398,6 +238,11 @@ async function main(): Promise<void> {
     `floor (docker run -> /health answers):               median ${fmt(mf)}, p99 ${fmt(quantile(floor, 0.99))}`,
   );
   console.log(`ratio (median ours / median floor): ${(mo / mf).toFixed(2)}x`);
+  for (const l of createTimeline(
+    ops.map((o) => o.logFile),
+    coldCalls,
+  ))
+    console.log(l);
   console.log(
     `burst: ${BURST} creates mined in ${blocks.size} block(s) (#${burstBlock}); all ${BURST} results mined after ${fmt(burstMs)}` +
       `; ${ready.length} ready, ${failures.length} failed` +
@@ -406,7 +251,7 @@ async function main(): Promise<void> {
         : ''),
   );
   if (failures.length)
-    console.log(`burst failures (operator logs kept in ${keptLogs()}):\n${failures.join('\n')}`);
+    console.log(`burst failures (operator logs kept in ${run.keptLogs()}):\n${failures.join('\n')}`);
   console.log(
     `burst floor: ${BURST} concurrent docker run -> /health: all answered after ${fmt(burstFloorMs)}`,
   );
@@ -436,7 +281,7 @@ async function main(): Promise<void> {
       ...(coldMet
         ? {}
         : {
-            why: `median ${(mo / mf).toFixed(2)}x, p99 ${(op99 / fp99).toFixed(2)}x: on top of the container's start come the chain (job seen, result mined: the chain floor below is ${fmt(mc)} median) and the env delivery`,
+            why: `median ${(mo / mf).toFixed(2)}x, p99 ${(op99 / fp99).toFixed(2)}x: the chain (job seen, result mined; its floor is ${fmt(mc)} median) and provisioning inside the operator (its phases: the timeline in this bench's output)`,
           }),
     },
   });
@@ -488,7 +333,7 @@ async function main(): Promise<void> {
 main()
   .catch((e) => {
     console.error(`e2e bench failed: ${(e as Error).stack ?? e}`);
-    if (ops.length) console.error(`operator logs kept in ${keptLogs()}`);
+    if (ops.length) console.error(`operator logs kept in ${run.keptLogs()}`);
     process.exitCode = 1;
   })
-  .finally(() => cleanup());
+  .finally(() => run.cleanup());

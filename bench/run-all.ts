@@ -31,7 +31,7 @@ const DEFAULTS: Record<string, { args: string[]; timeoutS: number }> = {
   'sdk-jobs': { args: ['--jobs', '100'], timeoutS: 120 },
   storage: { args: ['--n', '3'], timeoutS: 360 },
   tee: { args: ['--n', '100'], timeoutS: 60 },
-  cli: { args: [], timeoutS: 120 },
+  cli: { args: ['--n', '20'], timeoutS: 240 },
 };
 
 /** The speed issue's targets, by the figure id that reports each, and who measures it. */

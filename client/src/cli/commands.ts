@@ -2,7 +2,6 @@
 import type { Sandbox } from '../api-types.ts';
 import { ClientError, ExitCode } from '../errors.ts';
 import type { CliContext } from './context.ts';
-import { sealedSecretsSet } from './tee.ts';
 
 export type Command = (ctx: CliContext) => Promise<number>;
 
@@ -144,7 +143,7 @@ export const secrets: Command = async (ctx) => {
       if (pairs.length === 0)
         throw new ClientError('USAGE', 'secrets set: give at least one K=V (or K from your env)');
       const env = parsePairs(pairs, 'secrets set', ctx.io.env);
-      if (ctx.args.options.sealed === true) return sealedSecretsSet(ctx, id, env);
+      if (ctx.args.options.sealed === true) return (await import('./tee.ts')).sealedSecretsSet(ctx, id, env);
       const r = await client.setSecrets(id, env);
       // Echo names only: values never reach the terminal or a log.
       if (ctx.json) ctx.printJson({ ...r, names: Object.keys(env) });

@@ -1,10 +1,11 @@
 // What every CLI command needs, resolved once from flags, env and the devnet file: the operator
 // URL, the owner's key (only when a command needs it), the session cache, and the chain handle.
 import { isAddress, type LocalAccount } from 'viem';
-import { SandboxChain } from '../chain.ts';
+// The chain (viem contracts, ABIs) and instance look-ups load only when a command needs them: an
+// operator-API command (exec, get, …) starts without them.
+import type { SandboxChain } from '../chain.ts';
 import { type Devnet, loadDevnet } from '../devnet.ts';
 import { ClientError } from '../errors.ts';
-import { instanceEndpoints, instanceTangle } from '../instance.ts';
 import { accountFromKeystore, accountFromPrivateKey } from '../keys.ts';
 import { OperatorClient } from '../operator-client.ts';
 import { configDir, normalizeOperatorUrl, SessionCache } from '../session-cache.ts';
@@ -160,6 +161,7 @@ export class CliContext {
     const explicit = this.flag('operator', 'AGENT_SANDBOX_OPERATOR');
     if (explicit) return normalizeOperatorUrl(explicit);
     const { rpcUrl, blueprint } = await this.instanceContract();
+    const { instanceEndpoints } = await import('../instance.ts');
     const [first] = await instanceEndpoints(rpcUrl, blueprint, serviceId);
     if (!first) {
       throw new ClientError(
@@ -196,10 +198,12 @@ export class CliContext {
    */
   async instanceChain(serviceId: bigint): Promise<SandboxChain> {
     const { rpcUrl, blueprint } = await this.instanceContract();
+    const { instanceTangle } = await import('../instance.ts');
     const tangle = this.flag('tangle', 'AGENT_SANDBOX_TANGLE') ?? (await instanceTangle(rpcUrl, blueprint));
     if (!isAddress(tangle, { strict: false }))
       throw new ClientError('USAGE', `--tangle "${tangle}" is not an address`);
     const account = await this.account();
+    const { SandboxChain } = await import('../chain.ts');
     return new SandboxChain({
       rpcUrl,
       tangle: tangle as `0x${string}`,
@@ -267,6 +271,7 @@ export class CliContext {
       throw new ClientError('USAGE', `--service must be a non-negative integer, got "${serviceText}"`);
     }
     const account = await this.account();
+    const { SandboxChain } = await import('../chain.ts');
     return new SandboxChain({
       rpcUrl: rpcUrl!,
       tangle: tangle as `0x${string}`,

@@ -1,0 +1,162 @@
+// The benches' operator side: one run's labels and work dir, a private devnet, operator PROGRAMS
+// started as users run them (the bundle, blueprint-bin/dist/main.mjs, unless told), and the
+// clean-up that stops them and removes exactly this run's containers and volumes.
+import { type ChildProcess, execFile, execFileSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { copyFileSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import net from 'node:net';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { promisify } from 'node:util';
+import {
+  devnetOperatorEnv,
+  operatorReady,
+  spawnOperator,
+  stopOperator,
+} from '@agent-sandbox/blueprint-bin/testing';
+import { type StartedDevnet, startDevnet } from '@agent-sandbox/devnet';
+
+const exec = promisify(execFile);
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+export const ROOT = resolve(import.meta.dirname, '..', '..');
+
+/** Builds the bundles users run (client/dist/cli.mjs, blueprint-bin/dist/main.mjs), as npm run build does. */
+export function buildBins(...targets: Array<'client' | 'operator'>): void {
+  execFileSync(process.execPath, [join(ROOT, 'scripts', 'build-bins.mjs'), ...targets], { stdio: 'inherit' });
+}
+
+export function freePort(): Promise<number> {
+  return new Promise((res, rej) => {
+    const s = net.createServer();
+    s.once('error', rej);
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address() as net.AddressInfo;
+      s.close(() => res(port));
+    });
+  });
+}
+
+export interface Op {
+  role: 'operator1' | 'operator2';
+  child: ChildProcess;
+  logFile: string;
+  url: string;
+}
+
+/** One bench run: its labels, work dir, devnet and operators, and their clean-up. */
+export class BenchRun {
+  readonly id: string;
+  readonly label: string;
+  readonly labels: string[];
+  readonly work: string;
+  devnet: StartedDevnet | undefined;
+  readonly ops: Op[] = [];
+  private cleaning: Promise<void> | undefined;
+
+  constructor(prefix: string) {
+    this.id = `${prefix}-${process.pid}-${Date.now().toString(36)}`;
+    this.label = `agent-sandbox.bench.run=${this.id}`;
+    this.labels = ['agent-sandbox.test=1', 'agent-sandbox.bench=1', this.label];
+    this.work = mkdtempSync(join(tmpdir(), `${this.id}-`));
+    for (const sig of ['SIGINT', 'SIGTERM'] as const) {
+      // `on`, not `once`: a Ctrl-C reaches npx/tsx too, which relay it, and a second SIGINT must
+      // not kill this process halfway through its clean-up.
+      process.on(sig, () => {
+        if (this.cleaning) return;
+        console.error(`\n${sig}: cleaning up`);
+        void this.cleanup().finally(() => process.exit(130));
+      });
+    }
+  }
+
+  async startDevnet(): Promise<StartedDevnet['info']> {
+    this.devnet = await startDevnet({
+      port: 0,
+      stateFile: join(this.work, 'devnet.json'),
+      reuse: false,
+      detach: false,
+    });
+    return this.devnet.info;
+  }
+
+  /** Starts `agent-sandbox-operator run` for a devnet operator; resolves when its API is ready. */
+  async startOperator(
+    role: Op['role'],
+    image: string,
+    extra: Record<string, string>,
+    via: 'bundle' | 'main' = 'bundle',
+  ): Promise<Op> {
+    const info = this.devnet!.info;
+    const key = join(this.work, `${role}.key`);
+    writeFileSync(key, `${info.accounts[role].privateKey}\n`, { mode: 0o600 });
+    const logFile = join(this.work, `${role}.log`);
+    const fd = openSync(logFile, 'a');
+    const env = devnetOperatorEnv(
+      {
+        devnet: info,
+        blueprintId: info.blueprints.cloud,
+        serviceId: info.services.cloud,
+        dataDir: join(this.work, role),
+        keyFile: key,
+        port: await freePort(),
+        operatorId: `${this.id}-${role}`,
+        image,
+        labels: this.labels.join(','),
+        extra: { LOG_LEVEL: 'info', WS_RPC_URL: info.rpcUrl.replace(/^http/, 'ws'), ...extra },
+      },
+      randomBytes(32).toString('hex'),
+    );
+    // dieWithParent: the kernel TERMs the operator if this process dies, even by SIGKILL.
+    const child = spawnOperator({ env, cwd: ROOT, stderr: fd, dieWithParent: true, via });
+    const op: Op = { role, child, logFile, url: '' };
+    this.ops.push(op);
+    op.url = await operatorReady(child, {
+      name: role,
+      timeoutMs: 120_000,
+      log: () => `see ${logFile}\n${readFileSync(logFile, 'utf8').slice(-2000)}`,
+    });
+    return op;
+  }
+
+  /** Removes this run's containers and volumes, one by one, re-listing until none is left. */
+  async removeContainers(): Promise<number> {
+    const list = async (kind: 'ps' | 'volume') => {
+      const args = kind === 'ps' ? ['ps', '-aq'] : ['volume', 'ls', '-q'];
+      const { stdout } = await exec('docker', [...args, '--filter', `label=${this.label}`]);
+      return stdout.split('\n').filter(Boolean);
+    };
+    let removed = 0;
+    for (let round = 0; round < 5; round++) {
+      const ids = await list('ps');
+      const vols = await list('volume');
+      if (!ids.length && !vols.length) break;
+      for (const id of ids)
+        await exec('docker', ['rm', '-f', '-v', id]).then(
+          () => removed++,
+          () => {},
+        );
+      for (const v of vols) await exec('docker', ['volume', 'rm', '-f', v]).catch(() => {});
+      await sleep(500);
+    }
+    return removed;
+  }
+
+  /** Copies the operators' logs out of the work dir (removed at exit), for a failure to be read. */
+  keptLogs(): string {
+    const dir = join(tmpdir(), `${this.id}-logs`);
+    mkdirSync(dir, { recursive: true });
+    for (const op of this.ops) copyFileSync(op.logFile, join(dir, `${op.role}.log`));
+    return dir;
+  }
+
+  cleanup(): Promise<void> {
+    this.cleaning ??= (async () => {
+      for (const op of [...this.ops].reverse()) await stopOperator(op.child).catch(() => {});
+      const n = await this.removeContainers().catch(() => 0);
+      if (n) console.error(`removed ${n} container(s)`);
+      await this.devnet?.stop().catch(() => {});
+      rmSync(this.work, { recursive: true, force: true });
+    })();
+    return this.cleaning;
+  }
+}
