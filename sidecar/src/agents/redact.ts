@@ -47,9 +47,9 @@ export function redactPart(p: AgentPart, redact: Redact): AgentPart {
 
 /**
  * Redacts a run's parts as they stream. Text and reasoning deltas of one part are joined before
- * redacting: each part's last (longest secret − 1) characters are held back until more text comes,
- * so a secret split across deltas is still whole when it is replaced (the tail moves back to the
- * start of a secret it would cut). Held text goes out before the next tool part, with the part's
+ * redacting: a part's tail that could be the start of a secret is held back until more text comes,
+ * so a secret split across deltas is still whole when it is replaced (a cut never falls inside a
+ * whole secret). Held text goes out before the next tool part, with the part's
  * `completed` update, and on `flush()` (the run's end).
  */
 export class StreamRedactor {
@@ -103,9 +103,22 @@ export class StreamRedactor {
     return { ...p, text: clean, content: clean };
   }
 
-  /** Where `buf` may be cut: before its last #hold characters, and never inside a whole secret. */
+  /**
+   * Where `buf` may be cut: before the longest tail of it that could still grow into a secret (a
+   * proper prefix of one), and never inside a whole secret. Text that cannot be the start of a
+   * secret goes out at once, so a long-running agent's short output is not held back.
+   */
   #safeCut(buf: string): number {
-    let cut = Math.max(0, buf.length - this.#hold);
+    let cut = buf.length;
+    for (const v of this.#values) {
+      for (let k = Math.min(v.length - 1, buf.length); k > 0; k--) {
+        if (buf.length - k >= cut) break;
+        if (buf.endsWith(v.slice(0, k))) {
+          cut = buf.length - k;
+          break;
+        }
+      }
+    }
     for (let moved = true; moved && cut > 0; ) {
       moved = false;
       for (const v of this.#values) {
