@@ -4,7 +4,7 @@
 // The CLI verifies the enclave (chain + fresh nonce), seals a secret to it, and exec sees it.
 import type { ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, openSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createSevTestPki, saveSevTestPki } from '@agent-sandbox/attestation/testing';
 import { operatorReady, spawnOperator } from '@agent-sandbox/blueprint-bin/testing';
@@ -100,6 +100,9 @@ function startTeeOperator(
 
 /** Runs the step; always stops the TEE operator and the test firmware it started. */
 export async function teeWalkthrough(o: TeeDemoOptions): Promise<{ sandboxId: string; secretSeen: boolean }> {
+  // Each run makes a new TEE service, PKI and firmware: the last run's tree (its FIFOs) and operator
+  // data would only get in the way.
+  rmSync(o.dir, { recursive: true, force: true });
   mkdirSync(o.dir, { recursive: true });
   header('TEE-instance: test PKI + configfs-tsm tree in a temp dir (no TEE hardware on this machine)');
   const pki = await createSevTestPki();

@@ -4,7 +4,7 @@
 // Test-only: real quotes come from the kernel.
 import { execFileSync } from 'node:child_process';
 import { constants } from 'node:fs';
-import { mkdir, open, readFile, writeFile } from 'node:fs/promises';
+import { mkdir, open, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { certTableWithVcek } from '@agent-sandbox/attestation';
 import { type SevTestPki, signSnpReport } from '@agent-sandbox/attestation/testing';
@@ -43,6 +43,8 @@ export class FakeTsmFirmware {
     for (const f of this.#tdx
       ? ['inblob', 'generation', 'outblob']
       : ['inblob', 'generation', 'outblob', 'auxblob']) {
+      // A tree left by an earlier run keeps its FIFOs: make each one fresh.
+      await rm(join(this.dir, f), { force: true });
       execFileSync('mkfifo', ['-m', '600', join(this.dir, f)]);
     }
     this.#loop = this.#serve();
