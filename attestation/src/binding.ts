@@ -76,3 +76,23 @@ export function checkBinding(
     );
   }
 }
+
+/**
+ * Throws BINDING unless the report_data claimed beside the evidence (`claimedHex`) is the signed
+ * one and it binds (ctx, pubkey, nonce). One check for the node and the browser verifiers.
+ */
+export function checkClaimedBinding(
+  claimedHex: string | undefined,
+  signed: Uint8Array,
+  ctx: string,
+  pubkey: Uint8Array,
+  nonce: Uint8Array,
+): void {
+  if (!bytesEqual(fromHex(claimedHex ?? '', 'report_data'), signed)) {
+    throw new AttestationError(
+      'BINDING',
+      'the report_data claimed beside the evidence is not the signed one',
+    );
+  }
+  checkBinding(signed, ctx, pubkey, nonce);
+}

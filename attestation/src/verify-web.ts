@@ -2,8 +2,8 @@
 // report_data to the caller's own context + key + nonce, then the caller's measurement allow-list.
 // TDX and Nitro are not verified here: @phala/dcap-qvl 0.3.9 calls node:crypto's X509Certificate
 // and createVerify directly (its browser field maps crypto to nothing), so they answer "use the CLI".
-import { checkBinding } from './binding.ts';
-import { bytesEqual, fromHex } from './bytes.ts';
+import { checkClaimedBinding } from './binding.ts';
+import { fromHex } from './bytes.ts';
 import { AttestationError } from './errors.ts';
 import { type MeasurementEntry, measurementAllowed } from './measurements.ts';
 import type { SevAnchors, SevMinTcb } from './sev-report.ts';
@@ -69,13 +69,7 @@ export async function verifyBoundAttestationWeb(
     return fail(e);
   }
   try {
-    if (!bytesEqual(fromHex(a.report_data ?? '', 'report_data'), facts.reportData)) {
-      throw new AttestationError(
-        'BINDING',
-        'the report_data claimed beside the evidence is not the signed one',
-      );
-    }
-    checkBinding(facts.reportData, o.expect.ctx, pubkey, o.expect.nonce);
+    checkClaimedBinding(a.report_data, facts.reportData, o.expect.ctx, pubkey, o.expect.nonce);
     v.report_data_matched = true;
   } catch (e) {
     return { ...fail(e), facts };

@@ -3,7 +3,7 @@
 // measurement allow-list. Freshness comes only from the caller's nonce inside the binding.
 
 import { productionAnchors, type TrustAnchors } from './anchors.ts';
-import { checkBinding } from './binding.ts';
+import { checkClaimedBinding } from './binding.ts';
 import { bytesEqual, fromHex } from './bytes.ts';
 import { checkDstackEventLog } from './dstack-eventlog.ts';
 import { AttestationError } from './errors.ts';
@@ -117,13 +117,7 @@ export function verifyBoundAttestation(a: BoundAttestation, o: AttestationOption
     return fail(e);
   }
   try {
-    if (!bytesEqual(fromHex(a.report_data ?? '', 'report_data'), facts.reportData)) {
-      throw new AttestationError(
-        'BINDING',
-        'the report_data claimed beside the evidence is not the signed one',
-      );
-    }
-    checkBinding(facts.reportData, o.expect.ctx, pubkey, o.expect.nonce);
+    checkClaimedBinding(a.report_data, facts.reportData, o.expect.ctx, pubkey, o.expect.nonce);
     v.report_data_matched = true;
   } catch (e) {
     return { ...fail(e), facts };
