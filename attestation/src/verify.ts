@@ -4,7 +4,7 @@
 
 import { productionAnchors, type TrustAnchors } from './anchors.ts';
 import { checkClaimedBinding } from './binding.ts';
-import { bytesEqual, fromHex } from './bytes.ts';
+import { fromHex } from './bytes.ts';
 import { checkDstackEventLog } from './dstack-eventlog.ts';
 import { AttestationError } from './errors.ts';
 import { type MeasurementEntry, measurementAllowed } from './measurements.ts';
