@@ -3,7 +3,10 @@ export {
   createSevTestPki,
   loadSevTestPki,
   type SevTestPki,
+  type SevTestVcekOptions,
   type SnpReportFields,
   saveSevTestPki,
   signSnpReport,
+  TEST_CHIP_ID,
+  TEST_TCB,
 } from './src/testing/sev-test-pki.ts';

@@ -2,6 +2,7 @@
 // sev-web.ts on WebCrypto): parsing, the signature as r‖s, and the guest-policy checks.
 import { toHex } from './bytes.ts';
 import { AttestationError } from './errors.ts';
+import { checkReportAgainstVcek, type VcekFacts } from './sev-vcek.ts';
 import type { EvidenceFacts } from './types.ts';
 
 export const SNP_REPORT_SIZE = 0x4a0;
@@ -68,8 +69,12 @@ export function snpSignatureP1363(report: Uint8Array): Uint8Array {
   return out;
 }
 
-/** Policy once the signature verified: version ≥ 2, debug off, VMPL 0, the optional minimum TCB. */
-export function snpPolicyFacts(r: SnpReport, minTcb?: SevMinTcb): EvidenceFacts {
+/**
+ * Policy once the signature verified: version ≥ 2, debug off, VMPL 0, REPORTED_TCB and CHIP_ID
+ * those the VCEK was issued for, and the optional minimum TCB applied to the VCEK's TCB (what
+ * the signing key proves, not what the report claims).
+ */
+export function snpPolicyFacts(r: SnpReport, vcek: VcekFacts, minTcb?: SevMinTcb): EvidenceFacts {
   if (r.version < 2) throw new AttestationError('POLICY', `SNP report version ${r.version} < 2`);
   if (r.policy & POLICY_DEBUG) {
     throw new AttestationError(
@@ -78,12 +83,13 @@ export function snpPolicyFacts(r: SnpReport, minTcb?: SevMinTcb): EvidenceFacts 
     );
   }
   if (r.vmpl !== 0) throw new AttestationError('POLICY', `the report was requested at VMPL ${r.vmpl}, not 0`);
+  checkReportAgainstVcek(r, vcek);
   if (minTcb) {
     for (const k of ['bootloader', 'tee', 'snp', 'microcode'] as const) {
-      if (r.reportedTcb[k] < minTcb[k]) {
+      if (vcek.tcb[k] < minTcb[k]) {
         throw new AttestationError(
           'POLICY',
-          `reported TCB ${k} ${r.reportedTcb[k]} is below the minimum ${minTcb[k]}`,
+          `the VCEK's TCB ${k} ${vcek.tcb[k]} is below the minimum ${minTcb[k]}`,
         );
       }
     }

@@ -11,6 +11,7 @@ import {
   snpPolicyFacts,
   snpSignatureP1363,
 } from './sev-report.ts';
+import { vcekFacts } from './sev-vcek.ts';
 import type { EvidenceFacts } from './types.ts';
 
 type Subtle = typeof globalThis.crypto.subtle;
@@ -80,5 +81,5 @@ export async function verifySnpReportWeb(
     new Uint8Array(report.subarray(0, SNP_SIGNED_LEN)),
   );
   if (!ok) throw new AttestationError('SIGNATURE', 'the SNP report signature does not verify under the VCEK');
-  return snpPolicyFacts(r, o.minTcb);
+  return snpPolicyFacts(r, vcekFacts(vcekDer), o.minTcb);
 }

@@ -1,6 +1,7 @@
 // AMD SEV-SNP: the 1184-byte attestation report, signed (ECDSA P-384/SHA-384) by the VCEK, whose
 // chain ARK → ASK → VCEK is checked with node:crypto against anchors given by the caller. Policy:
-// version ≥ 2, debug off, VMPL 0, an optional minimum reported TCB. Also the auxblob cert table.
+// version ≥ 2, debug off, VMPL 0, the report's TCB and chip id those the VCEK was issued for
+// (sev-vcek.ts), an optional minimum TCB. Also the auxblob cert table.
 import { verify as cryptoVerify, X509Certificate } from 'node:crypto';
 import { toHex } from './bytes.ts';
 import { AttestationError } from './errors.ts';
@@ -11,6 +12,7 @@ import {
   snpPolicyFacts,
   snpSignatureP1363,
 } from './sev-report.ts';
+import { vcekFacts } from './sev-vcek.ts';
 import type { EvidenceFacts } from './types.ts';
 
 export {
@@ -60,7 +62,7 @@ export function verifySnpReport(
     snpSignatureP1363(report),
   );
   if (!ok) throw new AttestationError('SIGNATURE', 'the SNP report signature does not verify under the VCEK');
-  return snpPolicyFacts(r, o.minTcb);
+  return snpPolicyFacts(r, vcekFacts(vcekDer), o.minTcb);
 }
 
 // GUIDs of the GHCB cert table, as the 16 bytes appear in the table (both encodings accepted).

@@ -6,7 +6,8 @@ import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import 'reflect-metadata'; // @peculiar/x509 (tsyringe) needs it loaded first
 import * as x509 from '@peculiar/x509';
-import { SNP_REPORT_SIZE } from '../sev.ts';
+import { type SevMinTcb, SNP_REPORT_SIZE } from '../sev.ts';
+import { HWID_OID, VCEK_SPL_OIDS } from '../sev-vcek.ts';
 
 x509.cryptoProvider.set(webcrypto as never);
 
@@ -19,7 +20,38 @@ export interface SevTestPki {
 
 const ALG = { name: 'ECDSA', namedCurve: 'P-384', hash: 'SHA-384' } as const;
 
-export async function createSevTestPki(now = Date.now()): Promise<SevTestPki> {
+/** The TCB and chip id signSnpReport reports unless told otherwise, and the test VCEK's. */
+export const TEST_TCB: SevMinTcb = { bootloader: 3, tee: 0, snp: 8, microcode: 115 };
+export const TEST_CHIP_ID = new Uint8Array(64).fill(0xc1);
+
+export interface SevTestVcekOptions {
+  /** The TCB the VCEK is issued for (its SPL extensions; default TEST_TCB). */
+  tcb?: SevMinTcb;
+  /** Its hwID extension (default TEST_CHIP_ID). */
+  hwId?: Uint8Array;
+}
+
+/** AMD's VCEK extensions: each SPL a DER INTEGER, the hwID its 64 raw bytes. */
+function vcekExtensions(o: SevTestVcekOptions): x509.Extension[] {
+  const tcb = o.tcb ?? TEST_TCB;
+  const int = (n: number) => {
+    const bytes = n === 0 ? [0] : [];
+    for (let v = n; v > 0; v = Math.floor(v / 256)) bytes.unshift(v % 256);
+    if ((bytes[0] ?? 0) & 0x80) bytes.unshift(0);
+    return new Uint8Array([0x02, bytes.length, ...bytes]);
+  };
+  return [
+    ...(Object.keys(VCEK_SPL_OIDS) as (keyof SevMinTcb)[]).map(
+      (k) => new x509.Extension(VCEK_SPL_OIDS[k], false, int(tcb[k])),
+    ),
+    new x509.Extension(HWID_OID, false, o.hwId ?? TEST_CHIP_ID),
+  ];
+}
+
+export async function createSevTestPki(
+  now = Date.now(),
+  vcekOptions: SevTestVcekOptions = {},
+): Promise<SevTestPki> {
   const gen = () =>
     webcrypto.subtle.generateKey(ALG, true, ['sign', 'verify']) as Promise<webcrypto.CryptoKeyPair>;
   const [ark, ask, vcek] = await Promise.all([gen(), gen(), gen()]);
@@ -52,6 +84,7 @@ export async function createSevTestPki(now = Date.now()): Promise<SevTestPki> {
     notBefore,
     notAfter,
     signingAlgorithm: ALG,
+    extensions: vcekExtensions(vcekOptions),
   });
   const pkcs8 = await webcrypto.subtle.exportKey('pkcs8', vcek.privateKey);
   return {
@@ -89,6 +122,10 @@ export interface SnpReportFields {
   version?: number;
   policy?: bigint;
   vmpl?: number;
+  /** REPORTED_TCB (default TEST_TCB, the test VCEK's). */
+  reportedTcb?: SevMinTcb;
+  /** CHIP_ID (default TEST_CHIP_ID, the test VCEK's). */
+  chipId?: Uint8Array;
 }
 
 /** A 1184-byte SNP report with the given fields, signed by `vcekKey` as AMD firmware would. */
@@ -102,7 +139,9 @@ export function signSnpReport(f: SnpReportFields, vcekKey: KeyObject): Uint8Arra
   r.set(f.reportData.subarray(0, 64), 0x50);
   r.set(f.measurement ?? new Uint8Array(48).fill(0x5a), 0x90);
   if (f.hostData) r.set(f.hostData, 0xc0);
-  r.set([3, 0, 0, 0, 0, 0, 8, 115], 0x180); // reported_tcb
+  const tcb = f.reportedTcb ?? TEST_TCB;
+  r.set([tcb.bootloader, tcb.tee, 0, 0, 0, 0, tcb.snp, tcb.microcode], 0x180); // reported_tcb
+  r.set(f.chipId ?? TEST_CHIP_ID, 0x1a0);
   const sig = sign('sha384', r.subarray(0, 0x2a0), { key: vcekKey, dsaEncoding: 'ieee-p1363' });
   r.set(Buffer.from(sig.subarray(0, 48)).reverse(), 0x2a0);
   r.set(Buffer.from(sig.subarray(48, 96)).reverse(), 0x2e8);
