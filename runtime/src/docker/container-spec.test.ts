@@ -73,4 +73,21 @@ describe('buildContainerSpec', () => {
     });
     expect(withDisk.HostConfig?.StorageOpt).toEqual({ size: '5G' });
   });
+  it('on the sandbox networks (public, none) IPv6 is off in the namespace; the default bridge (open) is left to the engine', () => {
+    const off = { 'net.ipv6.conf.all.disable_ipv6': '1', 'net.ipv6.conf.default.disable_ipv6': '1' };
+    expect(buildContainerSpec({ ...input, networkName: 'agent-sandbox-public' }).HostConfig?.Sysctls).toEqual(
+      off,
+    );
+    expect(buildContainerSpec({ ...input, networkName: 'none' }).HostConfig?.Sysctls).toEqual(off);
+    expect(spec.HostConfig?.Sysctls).toBeUndefined();
+  });
+  it('a loop-disk workspace is mounted nosuid,nodev', () => {
+    const s = buildContainerSpec({ ...input, workspaceDisk: true, volumeDevice: '/data/disks/v.dev' });
+    const mount = s.HostConfig?.Mounts?.[0] as { VolumeOptions?: { DriverConfig?: { Options?: object } } };
+    expect(mount.VolumeOptions?.DriverConfig?.Options).toEqual({
+      type: 'ext4',
+      device: '/data/disks/v.dev',
+      o: 'nosuid,nodev',
+    });
+  });
 });

@@ -94,7 +94,14 @@ export function buildContainerSpec(s: ContainerSpecInput): Docker.ContainerCreat
           Labels: s.volumeLabels,
           // Used only when the engine creates the volume (first create, or after warm/cold).
           ...(s.volumeDevice
-            ? { DriverConfig: { Name: 'local', Options: { type: 'ext4', device: s.volumeDevice } } }
+            ? {
+                DriverConfig: {
+                  Name: 'local',
+                  // nosuid: a set-uid file planted in the workspace (a restored archive, an agent
+                  // with root) gives nobody its owner's uid; nodev: a device node in it opens nothing.
+                  Options: { type: 'ext4', device: s.volumeDevice, o: 'nosuid,nodev' },
+                },
+              }
             : {}),
         },
       } as unknown as Docker.MountSettings,
@@ -104,6 +111,13 @@ export function buildContainerSpec(s: ContainerSpecInput): Docker.ContainerCreat
     ],
     RestartPolicy: { Name: 'no' },
     ...(s.networkName ? { NetworkMode: s.networkName } : {}),
+    // The sandbox networks (public, none) have no IPv6: switch it off in the sandbox's namespace,
+    // so no address or route appears there (a router advertisement on the bridge, an engine that
+    // leaves IPv6 on) that the IPv4-only egress rules would not see, such as AWS's fd00:ec2::254.
+    // The default bridge (open) is the engine's to configure.
+    ...(s.networkName
+      ? { Sysctls: { 'net.ipv6.conf.all.disable_ipv6': '1', 'net.ipv6.conf.default.disable_ipv6': '1' } }
+      : {}),
     LogConfig: { Type: 'json-file', Config: { 'max-size': '10m', 'max-file': '2' } },
   };
   if (s.enforceDisk) hostConfig.StorageOpt = { size: `${s.diskGb}G` };

@@ -10,6 +10,13 @@ import { chainNames, EgressRules, hostNameservers, NON_PUBLIC_V4, ruleSet } from
 
 const run = promisify(execFile);
 
+function inCidr(ip: string, cidr: string): boolean {
+  const toInt = (a: string) => a.split('.').reduce((n, o) => n * 256 + Number(o), 0);
+  const [net, bits] = cidr.split('/') as [string, string];
+  const size = 2 ** (32 - Number(bits));
+  return Math.floor(toInt(ip) / size) === Math.floor(toInt(net) / size);
+}
+
 describe('egress rules', () => {
   it('public: replies pass, DNS to the host resolvers passes, every non-public range is rejected, the rest returns to Docker', () => {
     const r = ruleSet({
@@ -43,9 +50,74 @@ describe('egress rules', () => {
   });
 
   it('reads the IPv4 resolvers of resolv.conf', () => {
+    const files = { systemdResolvConf: '', daemonJson: '' };
     expect(
-      hostNameservers('search x\nnameserver 10.255.255.53\nnameserver ::1\n nameserver 1.1.1.1\n'),
+      hostNameservers({
+        ...files,
+        resolvConf: 'search x\nnameserver 10.255.255.53\nnameserver ::1\n nameserver 1.1.1.1\n',
+      }),
     ).toEqual(['10.255.255.53', '1.1.1.1']);
+  });
+
+  it("under a systemd-resolved stub (127.0.0.53) lists the real upstreams Docker forwards to, not the stub; the daemon's dns setting wins", () => {
+    const stub = 'nameserver 127.0.0.53\noptions edns0 trust-ad\nsearch internal.cloudapp.net\n';
+    const upstream =
+      '# This is /run/systemd/resolve/resolv.conf\nnameserver 168.63.129.16\nnameserver 10.1.0.2\n';
+    expect(hostNameservers({ resolvConf: stub, systemdResolvConf: upstream, daemonJson: '' })).toEqual([
+      '168.63.129.16',
+      '10.1.0.2',
+    ]);
+    // Only the lone stub sends Docker to systemd-resolved's file; loopback resolvers are dropped.
+    expect(
+      hostNameservers({
+        resolvConf: 'nameserver 127.0.0.53\nnameserver 10.0.0.2\n',
+        systemdResolvConf: upstream,
+        daemonJson: '',
+      }),
+    ).toEqual(['10.0.0.2']);
+    expect(
+      hostNameservers({
+        resolvConf: stub,
+        systemdResolvConf: upstream,
+        daemonJson: '{"dns":["10.9.9.9","::1"]}',
+      }),
+    ).toEqual(['10.9.9.9']);
+    const rules = ruleSet({
+      policy: 'public',
+      bridge: 'asbx-public',
+      operatorId: 'op',
+      nameservers: hostNameservers({ resolvConf: stub, systemdResolvConf: upstream, daemonJson: '' }),
+    });
+    expect(rules.forward.map((r) => r[1])).not.toContain('127.0.0.53');
+  });
+
+  it("public refuses Azure's platform address (WireServer :80, HostGAPlugin :32526) and every cloud's metadata and DNS, but DNS to a listed resolver among them", () => {
+    const r = ruleSet({
+      policy: 'public',
+      bridge: 'asbx-public',
+      operatorId: 'op',
+      nameservers: ['168.63.129.16'],
+    });
+    const dns = r.forward.filter((x) => x.includes('--dport'));
+    expect(dns).toEqual([
+      ['-d', '168.63.129.16', '-p', 'udp', '--dport', '53', '-j', 'RETURN'],
+      ['-d', '168.63.129.16', '-p', 'tcp', '--dport', '53', '-j', 'RETURN'],
+    ]);
+    const firstReject = r.forward.findIndex((x) => x.includes('REJECT'));
+    expect(r.forward.indexOf(dns[1]!)).toBeLessThan(firstReject);
+    const rejected = r.forward.filter((x) => x.includes('REJECT')).map((x) => x[1] as string);
+    const refuses = (ip: string) => rejected.some((net) => inCidr(ip, net));
+    for (const ip of [
+      '168.63.129.16', // Azure WireServer, HostGAPlugin, DNS
+      '169.254.169.254', // AWS/GCP/Azure/Oracle/DigitalOcean metadata
+      '169.254.169.253', // AWS DNS
+      '169.254.169.123', // AWS NTP
+      '100.100.100.200', // Alibaba metadata
+      '100.100.2.136', // Alibaba DNS
+      '10.0.0.2', // an AWS VPC resolver
+    ])
+      expect(refuses(ip), ip).toBe(true);
+    for (const ip of ['1.1.1.1', '168.63.129.17', '8.8.8.8']) expect(refuses(ip), ip).toBe(false);
   });
 
   it('refuses with EGRESS_RULES, saying why and how to run without isolation, when iptables is missing', async () => {

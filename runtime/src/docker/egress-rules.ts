@@ -12,12 +12,27 @@ import { RuntimeError } from '../errors.ts';
 
 const run = promisify(execFile);
 
-/** What `public` refuses: private (RFC 1918), CGNAT, link-local (metadata), loopback, reserved. */
+/**
+ * What `public` refuses: private (RFC 1918), CGNAT, link-local, loopback, reserved, and the one
+ * public address a cloud keeps for its own platform. The clouds' special addresses, checked:
+ * - AWS: instance metadata 169.254.169.254, DNS 169.254.169.253, NTP 169.254.169.123 (link-local);
+ *   the VPC resolver at the subnet's base + 2 (RFC 1918).
+ * - GCP, Oracle, DigitalOcean, OpenStack: metadata and DNS 169.254.169.254 (link-local).
+ * - Alibaba: metadata 100.100.100.200, DNS 100.100.2.136/.138 (CGNAT).
+ * - Azure: IMDS 169.254.169.254 (link-local), and 168.63.129.16, a public address every VM
+ *   reaches on its host: WireServer (:80, the VM's goal state and extension settings), the
+ *   HostGAPlugin (:32526), DNS (:53) and the load balancer's health probes. The Azure agent's own
+ *   guard is an OUTPUT rule, which traffic forwarded from a container never passes.
+ * Their IPv6 twins (AWS fd00:ec2::254/253/123, GCP fd20:ce::254, all in fc00::/7) are out of
+ * reach: the sandbox networks have no IPv6 and the sandboxes run with it disabled.
+ * Port 53 of a listed resolver is let through before these (a cloud's resolver is one of them).
+ */
 export const NON_PUBLIC_V4 = [
   '0.0.0.0/8',
   '10.0.0.0/8',
   '100.64.0.0/10',
   '127.0.0.0/8',
+  '168.63.129.16/32',
   '169.254.0.0/16',
   '172.16.0.0/12',
   '192.0.0.0/24',
@@ -32,14 +47,52 @@ export interface EgressRulesOptions {
   bridge: string;
   /** Chains are per operator, so two operators on one host install and remove independently. */
   operatorId: string;
-  /** Resolvers the sandboxes may query on port 53 under `public` (default: /etc/resolv.conf's). */
+  /** Resolvers the sandboxes may query on port 53 under `public` (default: Docker's, hostNameservers). */
   nameservers?: readonly string[];
   iptables?: string;
 }
 
-/** The IPv4 nameservers of /etc/resolv.conf (Docker's embedded DNS forwards to them). */
-export function hostNameservers(text = safeRead('/etc/resolv.conf')): string[] {
-  return [...text.matchAll(/^\s*nameserver\s+(\d+\.\d+\.\d+\.\d+)\s*$/gm)].map((m) => m[1] as string);
+/** The host files Docker reads to pick the resolvers its embedded DNS forwards to. */
+export interface ResolverFiles {
+  resolvConf: string;
+  /** /run/systemd/resolve/resolv.conf: systemd-resolved's list of the real upstreams. */
+  systemdResolvConf: string;
+  /** /etc/docker/daemon.json: its `dns` list, when set, replaces the host's. */
+  daemonJson: string;
+}
+
+const nameserversOf = (text: string): string[] =>
+  [...text.matchAll(/^\s*nameserver\s+(\S+)\s*$/gm)].map((m) => m[1] as string);
+const V4 = /^\d+\.\d+\.\d+\.\d+$/;
+
+/**
+ * The IPv4 resolvers Docker's embedded DNS forwards the sandboxes' queries to (from inside their
+ * network namespace, so through the egress rules), picked as the engine does: the daemon's `dns`
+ * setting; else /etc/resolv.conf, or systemd-resolved's upstream list when that file names only
+ * its stub 127.0.0.53; loopback ones dropped (Docker drops them too, and falls back to public
+ * resolvers when none is left, which `public` lets through anyway).
+ */
+export function hostNameservers(files: ResolverFiles = readResolverFiles()): string[] {
+  let listed: string[] = [];
+  try {
+    const dns = (JSON.parse(files.daemonJson || '{}') as { dns?: unknown }).dns;
+    if (Array.isArray(dns)) listed = dns.filter((x): x is string => typeof x === 'string');
+  } catch {
+    // dockerd refuses to start with an unreadable daemon.json, so this one is not in use.
+  }
+  if (listed.length === 0) {
+    listed = nameserversOf(files.resolvConf);
+    if (listed.length === 1 && listed[0] === '127.0.0.53') listed = nameserversOf(files.systemdResolvConf);
+  }
+  return [...new Set(listed.filter((ns) => V4.test(ns) && !ns.startsWith('127.')))];
+}
+
+function readResolverFiles(): ResolverFiles {
+  return {
+    resolvConf: safeRead('/etc/resolv.conf'),
+    systemdResolvConf: safeRead('/run/systemd/resolve/resolv.conf'),
+    daemonJson: safeRead('/etc/docker/daemon.json'),
+  };
 }
 
 function safeRead(path: string): string {

@@ -1,11 +1,14 @@
 // Security (hostile neighbour) on the real engine: code in sandbox B tries to reach sandbox A's
 // server on its bridge address, services on the host (on its bridge gateway: the operator API and
-// an anvil node listening on all interfaces), and the cloud metadata address. Under SANDBOX_EGRESS
+// an anvil node listening on all interfaces), the cloud metadata address, and Azure's platform
+// address (168.63.129.16, off the host in a routed namespace, so forwarded as on a VM). Under SANDBOX_EGRESS
 // public each is refused by the operator's rules, DNS still resolves, and the sidecar's published
 // port keeps working; under none the sandbox has no interface but loopback (no-network.test.ts
 // covers the rest of none: the sidecar's socket, exec, runs, files); the same targets answer a sandbox on
 // Docker's default bridge (egress open), proving the listeners were there to be refused.
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { once } from 'node:events';
 import { createServer, type Server } from 'node:net';
 import { anvilBinary, freePort, rpcChainId } from '@agent-sandbox/devnet';
 import pino from 'pino';
@@ -14,7 +17,7 @@ import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
 import { createOperatorApi } from '../api/app.ts';
 import { type OperatorApiServer, serveOperatorApi } from '../api/serve.ts';
 import { SessionAuth } from '../auth/index.ts';
-import { chainNames, hostNameservers, NON_PUBLIC_V4 } from '../docker/egress-rules.ts';
+import { chainNames, EgressRules, hostNameservers, NON_PUBLIC_V4 } from '../docker/egress-rules.ts';
 import type { SandboxRecord } from './record.ts';
 import { makeRig, sidecarExec, type TestRig } from './testing/rig.ts';
 
@@ -22,6 +25,65 @@ vi.setConfig({ testTimeout: 180_000 });
 
 const image = inject('sandboxImage');
 const METADATA = '169.254.169.254';
+// Azure's platform address: WireServer on :80, the HostGAPlugin on :32526, DNS on :53.
+const AZURE = '168.63.129.16';
+let fabric: { stop(): void } | undefined;
+
+/**
+ * A cloud's platform network off the host, as on a real VM: a network namespace behind a veth
+ * pair, routed from the host, holding the given addresses with listeners on the given ports. A
+ * sandbox's traffic to it is forwarded (DOCKER-USER), not delivered to the host (INPUT).
+ */
+async function startFabric(targets: Record<string, number[]>): Promise<{ stop(): void }> {
+  const tag = randomBytes(3).toString('hex');
+  const ns = `asbx-fabric-${tag}`;
+  const [host, peer] = [`asbxf${tag}0`, `asbxf${tag}1`];
+  const ip = (...a: string[]) => execFileSync('ip', a);
+  const inNs = (...a: string[]) => ip('netns', 'exec', ns, 'ip', ...a);
+  const stop = () => {
+    for (const addr of Object.keys(targets)) {
+      try {
+        ip('route', 'del', `${addr}/32`);
+      } catch {}
+    }
+    for (const a of [
+      ['link', 'del', host],
+      ['netns', 'del', ns],
+    ]) {
+      try {
+        ip(...a);
+      } catch {}
+    }
+  };
+  try {
+    ip('netns', 'add', ns);
+    ip('link', 'add', host, 'type', 'veth', 'peer', 'name', peer);
+    ip('link', 'set', peer, 'netns', ns);
+    ip('addr', 'add', '198.51.100.1/30', 'dev', host);
+    ip('link', 'set', host, 'up');
+    inNs('addr', 'add', '198.51.100.2/30', 'dev', peer);
+    for (const addr of Object.keys(targets)) inNs('addr', 'add', `${addr}/32`, 'dev', peer);
+    inNs('link', 'set', peer, 'up');
+    inNs('link', 'set', 'lo', 'up');
+    inNs('route', 'add', 'default', 'via', '198.51.100.1');
+    for (const addr of Object.keys(targets)) ip('route', 'add', `${addr}/32`, 'via', '198.51.100.2');
+    const js = `const n=require('net');let k=0;const t=${JSON.stringify(targets)};const all=Object.entries(t).flatMap(([h,ps])=>ps.map(p=>[h,p]));for(const [h,p] of all)n.createServer(s=>{s.on('error',()=>{});s.end('hello\\n')}).listen(p,h,()=>{if(++k===all.length)console.log('listening')})`;
+    const child = spawn('ip', ['netns', 'exec', ns, process.execPath, '-e', js], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    const [line] = (await once(child.stdout, 'data')) as [Buffer];
+    expect(line.toString()).toBe('listening\n');
+    return {
+      stop() {
+        child.kill('SIGKILL');
+        stop();
+      },
+    };
+  } catch (e) {
+    stop();
+    throw e;
+  }
+}
 let pub: TestRig;
 let none: TestRig;
 let open: TestRig;
@@ -85,6 +147,7 @@ beforeAll(async () => {
   }
   execFileSync('ip', ['addr', 'add', `${METADATA}/32`, 'dev', 'lo']);
   await listen(METADATA, 80);
+  fabric = await startFabric({ [AZURE]: [80, 32526, 53] });
   [pub, none, open] = await Promise.all([
     makeRig(image, { egress: 'public' }),
     makeRig(image, { egress: 'none' }),
@@ -111,6 +174,7 @@ afterAll(async () => {
   anvil?.kill('SIGKILL');
   await Promise.all([pub?.cleanup(), none?.cleanup(), open?.cleanup()]);
   for (const s of servers) s.close();
+  fabric?.stop();
   try {
     execFileSync('ip', ['addr', 'del', `${METADATA}/32`, 'dev', 'lo']);
   } catch {}
@@ -142,6 +206,43 @@ describe('hostile neighbour: network', () => {
     expect((await sidecarExec(pub.manager.sidecarEndpoint(b.id), 'echo ok')).stdout).toBe('ok\n');
   });
 
+  it("under public, Azure's platform address (WireServer :80, HostGAPlugin :32526) is refused, and its DNS only when it is a listed resolver", async () => {
+    const b = await create(pub);
+    for (const port of [80, 32526, 53]) expect(await probe(pub, b, AZURE, port)).toBe('EHOSTUNREACH');
+    // On Azure it is the VM's resolver: listed, its port 53 passes and nothing else does.
+    const azureHost = new EgressRules({
+      policy: 'public',
+      bridge: 'asbx-public',
+      operatorId: pub.operatorId,
+      nameservers: [...hostNameservers(), AZURE],
+    });
+    await azureHost.install();
+    try {
+      expect(await probe(pub, b, AZURE, 53)).toBe('open');
+      expect(await probe(pub, b, AZURE, 80)).toBe('EHOSTUNREACH');
+      expect(await probe(pub, b, AZURE, 32526)).toBe('EHOSTUNREACH');
+    } finally {
+      await pub.reopen();
+    }
+  });
+
+  it("IPv6 is off in a sandbox on the isolated networks: the clouds' IPv6 metadata addresses (AWS fd00:ec2::254) have no route", async () => {
+    const [b, n] = await Promise.all([create(pub), create(none)]);
+    for (const [rig, rec] of [
+      [pub, b],
+      [none, n],
+    ] as const) {
+      const sysctl = await sidecarExec(
+        rig.manager.sidecarEndpoint(rec.id),
+        'cat /proc/sys/net/ipv6/conf/all/disable_ipv6 /proc/sys/net/ipv6/conf/default/disable_ipv6; cat /proc/net/if_inet6',
+      );
+      expect(sysctl.stdout).toBe('1\n1\n');
+      expect(await probe(rig, rec, 'fd00:ec2::254', 80)).toMatch(
+        /^(ENETUNREACH|EADDRNOTAVAIL|EAFNOSUPPORT)$/,
+      );
+    }
+  });
+
   it('under none, the sandbox has no interface but loopback: nothing leaves it, not even DNS', async () => {
     const [b, p] = await Promise.all([create(none), create(pub)]);
     expect((await sidecarExec(none.manager.sidecarEndpoint(b.id), 'ls /sys/class/net')).stdout).toBe('lo\n');
@@ -161,6 +262,8 @@ describe('hostile neighbour: network', () => {
     expect(await probe(open, b, addr.gateway, apiPort)).toBe('open');
     expect(await probe(open, b, addr.gateway, chainPort)).toBe('open');
     expect(await probe(open, b, METADATA, 80)).toBe('open');
+    expect(await probe(open, b, AZURE, 80)).toBe('open');
+    expect(await probe(open, b, AZURE, 32526)).toBe('open');
   });
 
   it('a sandbox stopped under open and resumed after a switch to public is recreated on the isolated network', async () => {

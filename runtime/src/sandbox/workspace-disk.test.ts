@@ -41,6 +41,9 @@ describe('workspace disk limit', () => {
     const sizeMb = Number(home.stdout.trim().split('\n').at(-1));
     expect(sizeMb).toBeGreaterThan(900);
     expect(sizeMb).toBeLessThanOrEqual(1024);
+    // Mounted nosuid,nodev: a set-uid file or a device node in the workspace grants nothing.
+    const mount = (await exec(small.id, "grep ' /home/agent ' /proc/mounts")).stdout;
+    expect(mount.split(' ')[3]?.split(',')).toEqual(expect.arrayContaining(['nosuid', 'nodev']));
 
     const fill = await exec(
       small.id,
