@@ -89,6 +89,10 @@ export const GLOBAL_OPTIONS: Record<string, OptSpec> = {
     help: 'owner key from a V3 keystore; password from env AGENT_SANDBOX_KEYSTORE_PASSWORD or a prompt',
   },
   json: { type: 'boolean', help: 'machine-readable output on stdout (errors as JSON on stderr)' },
+  raw: {
+    type: 'boolean',
+    help: "write the sandbox's output to a terminal as is; by default its control characters and escape sequences (clipboard, title, links, screen) are shown escaped",
+  },
   help: { type: 'boolean', short: 'h', help: 'show help for the command' },
 };
 

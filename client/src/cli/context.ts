@@ -10,6 +10,7 @@ import { accountFromKeystore, accountFromPrivateKey } from '../keys.ts';
 import { OperatorClient } from '../operator-client.ts';
 import { configDir, normalizeOperatorUrl, SessionCache } from '../session-cache.ts';
 import type { ParsedArgs } from './args.ts';
+import { terminalSafe } from './tty-safe.ts';
 
 export interface CliIO {
   stdout: { write(s: string): unknown; isTTY?: boolean; columns?: number; rows?: number };
@@ -34,7 +35,10 @@ export class CliContext {
 
   constructor(args: ParsedArgs, io: CliIO) {
     this.args = args;
-    this.io = io;
+    // Sandbox-controlled text reaches stdout and stderr (answers, command output, remote error
+    // messages): escaped on a terminal unless --raw; `terminal` is a terminal, raw like ssh.
+    const raw = args.globals.raw === true || args.command === 'terminal';
+    this.io = raw ? io : { ...io, stdout: terminalSafe(io.stdout), stderr: terminalSafe(io.stderr) };
     this.json = args.globals.json === true;
     this.cache = new SessionCache(configDir(io.env));
   }

@@ -72,13 +72,16 @@ export async function main(argv: string[], io: CliIO): Promise<number> {
     return ExitCode.USAGE;
   }
   let json = args.globals.json === true;
+  let out = io;
   try {
     const [{ CliContext }, handler] = await Promise.all([import('./context.ts'), handlers[args.command]!()]);
     const ctx = new CliContext(args, io);
     json = ctx.json;
+    // An error's message can carry the sandbox's text (a failed run's): through the same filter.
+    out = ctx.io;
     return await handler(ctx);
   } catch (e) {
-    return report(e, io, json);
+    return report(e, out, json);
   }
 }
 

@@ -12,14 +12,21 @@ export interface CliRun {
 
 export function runCliInProcess(
   argv: string[],
-  opts: { configDir: string; env?: Record<string, string>; stdin?: PassThrough; abortAfterMs?: number },
+  opts: {
+    configDir: string;
+    env?: Record<string, string>;
+    stdin?: PassThrough;
+    abortAfterMs?: number;
+    /** stdout and stderr say they are a terminal (as process.stdout on a TTY does). */
+    tty?: boolean;
+  },
 ): Promise<CliRun> {
   const out: string[] = [];
   const err: string[] = [];
   const ac = new AbortController();
   const io: CliIO = {
-    stdout: { write: (s: string) => out.push(s) },
-    stderr: { write: (s: string) => err.push(s) },
+    stdout: { write: (s: string) => out.push(s), ...(opts.tty ? { isTTY: true } : {}) },
+    stderr: { write: (s: string) => err.push(s), ...(opts.tty ? { isTTY: true } : {}) },
     stdin: opts.stdin ?? new PassThrough(),
     env: { AGENT_SANDBOX_CONFIG_DIR: opts.configDir, ...opts.env },
     signal: ac.signal,

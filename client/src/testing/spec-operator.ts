@@ -13,6 +13,7 @@ export interface SpecSandbox {
   owner: string;
   state: 'running' | 'stopped';
   secrets: Record<string, string>;
+  name?: string;
 }
 
 export interface SpecOperator {
@@ -141,7 +142,12 @@ export async function startSpecOperator(options: { tamperChallenge?: boolean } =
         return false;
       };
       if (method === 'GET' && rest === '')
-        return send(res, 200, { id: sb.id, state: sb.state, cpu_cores: 1 });
+        return send(res, 200, {
+          id: sb.id,
+          state: sb.state,
+          cpu_cores: 1,
+          ...(sb.name ? { name: sb.name } : {}),
+        });
       if (method === 'POST' && rest === '/exec') {
         if (!running()) return;
         const b = await body(req);
