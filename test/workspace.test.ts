@@ -69,7 +69,7 @@ const packageOf = (spec: string): string =>
 
 describe('workspace', () => {
   it.each(packages)(
-    '%s has a package.json whose exports are index.ts and only the named doors (testing, browser, sealing)',
+    '%s has a package.json whose exports are index.ts and only the named doors (testing, browser, sealing, files)',
     (dir) => {
       const pkg = manifest(dir);
       expect(pkg.name).toBe(`@agent-sandbox/${dir}`);
@@ -77,8 +77,9 @@ describe('workspace', () => {
       // The only side doors a package may have, each `./<name>.ts` beside index.ts:
       // testing — test-only helpers; browser — the browser-safe subset (no node: imports) the web
       // console bundles; sealing — attestation's HPKE opening + binding without the verifier, which
-      // the sidecar carries into the sandbox image.
-      const DOORS = ['testing', 'browser', 'sealing'];
+      // the sidecar carries into the sandbox image; files — sdk's private atomic file writer,
+      // which the CLI's session cache uses without loading the whole SDK.
+      const DOORS = ['testing', 'browser', 'sealing', 'files'];
       const { '.': main, ...doors } = pkg.exports as Record<string, string>;
       expect(main).toBe('./index.ts');
       expect(existsSync(`${dir}/index.ts`)).toBe(true);

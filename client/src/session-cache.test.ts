@@ -1,8 +1,8 @@
 // The on-disk session cache: private file modes, keyed by operator URL + address, expiry.
-import { mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { lstatSync, mkdtempSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { configDir, SessionCache } from './session-cache.ts';
 
 let dir: string;
@@ -73,5 +73,32 @@ describe('SessionCache', () => {
     expect(configDir({ AGENT_SANDBOX_CONFIG_DIR: '/x' })).toBe('/x');
     expect(configDir({ XDG_CONFIG_HOME: '/cfg' })).toBe('/cfg/agent-sandbox');
     expect(configDir({ HOME: '/home/u' })).toBe('/home/u/.config/agent-sandbox');
+  });
+});
+
+describe('hostile local user: the session cache write', () => {
+  it('a symlink planted at the temp name (pid and clock are guessable) receives no token', async () => {
+    const cache = new SessionCache(join(dir, 'agent-sandbox'));
+    await cache.put({ operator: 'http://127.0.0.1:9090/', address: A, token: 'first', expiresAt: later() });
+    const loot = join(dir, 'loot');
+    writeFileSync(loot, '', { mode: 0o666 });
+    const now = 1_800_000_000_000;
+    const spy = vi.spyOn(Date, 'now').mockReturnValue(now);
+    try {
+      // The old writer's name: `<file>.<pid>.<Date.now()>.tmp`.
+      symlinkSync(loot, `${cache.sessionsFile}.${process.pid}.${now}.tmp`);
+      await cache.put({
+        operator: 'http://127.0.0.1:9090/',
+        address: A,
+        token: 'secret-token',
+        expiresAt: later(),
+      });
+    } finally {
+      spy.mockRestore();
+    }
+    expect(readFileSync(loot, 'utf8')).toBe('');
+    const st = lstatSync(cache.sessionsFile);
+    expect(st.isFile() && (st.mode & 0o777) === 0o600).toBe(true);
+    expect(readFileSync(cache.sessionsFile, 'utf8')).toContain('secret-token');
   });
 });

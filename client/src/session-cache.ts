@@ -1,9 +1,10 @@
 // The CLI's on-disk state under ~/.config/agent-sandbox/: session tokens keyed by operator URL +
 // wallet address (a bearer credential: file mode 0600, directory 0700, never printed unless
 // asked), and which operator serves which sandbox (public facts, so later commands find it).
-import { chmod, mkdir, readFile, rename, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, readFile } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
+import { writeFileAtomic } from '@agent-sandbox/sdk/files';
 
 export interface CachedSession {
   operator: string;
@@ -52,14 +53,14 @@ async function readJson<T>(path: string, empty: T): Promise<T> {
   }
 }
 
-/** Write to a private temp file, then rename: readers never see half a file, others never read it. */
+/**
+ * Write to a new private temp file (sdk's writeFileAtomic: O_EXCL|O_NOFOLLOW, 0600), then rename:
+ * readers never see half a file, others never read it, and nobody redirects it through a symlink.
+ */
 async function writePrivate(dir: string, path: string, value: unknown): Promise<void> {
   await mkdir(dir, { recursive: true, mode: 0o700 });
   await chmod(dir, 0o700).catch(() => {});
-  const tmp = `${path}.${process.pid}.${Date.now()}.tmp`;
-  await writeFile(tmp, `${JSON.stringify(value, null, 2)}\n`, { mode: 0o600 });
-  await chmod(tmp, 0o600);
-  await rename(tmp, path);
+  await writeFileAtomic(path, `${JSON.stringify(value, null, 2)}\n`, 0o600);
 }
 
 export class SessionCache {

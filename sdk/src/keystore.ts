@@ -1,11 +1,12 @@
 // The operator's secp256k1 key: load it from KEYSTORE_URI (encrypted JSON or, in TEST_MODE, a dev
 // key file) and create new keystores. The private key never leaves this module in a printable form.
-import { mkdir, readFile, rename, stat, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, stat } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { inspect } from 'node:util';
 import { encryptKeystoreJson, Wallet } from 'ethers';
 import { type Address, type Hex, isHex, type LocalAccount } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
+import { writeFileAtomic } from './atomic-file.ts';
 import { SdkError } from './errors.ts';
 
 /**
@@ -163,8 +164,6 @@ export async function createKeystore(opts: CreateKeystoreOptions): Promise<Creat
     body = await new Wallet(privateKey).encrypt(opts.password);
   }
   await mkdir(dirname(file), { recursive: true, mode: 0o700 });
-  const tmp = `${file}.tmp-${process.pid}`;
-  await writeFile(tmp, body, { mode: 0o600 });
-  await rename(tmp, file);
+  await writeFileAtomic(file, body, 0o600);
   return { path: file, address: account.address, publicKey: account.publicKey, kind };
 }
