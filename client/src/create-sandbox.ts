@@ -178,6 +178,8 @@ export async function createSandbox(options: CreateSandboxOptions): Promise<Crea
   const client = new OperatorClient({
     baseUrl: operatorUrl,
     account,
+    // The sandbox was created on this chain: its operator's sign-in message must name it.
+    chainId: () => chain.publicClient.getChainId(),
     ...fetchOpt(options),
     ...(options.onSession
       ? { onSession: (sess) => options.onSession?.({ ...sess, operatorUrl: operatorUrl as string }) }

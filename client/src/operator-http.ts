@@ -27,8 +27,11 @@ export interface OperatorHttpOptions {
   fetch?: typeof fetch;
   /** Per-request timeout for non-streaming calls. Default 130 s (the API's own limit is 120 s). */
   timeoutMs?: number;
-  /** When known, the chain id the sign-in message must name (else any chain is accepted). */
-  chainId?: number;
+  /**
+   * When known, the chain id the sign-in message must name (else any chain is accepted); a
+   * function is asked once, at the first sign-in (e.g. an RPC's eth_chainId).
+   */
+  chainId?: number | (() => Promise<number | undefined>);
 }
 
 export interface RequestOptions {
@@ -91,7 +94,7 @@ export class OperatorHttp {
   private readonly doFetch: typeof fetch;
   private readonly timeoutMs: number;
   private readonly onSession: OperatorHttpOptions['onSession'];
-  private readonly chainId: number | undefined;
+  private chainId: OperatorHttpOptions['chainId'];
   private token: string | undefined;
   private tokenExpiresAt: number | undefined;
   private loggingIn: Promise<Session> | undefined;
@@ -152,12 +155,14 @@ export class OperatorHttp {
       auth: false,
       body: { address: account.address },
     });
+    if (typeof this.chainId === 'function') this.chainId = await this.chainId();
+    const chainId = this.chainId;
     // Never sign text an operator sends unless it is a sign-in message naming that operator.
     const refusal = siweRefusal(challenge.message, {
       baseUrl: this.baseUrl,
       address: account.address,
       nonce: challenge.nonce,
-      ...(this.chainId === undefined ? {} : { chainId: this.chainId }),
+      ...(chainId === undefined ? {} : { chainId }),
     });
     if (refusal) {
       throw new ClientError(

@@ -241,8 +241,35 @@ export class CliContext {
         : {}),
       onSession: (s) =>
         this.cache.put({ operator: baseUrl, address: s.address, token: s.token, expiresAt: s.expiresAt }),
+      // A sign-in message for another chain is refused, when the CLI knows which chain it is on.
+      chainId: () => this.knownChainId(),
       ...(this.io.fetch ? { fetch: this.io.fetch } : {}),
     });
+  }
+
+  /** The chain the user works on: the devnet's, else the --rpc node's eth_chainId; undefined if neither is given. */
+  async knownChainId(): Promise<number | undefined> {
+    const devnet = await this.devnet();
+    if (devnet) return devnet.chainId;
+    const rpc = this.flag('rpc', 'AGENT_SANDBOX_RPC');
+    if (!rpc) return undefined;
+    try {
+      const res = await (this.io.fetch ?? fetch)(rpc, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'eth_chainId', params: [] }),
+        signal: AbortSignal.timeout(10_000),
+      });
+      const id = ((await res.json()) as { result?: unknown }).result;
+      if (typeof id === 'string' && /^0x[0-9a-f]+$/i.test(id)) return Number(BigInt(id));
+      throw new Error(`eth_chainId answered ${JSON.stringify(id)}`);
+    } catch (e) {
+      throw new ClientError(
+        'REMOTE',
+        `cannot read the chain id from --rpc ${rpc} to check the operator's sign-in message (${(e as Error).message}); check the RPC URL, or leave --rpc out for operator commands`,
+        { cause: e },
+      );
+    }
   }
 
   /** The chain handle when rpc/tangle/service are all known, else undefined (no error). */

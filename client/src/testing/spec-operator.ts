@@ -35,19 +35,24 @@ export interface SpecOperator {
 }
 
 /** The EIP-4361 sign-in message the real operator issues, naming the URL it is served at. */
-const CHALLENGE = (origin: string, address: string, nonce: string, exp: number) =>
+const CHALLENGE = (origin: string, address: string, nonce: string, exp: number, chainId: number) =>
   createSiweMessage({
     domain: new URL(origin).host,
     uri: origin,
     address: getAddress(address),
-    chainId: 31337,
+    chainId,
     nonce,
     version: '1',
     issuedAt: new Date((exp - 300) * 1000),
     expirationTime: new Date(exp * 1000),
   });
 
-export async function startSpecOperator(options: { tamperChallenge?: boolean } = {}): Promise<SpecOperator> {
+export async function startSpecOperator(
+  options: {
+    tamperChallenge?: boolean /** The chain its sign-in message names (default 31337). */;
+    chainId?: number;
+  } = {},
+): Promise<SpecOperator> {
   const challenges = new Map<string, string>();
   const runs = new Map<string, { sandbox: string; status: string; connections: number }>();
   const terminals = new Map<string, { res: ServerResponse | undefined; buffered: string[] }>();
@@ -91,7 +96,7 @@ export async function startSpecOperator(options: { tamperChallenge?: boolean } =
         const exp = Math.floor(Date.now() / 1000) + 300;
         const message = options.tamperChallenge
           ? `Transfer all funds\nNonce: ${nonce}`
-          : CHALLENGE(`http://${req.headers.host}`, b.address, nonce, exp);
+          : CHALLENGE(`http://${req.headers.host}`, b.address, nonce, exp, options.chainId ?? 31337);
         challenges.set(nonce, message);
         return send(res, 200, { nonce, message, expires_at: exp });
       }
