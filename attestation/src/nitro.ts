@@ -1,7 +1,10 @@
 // AWS Nitro Enclaves: an NSM attestation document, a COSE_Sign1 (ES384) whose leaf certificate
-// chains through `cabundle` to a pinned AWS root, checked with node:crypto at a given `now`.
+// chains through `cabundle` to a pinned AWS root, checked with node:crypto at a given `now`, each
+// certificate in its role (CAs issue, the leaf signs: basicConstraints, keyUsage, path length).
 // Measurements: PCR0-2; report_data is `user_data` (spec tee.md §4: 64 bytes).
 import { verify as cryptoVerify, X509Certificate } from 'node:crypto';
+import 'reflect-metadata'; // @peculiar/x509 (tsyringe) needs it loaded first
+import * as x509 from '@peculiar/x509';
 import { decode, encode } from 'cborg';
 import { bytesEqual, toHex } from './bytes.ts';
 import { AttestationError } from './errors.ts';
@@ -67,6 +70,7 @@ export function verifyNitroDocument(cose: Uint8Array, o: NitroOptions): Evidence
       );
     }
   }
+  checkChainRoles(chain);
   const toBeSigned = encode(['Signature1', prot, new Uint8Array(0), payload]);
   const leaf = chain[chain.length - 1]!;
   if (!cryptoVerify('sha384', toBeSigned, { key: leaf.publicKey, dsaEncoding: 'ieee-p1363' }, sig)) {
@@ -79,4 +83,39 @@ export function verifyNitroDocument(cose: Uint8Array, o: NitroOptions): Evidence
     reportData: new Uint8Array(userData),
     measurements: { pcr0: pcr(0), pcr1: pcr(1), pcr2: pcr(2) },
   };
+}
+
+/**
+ * Each certificate's role, as AWS's verification steps require: every issuer a CA
+ * (basicConstraints cA, keyUsage keyCertSign) whose pathLenConstraint allows the CAs below it,
+ * the leaf no CA and allowed to sign (digitalSignature). Without it a certificate that may not
+ * issue (a leaf) could vouch for a key of its holder's choosing.
+ */
+function checkChainRoles(chain: X509Certificate[]): void {
+  const last = chain.length - 1;
+  chain.forEach((c, i) => {
+    const p = new x509.X509Certificate(new Uint8Array(c.raw));
+    const bc = p.getExtension(x509.BasicConstraintsExtension);
+    const ku = p.getExtension(x509.KeyUsagesExtension);
+    const has = (flag: x509.KeyUsageFlags) => ku !== null && (ku.usages & flag) === flag;
+    if (i < last) {
+      if (!bc?.ca || !has(x509.KeyUsageFlags.keyCertSign)) {
+        throw new AttestationError(
+          'SIGNATURE',
+          `certificate ${i} issues the next one but is not a CA (basicConstraints cA and keyUsage keyCertSign)`,
+        );
+      }
+      if (bc.pathLength !== undefined && bc.pathLength < last - 1 - i) {
+        throw new AttestationError(
+          'SIGNATURE',
+          `certificate ${i} allows ${bc.pathLength} CA(s) below it, the chain has ${last - 1 - i}`,
+        );
+      }
+    } else if (bc?.ca || !has(x509.KeyUsageFlags.digitalSignature)) {
+      throw new AttestationError(
+        'SIGNATURE',
+        'the leaf certificate is a CA or may not sign (keyUsage digitalSignature)',
+      );
+    }
+  });
 }
