@@ -42,6 +42,7 @@ export class TerminalSession {
   #rows: number;
   #exitCode: number | null = null;
   #exited = false;
+  #exitedAt: number | undefined;
   #scrollback = '';
   readonly #listeners = new Set<(ev: TerminalEvent) => void>();
   readonly #child: ChildProcess;
@@ -86,6 +87,7 @@ export class TerminalSession {
     if (this.#exited) return;
     this.#emitText(this.#decoder.end());
     this.#exited = true;
+    this.#exitedAt = Date.now();
     this.#exitCode = code;
     for (const l of this.#listeners) l({ type: 'exit', exitCode: code });
     this.#listeners.clear();
@@ -93,6 +95,11 @@ export class TerminalSession {
 
   get running(): boolean {
     return !this.#exited;
+  }
+
+  /** When the shell exited (ms since the epoch), or undefined while it runs. */
+  get exitedAt(): number | undefined {
+    return this.#exitedAt;
   }
 
   summary(): TerminalSummary {
