@@ -64,6 +64,7 @@ export {
   parseSandboxRuntimeConfig,
   SandboxRuntimeConfigSchema,
   sandboxRuntimeConfigFromEnv,
+  shapeCatalog,
 } from './src/sandbox/config.ts';
 export { mergeEnv, PROTECTED_ENV_KEYS } from './src/sandbox/env.ts';
 export type { SandboxManagerOptions } from './src/sandbox/manager.ts';
@@ -93,6 +94,8 @@ export {
 } from './src/sandbox/record.ts';
 export type { CreateSandboxParams } from './src/sandbox/request.ts';
 export { CreateSandboxParamsSchema } from './src/sandbox/request.ts';
+export type { Shape, ShapeAsk, ShapeCatalog } from './src/sandbox/shapes.ts';
+export { fitsCeiling, parseShapeList, resolveShape } from './src/sandbox/shapes.ts';
 export type {
   AgentRunRequest,
   AgentRunResult,

@@ -30,6 +30,7 @@ import {
   SandboxManager,
   SessionAuth,
   serveOperatorApi,
+  shapeCatalog,
 } from '@agent-sandbox/runtime';
 import {
   type BlueprintEnvironment,
@@ -257,6 +258,7 @@ async function startApi(p: Parts, cleanup: Cleanup) {
       metrics: p.registry,
       logger: log,
       mode: cfg.mode,
+      shapes: shapeCatalog(manager.config),
       capabilities: {
         ...capabilities(cfg, p.key, p.image, p.tee?.capabilities ?? false, p.harnessImage),
         // What the web console needs to submit jobs 0/1 through the user's wallet.
@@ -306,9 +308,7 @@ function blueprintDeps(p: Parts, chain: BlueprintChain, api: Api): BlueprintDeps
       defaultImage: p.image,
       imageAllowlist: v.SANDBOX_IMAGE_ALLOWLIST ?? [],
       ...(p.harnessImage ? { harnessImage: p.harnessImage } : {}),
-      maxCpuCores: v.SANDBOX_MAX_CPU_CORES!,
-      maxMemoryMb: v.SANDBOX_MAX_MEMORY_MB!,
-      maxDiskGb: v.SANDBOX_MAX_DISK_GB!,
+      shapes: shapeCatalog(p.manager.config),
       teeAvailable: p.tee !== undefined,
     },
     operatorApiUrl: api.publicUrl,

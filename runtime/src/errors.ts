@@ -13,6 +13,8 @@ export const RuntimeErrorCodes = {
   SANDBOX_STOPPED: 409,
   SANDBOX_NOT_RUNNING: 409,
   CHAT_RUN_ACTIVE: 409,
+  /** A prompt or task to a plain-compute sandbox (created with agent: false). */
+  AGENT_DISABLED: 409,
   /** An idempotency key reused with another request (details: run_id, request_digest). */
   IDEMPOTENCY_CONFLICT: 409,
   PAYLOAD_TOO_LARGE: 413,

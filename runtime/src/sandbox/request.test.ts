@@ -27,7 +27,7 @@ describe('resolveCreate', () => {
   });
   it('refuses anything above a cap with RESOURCES_EXCEED_LIMIT naming each one', () => {
     expect(() => resolveCreate({ ...req, cpuCores: 3, memoryMb: 5000 }, cfg)).toThrow(
-      /exceed this operator's limits \(cpu_cores 3 > 2, memory_mb 5000 > 4096\)/,
+      /cpu_cores 3 > ceiling 2 cores, memory_mb 5000 > ceiling 4096 MB: the size is above this operator's ceiling/,
     );
   });
   it('refuses memory below the minimum and malformed requests with VALIDATION', () => {
