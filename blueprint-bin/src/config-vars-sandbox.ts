@@ -212,6 +212,13 @@ export const SANDBOX_VARIABLES = {
     def: 'public',
     doc: 'Sandbox network: public (internet only; private/CGNAT/link-local/loopback addresses and the host refused; needs root and iptables), none (no interface but loopback; the sidecar answers on a Unix socket; no exposed ports), open (Docker default bridge, no isolation)',
   }),
+  SANDBOX_IMPLICIT_DOMAINS: v({
+    group: 'Sandboxes',
+    schema: list,
+    defaultDoc:
+      'package registries, git hosts, container registries, CDNs, tangle.tools (runtime/src/sandbox/network-policy.ts)',
+    doc: 'The domains a sandbox with no network policy is meant to reach (comma-separated; example.com includes its subdomains, *.example.com only them); published in /api/capabilities. Not enforced yet: sandboxes reach what SANDBOX_EGRESS allows, and a create naming a network policy is refused (NETWORK_POLICY_UNAVAILABLE)',
+  }),
   SANDBOX_SOCKET_DIR: v({
     group: 'Sandboxes',
     schema: text,

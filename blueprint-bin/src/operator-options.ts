@@ -53,6 +53,7 @@ export function managerConfig(
     extraLabels: v.SANDBOX_EXTRA_LABELS ?? {},
     defaultExposedPorts: v.SANDBOX_EXPOSED_PORTS ?? [],
     egress: v.SANDBOX_EGRESS!,
+    ...(v.SANDBOX_IMPLICIT_DOMAINS?.length ? { implicitDomains: v.SANDBOX_IMPLICIT_DOMAINS } : {}),
     sidecarSocketDir: v.SANDBOX_SOCKET_DIR!,
   };
 }

@@ -263,6 +263,13 @@ async function startApi(p: Parts, cleanup: Cleanup) {
         ...capabilities(cfg, p.key, p.image, p.tee?.capabilities ?? false, p.harnessImage),
         // What the web console needs to submit jobs 0/1 through the user's wallet.
         chain: { chainId, tangle: env.tangleContract },
+        // The network model (issue 26): what a sandbox with no policy is meant to reach, and that
+        // per-sandbox policies are not enforced yet (a create naming one is refused).
+        network: {
+          egress: manager.config.egress,
+          implicitDomains: manager.config.implicitDomains,
+          perSandboxPolicies: false,
+        },
       },
       consoleDir: CONSOLE_DIR,
       health: {

@@ -4,24 +4,15 @@
 //    "network":{"mode":"strict","allow_domains":["example.com"],"include_implicit_domains":true}}
 // Strict: an unknown option is refused by name (a dropped option would create another sandbox
 // than asked). A JSON array (an older client's capability list) carries no options.
+import { DomainSchema } from '@agent-sandbox/runtime';
 import { z } from 'zod';
 import { BlueprintError } from './errors.ts';
 
-const DOMAIN = /^(\*\.)?([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z][a-z0-9-]{0,61}[a-z0-9]$/;
-
+/** The wire form (snake_case) of the runtime's NetworkPolicy. */
 export const NetworkOptionSchema = z
   .object({
     mode: z.enum(['default', 'strict']),
-    allow_domains: z
-      .array(
-        z
-          .string()
-          .max(253)
-          .transform((s) => s.toLowerCase())
-          .refine((s) => DOMAIN.test(s), 'must be a domain name such as example.com or *.example.com'),
-      )
-      .max(64)
-      .default([]),
+    allow_domains: z.array(DomainSchema).max(64).default([]),
     include_implicit_domains: z.boolean().default(false),
   })
   .strict();

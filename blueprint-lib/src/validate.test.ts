@@ -145,3 +145,21 @@ describe('validateCreateRequest plain compute (agent: false)', () => {
     ).toThrow(/env_json names SANDBOX_AGENT_COMMAND/);
   });
 });
+
+describe('validateCreateRequest network policy', () => {
+  it('validates the policy and refuses it while no allow-list resolver enforces it', () => {
+    const strict =
+      '{"network":{"mode":"strict","allow_domains":["example.com"],"include_implicit_domains":true}}';
+    expect(() => validateCreateRequest(request({ capabilities_json: strict }), policy)).toThrow(
+      expect.objectContaining({ code: 'NETWORK_POLICY_UNAVAILABLE' }),
+    );
+    for (const bad of [
+      '{"network":{"mode":"strict","allow_domains":["169.254.169.254"]}}',
+      '{"network":{"mode":"all"}}',
+    ]) {
+      expect(() => validateCreateRequest(request({ capabilities_json: bad }), policy), bad).toThrow(
+        expect.objectContaining({ code: 'INVALID_REQUEST' }),
+      );
+    }
+  });
+});

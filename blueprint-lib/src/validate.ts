@@ -2,6 +2,7 @@
 // JSON fields, lengths) before anything is created, and turns it into runtime create parameters.
 import {
   type CreateSandboxParams,
+  NETWORK_POLICY_NOT_ENFORCED,
   RuntimeError,
   resolveShape,
   type ShapeCatalog,
@@ -165,6 +166,13 @@ export function validateCreateRequest(req: SandboxCreateRequest, policy: CreateP
       'this operator has no TEE backend; send tee_required=false or use a TEE-instance service',
     );
   }
+  if (options.network !== undefined) {
+    // Validated (domain names, mode) by the schema; refused until the allow-list resolver exists,
+    // so a policy is never accepted and then not kept (runtime/src/sandbox/network-policy.ts).
+    throw new BlueprintError('NETWORK_POLICY_UNAVAILABLE', NETWORK_POLICY_NOT_ENFORCED, {
+      details: { field: 'capabilities_json.network' },
+    });
+  }
   const plain = options.agent === false;
   if (options.startup_script !== undefined) {
     throw invalid(
@@ -222,6 +230,7 @@ export function validateCreateRequest(req: SandboxCreateRequest, policy: CreateP
     maxLifetimeSeconds: timer(req.max_lifetime_seconds),
     deleteAfterStoppedSeconds: options.delete_after_stopped_seconds ?? 0,
     agent: !plain,
+    network: undefined,
     env,
     metadata: {
       ...metadata,

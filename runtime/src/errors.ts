@@ -20,6 +20,8 @@ export const RuntimeErrorCodes = {
   PAYLOAD_TOO_LARGE: 413,
   RATE_LIMITED: 429,
   RESOURCES_EXCEED_LIMIT: 422,
+  /** A create names a per-sandbox network policy, which this operator does not enforce yet. */
+  NETWORK_POLICY_UNAVAILABLE: 422,
   IMAGE_NOT_ALLOWED: 422,
   IMAGE_NOT_FOUND: 422,
   INTERNAL: 500,

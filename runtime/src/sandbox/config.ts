@@ -4,6 +4,7 @@ import { z } from 'zod';
 import { EGRESS_POLICIES } from '../docker/sandbox-network.ts';
 import { MAX_SOCKET_PATH, SOCKET_NAME } from '../docker/sidecar-socket.ts';
 import { RuntimeError } from '../errors.ts';
+import { DEFAULT_IMPLICIT_DOMAINS, DomainSchema } from './network-policy.ts';
 import { checkShapeCatalog, clampShape, parseShapeList, type ShapeCatalog, ShapeSchema } from './shapes.ts';
 
 // <dir>/sbx-<32 hex>/sidecar.sock must fit MAX_SOCKET_PATH.
@@ -100,6 +101,12 @@ export const SandboxRuntimeConfigSchema = z.object({
    * host refused), none (no connection out), open (Docker's default bridge, no isolation).
    */
   egress: z.enum(EGRESS_POLICIES).default('public'),
+  /**
+   * The implicit domains of the network model (registries, git hosts, container registries, CDNs,
+   * Tangle's services): what a sandbox with no policy is meant to reach. Published in the
+   * capability document; not enforced yet (network-policy.ts).
+   */
+  implicitDomains: z.array(DomainSchema).default([...DEFAULT_IMPLICIT_DOMAINS]),
   /**
    * Under egress none: where each sandbox's sidecar socket directory is made (<dir>/<sandbox id>,
    * 0700). Short enough that the socket path fits a Unix socket address (107 bytes).

@@ -6,6 +6,7 @@ import { RuntimeError } from '../errors.ts';
 import { type SandboxRuntimeConfig, shapeCatalog } from './config.ts';
 import { parseUserEnv } from './env.ts';
 import type { SandboxTimers } from './record.ts';
+import { resolveNetworkPolicy } from './network-policy.ts';
 import { resolveShape } from './shapes.ts';
 
 /** The user's own agent program (the sidecar's USER_AGENT_COMMAND_KEY). */
@@ -44,6 +45,8 @@ export const CreateSandboxParamsSchema = z.object({
   expiryExempt: z.boolean().default(false),
   /** false: plain compute (no coding agent, no agent program, no startup scripts). */
   agent: z.boolean().default(true),
+  /** A per-sandbox network policy (network-policy.ts); absent = the operator's default. */
+  network: z.unknown().optional(),
 });
 export type CreateSandboxParams = z.input<typeof CreateSandboxParamsSchema>;
 
@@ -82,6 +85,7 @@ export function resolveCreate(input: unknown, cfg: SandboxRuntimeConfig): Resolv
       `memory_mb ${memoryMb} is below the ${cfg.minMemoryMb} MB a sandbox needs to run its sidecar`,
     );
   }
+  resolveNetworkPolicy(p.network, cfg.egress);
   const baseEnv = parseUserEnv(p.env, 'env');
   if (!p.agent) refuseAgentProgram(baseEnv, 'env');
   if (cpuCores < 0.1)

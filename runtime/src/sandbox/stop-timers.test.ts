@@ -124,3 +124,27 @@ describe('maxLifetimeSeconds', () => {
     await rig.manager.delete(r.id);
   });
 });
+
+describe('on real timers', () => {
+  it('the background reaper deletes a sandbox stopped past deleteAfterStoppedSeconds', async () => {
+    // The wall clock and the manager's own interval loop: nothing is ticked by hand.
+    const real = await makeRig(image, { reaperIntervalSeconds: 0.2, snapshotAutoCommit: false });
+    Object.defineProperty(real.clock, 'now', { get: () => Date.now() });
+    try {
+      const r = await real.manager.create({
+        owner,
+        serviceId: 1,
+        callId: 'real-timer',
+        deleteAfterStoppedSeconds: 1,
+      });
+      await real.manager.stop(r.id);
+      real.manager.startBackground();
+      // Bounded by the test timeout, not by a guess at how fast the machine is.
+      while (real.manager.get(r.id).state !== 'expired') await new Promise((res) => setTimeout(res, 100));
+      expect(real.manager.get(r.id).timers.deleteAfterStoppedSeconds).toBe(1);
+      expect(await objectsOf(r.id)).toBe(0);
+    } finally {
+      await real.cleanup();
+    }
+  });
+});
