@@ -11,6 +11,12 @@ export interface SandboxView {
   state: string;
   resources: Record<string, unknown>;
   timers: Record<string, unknown>;
+  /** When each timer fires (epoch ms; null: not in this state). */
+  timer_deadlines?: {
+    idle_stop_at: number | null;
+    max_lifetime_stop_at: number | null;
+    delete_at: number | null;
+  };
   ports: Record<string, unknown>;
   created_at: number;
   last_activity_at: number;
@@ -22,6 +28,16 @@ const kv = (o: Record<string, unknown>) =>
   Object.entries(o)
     .map(([k, v]) => `${k} ${v}`)
     .join(' · ');
+
+/** "stops when idle at …, stops at … (lifetime), deleted at …" for the timers that apply now. */
+function deadlines(d: NonNullable<SandboxView['timer_deadlines']>): string {
+  const parts = [
+    d.idle_stop_at ? `stops if idle at ${when(d.idle_stop_at)}` : '',
+    d.max_lifetime_stop_at ? `stops at ${when(d.max_lifetime_stop_at)} (lifetime)` : '',
+    d.delete_at ? `deleted at ${when(d.delete_at)} unless resumed` : '',
+  ].filter(Boolean);
+  return parts.join(' · ');
+}
 
 export function chainInfo(caps: Capabilities) {
   if (!caps.chain || !caps.serviceId)
@@ -215,6 +231,7 @@ export function SandboxList({ caps, onOpen }: { caps: Capabilities; onOpen: (id:
               </div>
               <div class="meta">{kv(s.resources)}</div>
               <div class="meta">timers: {kv(s.timers) || '—'}</div>
+              {s.timer_deadlines && <div class="meta">{deadlines(s.timer_deadlines)}</div>}
               <div class="meta">
                 created {when(s.created_at)} · last activity {when(s.last_activity_at)}
               </div>
