@@ -64,6 +64,7 @@ export {
   parseSandboxRuntimeConfig,
   SandboxRuntimeConfigSchema,
   sandboxRuntimeConfigFromEnv,
+  shapeCatalog,
 } from './src/sandbox/config.ts';
 export { mergeEnv, PROTECTED_ENV_KEYS } from './src/sandbox/env.ts';
 export type { SandboxManagerOptions } from './src/sandbox/manager.ts';
@@ -93,6 +94,18 @@ export {
 } from './src/sandbox/record.ts';
 export type { CreateSandboxParams } from './src/sandbox/request.ts';
 export { CreateSandboxParamsSchema } from './src/sandbox/request.ts';
+export type { NetworkPolicy } from './src/sandbox/network-policy.ts';
+export {
+  DEFAULT_IMPLICIT_DOMAINS,
+  DomainSchema,
+  domainAllowed,
+  effectiveDomains,
+  NetworkPolicySchema,
+  NOT_ENFORCED as NETWORK_POLICY_NOT_ENFORCED,
+  resolveNetworkPolicy,
+} from './src/sandbox/network-policy.ts';
+export type { Shape, ShapeAsk, ShapeCatalog } from './src/sandbox/shapes.ts';
+export { fitsCeiling, parseShapeList, resolveShape } from './src/sandbox/shapes.ts';
 export type {
   AgentRunRequest,
   AgentRunResult,

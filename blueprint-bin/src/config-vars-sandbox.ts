@@ -1,6 +1,7 @@
 // The sandbox variables (image, sizes, lifetimes, storage, network, sidecar), kept beside
 // config-vars.ts and spread into its table, so the README's Configuration table lists them in order.
 
+import { parseShapeList } from '@agent-sandbox/runtime';
 import { z } from 'zod';
 import { bool, int, labels, list, num, ports, text, v } from './config-var-parsers.ts';
 
@@ -27,25 +28,25 @@ export const SANDBOX_VARIABLES = {
     group: 'Sandboxes',
     schema: num(0.1),
     def: '1',
-    doc: 'CPU cores when a request asks 0',
+    doc: 'CPU cores when a request asks 0 (with SANDBOX_SHAPES: the default preset, clamped to the ceiling, instead)',
   }),
   SANDBOX_DEFAULT_MEMORY_MB: v({
     group: 'Sandboxes',
     schema: int(128),
     def: '1024',
-    doc: 'Memory (MB) when a request asks 0',
+    doc: 'Memory (MB) when a request asks 0 (with SANDBOX_SHAPES: from the default preset)',
   }),
   SANDBOX_DEFAULT_DISK_GB: v({
     group: 'Sandboxes',
     schema: int(1),
     def: '10',
-    doc: 'Disk (GB) when a request asks 0',
+    doc: 'Disk (GB) when a request asks 0 (with SANDBOX_SHAPES: from the default preset)',
   }),
   SANDBOX_MAX_CPU_CORES: v({
     group: 'Sandboxes',
     schema: num(0.1),
     def: '2',
-    doc: 'Most CPU cores a request may ask',
+    doc: 'Most CPU cores a request may ask (the ceiling: more is refused with RESOURCES_EXCEED_LIMIT)',
   }),
   SANDBOX_MAX_MEMORY_MB: v({
     group: 'Sandboxes',
@@ -58,6 +59,38 @@ export const SANDBOX_VARIABLES = {
     schema: int(1),
     def: '50',
     doc: 'Most disk (GB) a request may ask',
+  }),
+  SANDBOX_SHAPES: v({
+    group: 'Sandboxes',
+    schema: z.string().transform((s, ctx) => {
+      try {
+        return parseShapeList(s);
+      } catch (e) {
+        ctx.addIssue({ code: 'custom', message: (e as Error).message });
+        return z.NEVER;
+      }
+    }),
+    def: '',
+    defaultDoc: '(empty: one preset, `default`, of SANDBOX_DEFAULT_*)',
+    doc: 'Size presets a create may name (`GET /api/shapes`, `agent-sandbox shapes`): NAME:CPU_CORES:MEMORY_MB:DISK_GB, comma-separated, e.g. small:1:1024:10,medium:2:4096:20',
+  }),
+  SANDBOX_DEFAULT_SHAPE: v({
+    group: 'Sandboxes',
+    schema: text,
+    defaultDoc: 'the first of SANDBOX_SHAPES',
+    doc: 'The preset a create that names no size gets, clamped to the ceiling (SANDBOX_MAX_*)',
+  }),
+  SANDBOX_DEFAULT_DELETE_AFTER_STOPPED: v({
+    group: 'Sandboxes',
+    schema: int(1),
+    def: '2592000',
+    doc: 'Seconds a stopped sandbox is kept before it is deleted, when its create names none (30 days); a resume restarts the clock',
+  }),
+  SANDBOX_MAX_DELETE_AFTER_STOPPED: v({
+    group: 'Sandboxes',
+    schema: int(1),
+    def: '7776000',
+    doc: 'Cap on a requested delete_after_stopped_seconds (clamped; 90 days)',
   }),
   SANDBOX_PIDS_LIMIT: v({
     group: 'Sandboxes',
@@ -178,6 +211,13 @@ export const SANDBOX_VARIABLES = {
     schema: z.enum(['public', 'none', 'open'], { message: 'expected public, none or open' }),
     def: 'public',
     doc: 'Sandbox network: public (internet only; private/CGNAT/link-local/loopback addresses and the host refused; needs root and iptables), none (no interface but loopback; the sidecar answers on a Unix socket; no exposed ports), open (Docker default bridge, no isolation)',
+  }),
+  SANDBOX_IMPLICIT_DOMAINS: v({
+    group: 'Sandboxes',
+    schema: list,
+    defaultDoc:
+      'package registries, git hosts, container registries, CDNs, tangle.tools (runtime/src/sandbox/network-policy.ts)',
+    doc: 'The domains a sandbox with no network policy is meant to reach (comma-separated; example.com includes its subdomains, *.example.com only them); published in /api/capabilities. Not enforced yet: sandboxes reach what SANDBOX_EGRESS allows, and a create naming a network policy is refused (NETWORK_POLICY_UNAVAILABLE)',
   }),
   SANDBOX_SOCKET_DIR: v({
     group: 'Sandboxes',

@@ -27,6 +27,10 @@ export function managerConfig(
     maxCpuCores: v.SANDBOX_MAX_CPU_CORES!,
     maxMemoryMb: v.SANDBOX_MAX_MEMORY_MB!,
     maxDiskGb: v.SANDBOX_MAX_DISK_GB!,
+    shapes: v.SANDBOX_SHAPES ?? {},
+    ...(v.SANDBOX_DEFAULT_SHAPE ? { defaultShape: v.SANDBOX_DEFAULT_SHAPE } : {}),
+    defaultDeleteAfterStoppedSeconds: v.SANDBOX_DEFAULT_DELETE_AFTER_STOPPED!,
+    maxDeleteAfterStoppedSeconds: v.SANDBOX_MAX_DELETE_AFTER_STOPPED!,
     pidsLimit: v.SANDBOX_PIDS_LIMIT!,
     maxSandboxes: v.OPERATOR_MAX_CAPACITY!,
     warmPool: v.SANDBOX_WARM_POOL!,
@@ -49,6 +53,7 @@ export function managerConfig(
     extraLabels: v.SANDBOX_EXTRA_LABELS ?? {},
     defaultExposedPorts: v.SANDBOX_EXPOSED_PORTS ?? [],
     egress: v.SANDBOX_EGRESS!,
+    ...(v.SANDBOX_IMPLICIT_DOMAINS?.length ? { implicitDomains: v.SANDBOX_IMPLICIT_DOMAINS } : {}),
     sidecarSocketDir: v.SANDBOX_SOCKET_DIR!,
   };
 }

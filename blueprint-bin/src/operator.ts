@@ -30,6 +30,7 @@ import {
   SandboxManager,
   SessionAuth,
   serveOperatorApi,
+  shapeCatalog,
 } from '@agent-sandbox/runtime';
 import {
   type BlueprintEnvironment,
@@ -257,10 +258,18 @@ async function startApi(p: Parts, cleanup: Cleanup) {
       metrics: p.registry,
       logger: log,
       mode: cfg.mode,
+      shapes: shapeCatalog(manager.config),
       capabilities: {
         ...capabilities(cfg, p.key, p.image, p.tee?.capabilities ?? false, p.harnessImage),
         // What the web console needs to submit jobs 0/1 through the user's wallet.
         chain: { chainId, tangle: env.tangleContract },
+        // The network model (issue 26): what a sandbox with no policy is meant to reach, and that
+        // per-sandbox policies are not enforced yet (a create naming one is refused).
+        network: {
+          egress: manager.config.egress,
+          implicitDomains: manager.config.implicitDomains,
+          perSandboxPolicies: false,
+        },
       },
       consoleDir: CONSOLE_DIR,
       health: {
@@ -306,9 +315,7 @@ function blueprintDeps(p: Parts, chain: BlueprintChain, api: Api): BlueprintDeps
       defaultImage: p.image,
       imageAllowlist: v.SANDBOX_IMAGE_ALLOWLIST ?? [],
       ...(p.harnessImage ? { harnessImage: p.harnessImage } : {}),
-      maxCpuCores: v.SANDBOX_MAX_CPU_CORES!,
-      maxMemoryMb: v.SANDBOX_MAX_MEMORY_MB!,
-      maxDiskGb: v.SANDBOX_MAX_DISK_GB!,
+      shapes: shapeCatalog(p.manager.config),
       teeAvailable: p.tee !== undefined,
     },
     operatorApiUrl: api.publicUrl,

@@ -6,6 +6,8 @@ export const BlueprintErrorCodes = [
   'INVALID_REQUEST',
   /** Requested resources exceed this operator's caps. */
   'RESOURCES_EXCEED_LIMIT',
+  /** A per-sandbox network policy, which this operator does not enforce yet. */
+  'NETWORK_POLICY_UNAVAILABLE',
   /** The image is not on this operator's allow-list. */
   'IMAGE_NOT_ALLOWED',
   /** The request needs a TEE and this operator has none. */

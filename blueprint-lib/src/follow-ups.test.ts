@@ -111,9 +111,11 @@ function routerFor(operator: Address) {
     policy: {
       defaultImage: image,
       imageAllowlist: [],
-      maxCpuCores: 2,
-      maxMemoryMb: 2048,
-      maxDiskGb: 10,
+      shapes: {
+        presets: { default: { cpuCores: 1, memoryMb: 1024, diskGb: 5 } },
+        defaultPreset: 'default',
+        ceiling: { cpuCores: 2, memoryMb: 2048, diskGb: 10 },
+      },
       teeAvailable: false,
     },
     operatorApiUrl: 'http://127.0.0.1:9999',

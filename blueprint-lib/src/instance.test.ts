@@ -34,9 +34,11 @@ let manager: SandboxManager;
 const policy = {
   defaultImage: image,
   imageAllowlist: [],
-  maxCpuCores: 2,
-  maxMemoryMb: 2048,
-  maxDiskGb: 10,
+  shapes: {
+    presets: { default: { cpuCores: 1, memoryMb: 1024, diskGb: 5 } },
+    defaultPreset: 'default',
+    ceiling: { cpuCores: 2, memoryMb: 2048, diskGb: 10 },
+  },
   teeAvailable: false,
 };
 

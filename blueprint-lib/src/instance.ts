@@ -20,7 +20,7 @@ import {
 import type { OperatorMode, RuntimeCreateParams, SandboxFacts } from './deps.ts';
 import { BlueprintError } from './errors.ts';
 import { SANDBOX_CREATE_INPUT } from './jobs.ts';
-import { type CreatePolicy, validateCreateRequest } from './validate.ts';
+import { type CreatePolicy, runtimeCreateParams, validateCreateRequest } from './validate.ts';
 
 export interface InstanceOptions {
   mode: Exclude<OperatorMode, 'cloud'>;
@@ -145,16 +145,7 @@ export async function provisionInstance(o: InstanceOptions): Promise<Provisioned
     serviceId: `${o.serviceId}`,
     callId: instanceCallId(o.serviceId, o.attempt),
     expiryExempt,
-    name: v.name,
-    image: v.image,
-    cpuCores: v.cpuCores,
-    memoryMb: v.memoryMb,
-    diskGb: v.diskGb,
-    idleTimeoutSeconds: v.idleTimeoutSeconds,
-    maxLifetimeSeconds: v.maxLifetimeSeconds,
-    env: v.env,
-    metadata: v.metadata,
-    exposedPorts: v.exposedPorts,
+    ...runtimeCreateParams(v),
   };
   const sandbox = o.tee?.deploy ? await o.tee.deploy(params) : await o.sandboxes.create(params);
   const already = await read<boolean>('isOperatorProvisioned', [o.serviceId, o.account.address]);

@@ -6,9 +6,11 @@ const policy: CreatePolicy = {
   defaultImage: 'agent-sandbox:base',
   imageAllowlist: ['custom:1'],
   harnessImage: 'agent-sandbox-harnesses:h',
-  maxCpuCores: 4,
-  maxMemoryMb: 4096,
-  maxDiskGb: 10,
+  shapes: {
+    presets: { default: { cpuCores: 1, memoryMb: 1024, diskGb: 5 } },
+    defaultPreset: 'default',
+    ceiling: { cpuCores: 4, memoryMb: 4096, diskGb: 10 },
+  },
   teeAvailable: false,
 };
 
@@ -58,5 +60,106 @@ describe('validateCreateRequest image choice', () => {
     expect(() => validateCreateRequest(request({ image: 'other:2' }), policy)).toThrow(
       /agent-sandbox-harnesses:h/,
     );
+  });
+});
+
+describe('validateCreateRequest sizes (shapes)', () => {
+  const shaped: CreatePolicy = {
+    ...policy,
+    shapes: {
+      presets: {
+        small: { cpuCores: 1, memoryMb: 512, diskGb: 5 },
+        big: { cpuCores: 8, memoryMb: 4096, diskGb: 10 },
+      },
+      defaultPreset: 'big',
+      ceiling: { cpuCores: 4, memoryMb: 4096, diskGb: 10 },
+    },
+  };
+  const none = { cpu_cores: 0n, memory_mb: 0n, disk_gb: 0n };
+
+  it('passes a named preset and the numbers on to the runtime, which resolves them the same way', () => {
+    const v = validateCreateRequest(request({ ...none, capabilities_json: '{"shape":"small"}' }), shaped);
+    expect(v).toMatchObject({ shape: 'small', cpuCores: 0, memoryMb: 0, diskGb: 0 });
+    expect(validateCreateRequest(request(none), shaped).shape).toBeUndefined();
+  });
+
+  it('refuses above the ceiling naming the field and the ceiling, a preset above it, and an unknown one', () => {
+    expect(() => validateCreateRequest(request({ cpu_cores: 5n }), shaped)).toThrow(
+      /cpu_cores 5 > ceiling 4 cores/,
+    );
+    expect(() => validateCreateRequest(request({ memory_mb: 2n ** 64n - 1n }), shaped)).toThrow(
+      /memory_mb \d+ > ceiling 4096 MB/,
+    );
+    expect(() =>
+      validateCreateRequest(request({ ...none, capabilities_json: '{"shape":"big"}' }), shaped),
+    ).toThrow(/cpu_cores 8 > ceiling 4 cores: the size of preset "big"/);
+    // The default preset is clamped, not refused.
+    expect(() => validateCreateRequest(request(none), shaped)).not.toThrow();
+    expect(() => validateCreateRequest(request({ capabilities_json: '{"shape":"xl"}' }), shaped)).toThrow(
+      /shape "xl" is not one of this operator's presets \(small, big\)/,
+    );
+  });
+
+  it('refuses an unknown create option by name; an older client capability array carries none', () => {
+    expect(() => validateCreateRequest(request({ capabilities_json: '{"shapee":"small"}' }), shaped)).toThrow(
+      /capabilities_json: .*shapee/,
+    );
+    expect(validateCreateRequest(request({ capabilities_json: '["gpu"]' }), shaped).options).toEqual({});
+  });
+});
+
+describe('validateCreateRequest plain compute (agent: false)', () => {
+  it('passes agent: false on, with the default image even for a harness image operator', () => {
+    const v = validateCreateRequest(request({ capabilities_json: '{"agent":false}' }), policy);
+    expect(v.agent).toBe(false);
+    expect(v.image).toBe(policy.defaultImage);
+    expect(validateCreateRequest(request(), policy).agent).toBe(true);
+  });
+
+  it('refuses a startup script with agent: false, naming why; and says startup scripts are not supported otherwise', () => {
+    expect(() =>
+      validateCreateRequest(
+        request({ capabilities_json: '{"agent":false,"startup_script":"apt-get install x"}' }),
+        policy,
+      ),
+    ).toThrow(
+      /capabilities_json.startup_script cannot be used with agent: false: plain compute gets no coding agent, no model credentials and no startup scripts/,
+    );
+    expect(() =>
+      validateCreateRequest(request({ capabilities_json: '{"startup_script":"x"}' }), policy),
+    ).toThrow(/not supported by this operator/);
+  });
+
+  it('refuses a coding agent or an agent program with agent: false', () => {
+    expect(() =>
+      validateCreateRequest(
+        request({ agent_identifier: 'claude', capabilities_json: '{"agent":false}' }),
+        policy,
+      ),
+    ).toThrow(/agent_identifier "claude" names a coding agent/);
+    expect(() =>
+      validateCreateRequest(
+        request({ env_json: '{"SANDBOX_AGENT_COMMAND":"echo"}', capabilities_json: '{"agent":false}' }),
+        policy,
+      ),
+    ).toThrow(/env_json names SANDBOX_AGENT_COMMAND/);
+  });
+});
+
+describe('validateCreateRequest network policy', () => {
+  it('validates the policy and refuses it while no allow-list resolver enforces it', () => {
+    const strict =
+      '{"network":{"mode":"strict","allow_domains":["example.com"],"include_implicit_domains":true}}';
+    expect(() => validateCreateRequest(request({ capabilities_json: strict }), policy)).toThrow(
+      expect.objectContaining({ code: 'NETWORK_POLICY_UNAVAILABLE' }),
+    );
+    for (const bad of [
+      '{"network":{"mode":"strict","allow_domains":["169.254.169.254"]}}',
+      '{"network":{"mode":"all"}}',
+    ]) {
+      expect(() => validateCreateRequest(request({ capabilities_json: bad }), policy), bad).toThrow(
+        expect.objectContaining({ code: 'INVALID_REQUEST' }),
+      );
+    }
   });
 });

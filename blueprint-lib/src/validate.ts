@@ -1,7 +1,14 @@
 // Checks a decoded SandboxCreateRequest against this operator's policy (caps, image allow-list,
 // JSON fields, lengths) before anything is created, and turns it into runtime create parameters.
-import type { CreateSandboxParams } from '@agent-sandbox/runtime';
+import {
+  type CreateSandboxParams,
+  NETWORK_POLICY_NOT_ENFORCED,
+  RuntimeError,
+  resolveShape,
+  type ShapeCatalog,
+} from '@agent-sandbox/runtime';
 import type { JobValue } from '@agent-sandbox/sdk';
+import { type CreateOptions, parseCreateOptions } from './create-options.ts';
 import { BlueprintError } from './errors.ts';
 import type { SANDBOX_CREATE_INPUT } from './jobs.ts';
 
@@ -18,9 +25,8 @@ export interface CreatePolicy {
    * one of HARNESS_IDENTIFIERS; always allowed when named.
    */
   harnessImage?: string;
-  maxCpuCores: number;
-  maxMemoryMb: number;
-  maxDiskGb: number;
+  /** Size presets, the default preset and the ceiling (the runtime's, from its configuration). */
+  shapes: ShapeCatalog;
   /** False on an operator without TEE hardware: tee_required requests are refused. */
   teeAvailable: boolean;
 }
@@ -44,8 +50,12 @@ export const LIMITS = {
 
 /** The runtime's create parameters minus owner/serviceId/callId, plus the public facts to report. */
 export type ValidatedCreate = Required<
-  Omit<CreateSandboxParams, 'owner' | 'serviceId' | 'callId' | 'expiryExempt'>
+  Omit<CreateSandboxParams, 'owner' | 'serviceId' | 'callId' | 'expiryExempt' | 'shape'>
 > & {
+  /** The preset named (the runtime resolves it again, against the same catalog). */
+  shape: string | undefined;
+  /** The options capabilities_json carried (create-options.ts). */
+  options: CreateOptions;
   /** Public, non-secret facts from the request echoed in the result. */
   facts: { stack: string; agentIdentifier: string; sshEnabled: boolean; webTerminalEnabled: boolean };
 };
@@ -114,16 +124,23 @@ export function parseMetadata(text: string): { metadata: Record<string, string>;
   };
 }
 
-/** uint64 request value (0 = operator default) within a cap, as a JS number. */
-function resource(field: string, value: bigint, max: number, unit: string): number {
-  if (value > BigInt(Math.floor(max))) {
-    throw new BlueprintError(
-      'RESOURCES_EXCEED_LIMIT',
-      `${field} ${value} exceeds this operator's limit of ${max} ${unit}; ask for at most ${max} (0 = default)`,
-      { details: { field, requested: value.toString(), max } },
+/**
+ * The size a create gets (shapes.ts in the runtime: no size = the default preset clamped to the
+ * ceiling; above the ceiling = RESOURCES_EXCEED_LIMIT naming the field and the ceiling), in the
+ * blueprint's own error so the refusal's text (ours) is what the chain result carries.
+ */
+function resources(req: SandboxCreateRequest, shape: string | undefined, policy: CreatePolicy) {
+  const n = (v: bigint) => (v > BigInt(Number.MAX_SAFE_INTEGER) ? Number.MAX_SAFE_INTEGER : Number(v));
+  try {
+    return resolveShape(
+      { shape, cpuCores: n(req.cpu_cores), memoryMb: n(req.memory_mb), diskGb: n(req.disk_gb) },
+      policy.shapes,
     );
+  } catch (e) {
+    if (!(e instanceof RuntimeError)) throw e;
+    const code = e.code === 'RESOURCES_EXCEED_LIMIT' ? 'RESOURCES_EXCEED_LIMIT' : 'INVALID_REQUEST';
+    throw new BlueprintError(code, e.shortMessage, { details: e.details, cause: e });
   }
-  return Number(value);
 }
 
 /** Timers are clamped by the runtime; a uint64 beyond any sane value is clamped here first. */
@@ -140,13 +157,7 @@ export function validateCreateRequest(req: SandboxCreateRequest, policy: CreateP
   checkLength('capabilities_json', req.capabilities_json, LIMITS.capabilitiesJson);
   // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what is refused
   if (/[\u0000-\u001f\u007f]/.test(req.name)) throw invalid('name', 'contains control characters');
-  if (req.capabilities_json.trim() !== '') {
-    try {
-      JSON.parse(req.capabilities_json);
-    } catch {
-      throw invalid('capabilities_json', 'is not valid JSON');
-    }
-  }
+  const options = parseCreateOptions(req.capabilities_json);
   if (req.tee_type > 3)
     throw invalid('tee_type', `${req.tee_type} is unknown (0 none, 1 TDX, 2 Nitro, 3 SEV)`);
   if (req.tee_required && !policy.teeAvailable) {
@@ -155,11 +166,33 @@ export function validateCreateRequest(req: SandboxCreateRequest, policy: CreateP
       'this operator has no TEE backend; send tee_required=false or use a TEE-instance service',
     );
   }
+  if (options.network !== undefined) {
+    // Validated (domain names, mode) by the schema; refused until the allow-list resolver exists,
+    // so a policy is never accepted and then not kept (runtime/src/sandbox/network-policy.ts).
+    throw new BlueprintError('NETWORK_POLICY_UNAVAILABLE', NETWORK_POLICY_NOT_ENFORCED, {
+      details: { field: 'capabilities_json.network' },
+    });
+  }
+  const plain = options.agent === false;
+  if (options.startup_script !== undefined) {
+    throw invalid(
+      'capabilities_json.startup_script',
+      plain
+        ? 'cannot be used with agent: false: plain compute gets no coding agent, no model credentials and no startup scripts; remove startup_script'
+        : 'is not supported by this operator (it runs no startup scripts); run the script with exec after create',
+    );
+  }
   const wantsHarness = HARNESS_IDENTIFIERS.includes(req.agent_identifier.trim());
+  if (plain && wantsHarness) {
+    throw invalid(
+      'agent_identifier',
+      `"${req.agent_identifier.trim()}" names a coding agent, but agent: false is plain compute with none; leave agent_identifier empty or set agent true`,
+    );
+  }
   const image =
     req.image.trim() !== ''
       ? req.image.trim()
-      : wantsHarness && policy.harnessImage
+      : wantsHarness && !plain && policy.harnessImage
         ? policy.harnessImage
         : policy.defaultImage;
   if (
@@ -173,19 +206,31 @@ export function validateCreateRequest(req: SandboxCreateRequest, policy: CreateP
       { details: { image } },
     );
   }
-  const cpuCores = resource('cpu_cores', req.cpu_cores, policy.maxCpuCores, 'cores');
-  const memoryMb = resource('memory_mb', req.memory_mb, policy.maxMemoryMb, 'MB');
-  const diskGb = resource('disk_gb', req.disk_gb, policy.maxDiskGb, 'GB');
+  // Checked here so a refusal names the field and the ceiling in our words; the runtime gets the
+  // request's own numbers (0 = from the preset) and resolves them against the same catalog.
+  resources(req, options.shape, policy);
+  const n = (v: bigint) => (v > BigInt(Number.MAX_SAFE_INTEGER) ? Number.MAX_SAFE_INTEGER : Number(v));
+  const [cpuCores, memoryMb, diskGb] = [n(req.cpu_cores), n(req.memory_mb), n(req.disk_gb)];
   const env = parseStringMap('env_json', req.env_json, LIMITS.envJson);
+  if (plain && Object.hasOwn(env, 'SANDBOX_AGENT_COMMAND')) {
+    throw invalid(
+      'env_json',
+      'names SANDBOX_AGENT_COMMAND, an agent program, but agent: false is plain compute with none',
+    );
+  }
   const { metadata, ports } = parseMetadata(req.metadata_json);
   return {
     name: req.name,
     image,
+    shape: options.shape,
     cpuCores,
     memoryMb,
     diskGb,
     idleTimeoutSeconds: timer(req.idle_timeout_seconds),
     maxLifetimeSeconds: timer(req.max_lifetime_seconds),
+    deleteAfterStoppedSeconds: options.delete_after_stopped_seconds ?? 0,
+    agent: !plain,
+    network: undefined,
     env,
     metadata: {
       ...metadata,
@@ -195,12 +240,34 @@ export function validateCreateRequest(req: SandboxCreateRequest, policy: CreateP
       web_terminal_enabled: req.web_terminal_enabled,
     },
     exposedPorts: ports,
+    options,
     facts: {
       stack: req.stack,
       agentIdentifier: req.agent_identifier,
       sshEnabled: req.ssh_enabled,
       webTerminalEnabled: req.web_terminal_enabled,
     },
+  };
+}
+
+/** The runtime's create parameters for a validated request (the create job and an instance's provision). */
+export function runtimeCreateParams(
+  v: ValidatedCreate,
+): Omit<CreateSandboxParams, 'owner' | 'serviceId' | 'callId' | 'expiryExempt'> {
+  return {
+    name: v.name,
+    image: v.image,
+    ...(v.shape ? { shape: v.shape } : {}),
+    cpuCores: v.cpuCores,
+    memoryMb: v.memoryMb,
+    diskGb: v.diskGb,
+    idleTimeoutSeconds: v.idleTimeoutSeconds,
+    maxLifetimeSeconds: v.maxLifetimeSeconds,
+    deleteAfterStoppedSeconds: v.deleteAfterStoppedSeconds,
+    agent: v.agent,
+    env: v.env,
+    metadata: v.metadata,
+    exposedPorts: v.exposedPorts,
   };
 }
 

@@ -152,3 +152,13 @@ export function provisionFailureReason(p: Provision): string {
   if (typeof p.error === 'string') return p.error;
   return p.error?.message ?? p.reason ?? p.message ?? 'no reason given';
 }
+
+const Size = z.looseObject({ cpuCores: z.number(), memoryMb: z.number(), diskGb: z.number() });
+
+/** GET /api/shapes: the operator's size presets, its default preset and its ceiling. */
+export const Shapes = z.looseObject({
+  presets: z.array(Size.extend({ name: z.string(), fits: z.boolean() })),
+  default: z.string(),
+  ceiling: Size,
+});
+export type Shapes = z.infer<typeof Shapes>;

@@ -71,7 +71,7 @@ describe('job 0 input', () => {
       web_terminal_enabled: true,
       max_lifetime_seconds: 3600n,
       idle_timeout_seconds: 900n,
-      cpu_cores: 1n,
+      cpu_cores: 0n,
       tee_type: 0,
     });
   });

@@ -75,9 +75,10 @@ const CreateRequestSchema = z
     web_terminal_enabled: z.boolean().default(true),
     max_lifetime_seconds: u64('max_lifetime_seconds').default(3600n),
     idle_timeout_seconds: u64('idle_timeout_seconds').default(900n),
-    cpu_cores: u64('cpu_cores').default(1n),
-    memory_mb: u64('memory_mb').default(1024n),
-    disk_gb: u64('disk_gb').default(5n),
+    // 0 = from the operator's default preset (clamped to its ceiling), or from the named `shape`.
+    cpu_cores: u64('cpu_cores').default(0n),
+    memory_mb: u64('memory_mb').default(0n),
+    disk_gb: u64('disk_gb').default(0n),
     tee_required: z.boolean().default(false),
     tee_type: z.number().int().min(0).max(3).default(0),
     attestation_nonce: z.string().max(1024).default(''),

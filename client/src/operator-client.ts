@@ -11,6 +11,7 @@ import {
   Sandbox,
   SandboxList,
   SecretNames,
+  Shapes,
   TERMINAL_RUN_STATES,
   TerminalCreated,
 } from './api-types.ts';
@@ -131,6 +132,11 @@ export class OperatorClient {
 
   async capabilities(): Promise<Record<string, unknown>> {
     return this.http.json('GET', '/api/capabilities', z.record(z.string(), z.unknown()), { auth: false });
+  }
+
+  /** Size presets, the default preset and the ceiling (`create --shape NAME` picks a preset). */
+  async shapes(): Promise<Shapes> {
+    return this.http.json('GET', '/api/shapes', Shapes, { auth: false });
   }
 
   // ---- workflows (owner only) --------------------------------------------------------------

@@ -73,6 +73,8 @@ async function submit(
 
 export interface CreateForm {
   name: string;
+  /** A preset of GET /api/shapes ('' = the operator's default); the numbers (0 = from it) override it. */
+  shape: string;
   cpuCores: number;
   memoryMb: number;
   diskGb: number;
@@ -90,6 +92,7 @@ export function submitCreate(info: ChainInfo, account: Address, form: CreateForm
     disk_gb: form.diskGb,
     env_json: form.envJson.trim() || '{}',
     metadata_json: form.ports.length ? JSON.stringify({ ports: form.ports }) : '{}',
+    capabilities_json: form.shape ? JSON.stringify({ shape: form.shape }) : '{}',
   });
   return submit(info, account, JOB_SANDBOX_CREATE, encodeCreateInput(req));
 }

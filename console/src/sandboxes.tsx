@@ -11,6 +11,12 @@ export interface SandboxView {
   state: string;
   resources: Record<string, unknown>;
   timers: Record<string, unknown>;
+  /** When each timer fires (epoch ms; null: not in this state). */
+  timer_deadlines?: {
+    idle_stop_at: number | null;
+    max_lifetime_stop_at: number | null;
+    delete_at: number | null;
+  };
   ports: Record<string, unknown>;
   created_at: number;
   last_activity_at: number;
@@ -23,13 +29,44 @@ const kv = (o: Record<string, unknown>) =>
     .map(([k, v]) => `${k} ${v}`)
     .join(' · ');
 
+/** "stops when idle at …, stops at … (lifetime), deleted at …" for the timers that apply now. */
+function deadlines(d: NonNullable<SandboxView['timer_deadlines']>): string {
+  const parts = [
+    d.idle_stop_at ? `stops if idle at ${when(d.idle_stop_at)}` : '',
+    d.max_lifetime_stop_at ? `stops at ${when(d.max_lifetime_stop_at)} (lifetime)` : '',
+    d.delete_at ? `deleted at ${when(d.delete_at)} unless resumed` : '',
+  ].filter(Boolean);
+  return parts.join(' · ');
+}
+
 export function chainInfo(caps: Capabilities) {
   if (!caps.chain || !caps.serviceId)
     throw new Error('this operator does not publish its chain (capabilities.chain)');
   return { chainId: caps.chain.chainId, tangle: caps.chain.tangle, serviceId: BigInt(caps.serviceId) };
 }
 
+interface Size {
+  cpuCores: number;
+  memoryMb: number;
+  diskGb: number;
+}
+/** GET /api/shapes: the operator's presets, its default preset and its ceiling. */
+interface Shapes {
+  presets: Array<Size & { name: string; fits: boolean }>;
+  default: string;
+  ceiling: Size;
+}
+const sizeText = (s: Size) => `${s.cpuCores} CPU · ${s.memoryMb} MB · ${s.diskGb} GB`;
+/** An empty number field: 0, "from the preset" (the operator resolves it). */
+const num = (v: FormDataEntryValue | null) => (v === null || String(v).trim() === '' ? 0 : Number(v));
+
 function CreateForm({ caps, onCreated }: { caps: Capabilities; onCreated: () => void }) {
+  const [shapes, setShapes] = useState<Shapes>();
+  useEffect(() => {
+    fetch('/api/shapes')
+      .then((r) => (r.ok ? (r.json() as Promise<Shapes>) : undefined))
+      .then(setShapes, () => setShapes(undefined));
+  }, []);
   const [phase, setPhase] = useState<string[]>([]);
   const [error, setError] = useState<string>();
   const [busy, setBusy] = useState(false);
@@ -47,9 +84,10 @@ function CreateForm({ caps, onCreated }: { caps: Capabilities; onCreated: () => 
         .map(Number);
       const { callId, operator } = await submitCreate(chainInfo(caps), api.address as `0x${string}`, {
         name: String(f.get('name') ?? ''),
-        cpuCores: Number(f.get('cpu')),
-        memoryMb: Number(f.get('memory')),
-        diskGb: Number(f.get('disk')),
+        shape: String(f.get('shape') ?? ''),
+        cpuCores: num(f.get('cpu')),
+        memoryMb: num(f.get('memory')),
+        diskGb: num(f.get('disk')),
         ports,
         envJson: String(f.get('env') ?? ''),
       });
@@ -88,13 +126,27 @@ function CreateForm({ caps, onCreated }: { caps: Capabilities; onCreated: () => 
         Name <input name="name" maxLength={255} />
       </label>
       <label>
-        CPU cores <input name="cpu" type="number" min={1} value="1" />
+        Size
+        <select name="shape" data-testid="create-shape">
+          {(shapes?.presets ?? []).map((p) => (
+            <option key={p.name} value={p.name} disabled={!p.fits} selected={p.name === shapes?.default}>
+              {p.name} ({sizeText(p)}){p.name === shapes?.default ? ', default' : ''}
+              {p.fits ? '' : ', above the ceiling'}
+            </option>
+          ))}
+        </select>
+      </label>
+      {shapes && (
+        <p class="meta">Largest size: {sizeText(shapes.ceiling)}. Numbers below override the preset.</p>
+      )}
+      <label>
+        CPU cores <input name="cpu" type="number" min={1} placeholder="from the preset" />
       </label>
       <label>
-        Memory (MB) <input name="memory" type="number" min={128} value="512" />
+        Memory (MB) <input name="memory" type="number" min={128} placeholder="from the preset" />
       </label>
       <label>
-        Disk (GB) <input name="disk" type="number" min={1} value="1" />
+        Disk (GB) <input name="disk" type="number" min={1} placeholder="from the preset" />
       </label>
       <label>
         Ports to expose <input name="ports" placeholder="3000, 8080" />
@@ -179,6 +231,7 @@ export function SandboxList({ caps, onOpen }: { caps: Capabilities; onOpen: (id:
               </div>
               <div class="meta">{kv(s.resources)}</div>
               <div class="meta">timers: {kv(s.timers) || '—'}</div>
+              {s.timer_deadlines && <div class="meta">{deadlines(s.timer_deadlines)}</div>}
               <div class="meta">
                 created {when(s.created_at)} · last activity {when(s.last_activity_at)}
               </div>

@@ -13,11 +13,15 @@ export const RuntimeErrorCodes = {
   SANDBOX_STOPPED: 409,
   SANDBOX_NOT_RUNNING: 409,
   CHAT_RUN_ACTIVE: 409,
+  /** A prompt or task to a plain-compute sandbox (created with agent: false). */
+  AGENT_DISABLED: 409,
   /** An idempotency key reused with another request (details: run_id, request_digest). */
   IDEMPOTENCY_CONFLICT: 409,
   PAYLOAD_TOO_LARGE: 413,
   RATE_LIMITED: 429,
   RESOURCES_EXCEED_LIMIT: 422,
+  /** A create names a per-sandbox network policy, which this operator does not enforce yet. */
+  NETWORK_POLICY_UNAVAILABLE: 422,
   IMAGE_NOT_ALLOWED: 422,
   IMAGE_NOT_FOUND: 422,
   INTERNAL: 500,

@@ -71,9 +71,11 @@ function routerFor(op: Op, operator: Address) {
     policy: {
       defaultImage: image,
       imageAllowlist: ['agent-sandbox-allowed-but-absent:1'],
-      maxCpuCores: 2,
-      maxMemoryMb: 2048,
-      maxDiskGb: 10,
+      shapes: {
+        presets: { default: { cpuCores: 1, memoryMb: 1024, diskGb: 5 } },
+        defaultPreset: 'default',
+        ceiling: { cpuCores: 2, memoryMb: 2048, diskGb: 10 },
+      },
       teeAvailable: false,
     },
     operatorApiUrl: 'http://127.0.0.1:9999',
@@ -220,6 +222,20 @@ describe('SANDBOX_CREATE and SANDBOX_DELETE', () => {
       [{ metadata_json: '{"ports":[3000],"n":1}' }, 'INVALID_REQUEST', 'metadata_json'],
       [{ name: 'x'.repeat(65) }, 'INVALID_REQUEST', 'name'],
       [{ agent_identifier: 'a'.repeat(129) }, 'INVALID_REQUEST', 'agent_identifier'],
+      [{ capabilities_json: '{"shape":"huge"}' }, 'INVALID_REQUEST', 'shape'],
+      [{ capabilities_json: '{"sizes":"big"}' }, 'INVALID_REQUEST', 'capabilities_json'],
+      [{ capabilities_json: '{not json' }, 'INVALID_REQUEST', 'capabilities_json'],
+      [{ capabilities_json: '{"agent":false,"startup_script":"make"}' }, 'INVALID_REQUEST', 'startup_script'],
+      [
+        { capabilities_json: '{"network":{"mode":"strict","allow_domains":["example.com"]}}' },
+        'NETWORK_POLICY_UNAVAILABLE',
+        'network',
+      ],
+      [
+        { capabilities_json: '{"network":{"mode":"strict","allow_domains":["10.0.0.1"]}}' },
+        'INVALID_REQUEST',
+        'capabilities_json.network',
+      ],
     ];
     for (const [over, code, field] of cases) {
       const o = createOutput((await create(flat(request(over)))).outcome);
@@ -227,6 +243,9 @@ describe('SANDBOX_CREATE and SANDBOX_DELETE', () => {
       expect(o.json, field).toMatchObject({ code, phase: 'validation' });
       expect(String(o.json['error']), field).toContain(field);
     }
+    // The refusal on chain names the field and the ceiling (issue 26: "on chain too").
+    const over = createOutput((await create(flat(request({ cpu_cores: 64n, disk_gb: 11n })))).outcome);
+    expect(over.json['error']).toContain('cpu_cores 64 > ceiling 2 cores, disk_gb 11 > ceiling 10 GB');
     expect(main.manager.list()).toHaveLength(0);
   });
 

@@ -6,7 +6,7 @@ import type { BlueprintDeps, SandboxFacts } from '../deps.ts';
 import { BlueprintError } from '../errors.ts';
 import { HandledCalls } from '../handled-calls.ts';
 import type { SANDBOX_CREATE_INPUT, SANDBOX_CREATE_OUTPUT, SANDBOX_DELETE_INPUT } from '../jobs.ts';
-import { validateCreateRequest, validateSandboxId } from '../validate.ts';
+import { runtimeCreateParams, validateCreateRequest, validateSandboxId } from '../validate.ts';
 import { describeFailure } from './failure.ts';
 
 export { describeFailure };
@@ -130,16 +130,7 @@ export function sandboxHandlers(deps: BlueprintDeps) {
           owner: ctx.caller,
           serviceId: `${ctx.serviceId}`,
           callId: `${ctx.callId}`,
-          name: v.name,
-          image: v.image,
-          cpuCores: v.cpuCores,
-          memoryMb: v.memoryMb,
-          diskGb: v.diskGb,
-          idleTimeoutSeconds: v.idleTimeoutSeconds,
-          maxLifetimeSeconds: v.maxLifetimeSeconds,
-          env: v.env,
-          metadata: v.metadata,
-          exposedPorts: v.exposedPorts,
+          ...runtimeCreateParams(v),
         },
         { onPhase: (phase) => ctx.log.info({ phase }, 'provisioning progress') },
       );

@@ -2,6 +2,7 @@
 // generated from the same table (help.ts), so `--help` always matches what the parser accepts.
 import { parseArgs } from 'node:util';
 import { ClientError } from '../errors.ts';
+import { CREATE_COMMAND } from './create-args.ts';
 
 // Kept light: `--help` loads only this file, help.ts and errors.ts; each command's code loads when it runs.
 
@@ -133,48 +134,15 @@ export const COMMANDS: Record<string, CommandSpec> = {
     positionals: [],
     options: {},
   },
-  create: {
-    summary: 'create a sandbox (job 0 from the owner account); waits until it is running',
-    usage: 'create [--name N] [--image I] [--cpu N] [--memory MB] [--disk GB] [--env K=V]… [options]',
+  create: CREATE_COMMAND,
+  shapes: {
+    summary: "the operator's sandbox sizes: presets, the default preset and the ceiling",
+    usage: 'shapes',
     positionals: [],
-    options: {
-      name: { type: 'string', arg: 'NAME', help: 'sandbox name' },
-      image: { type: 'string', arg: 'IMAGE', help: 'image to run (operator default when empty)' },
-      stack: { type: 'string', arg: 'STACK', help: 'software stack' },
-      agent: { type: 'string', arg: 'ID', help: 'agent identifier (harness), e.g. codex, claude' },
-      env: {
-        type: 'string',
-        multiple: true,
-        arg: 'K=V',
-        help: 'non-secret env (public on chain!); repeatable',
-      },
-      'env-json': { type: 'string', arg: 'JSON', help: 'non-secret env as a JSON object' },
-      'metadata-json': { type: 'string', arg: 'JSON', help: 'metadata JSON object' },
-      'ssh-key': {
-        type: 'string',
-        arg: 'KEY|FILE',
-        help: 'enable SSH with this public key (or a .pub file)',
-      },
-      'no-web-terminal': { type: 'boolean', help: 'disable the web terminal' },
-      lifetime: { type: 'string', arg: 'SECONDS', help: 'max lifetime (default 3600)' },
-      'idle-timeout': { type: 'string', arg: 'SECONDS', help: 'idle timeout (default 900)' },
-      cpu: { type: 'string', arg: 'N', help: 'CPU cores (default 1)' },
-      memory: { type: 'string', arg: 'MB', help: 'memory in MB (default 1024)' },
-      disk: { type: 'string', arg: 'GB', help: 'disk in GB (default 5)' },
-      tee: { type: 'string', arg: 'TYPE', help: 'require a TEE: tdx, nitro or sev' },
-      'attestation-nonce': { type: 'string', arg: 'NONCE', help: 'nonce to bind into the TEE attestation' },
-      'capabilities-json': { type: 'string', arg: 'JSON', help: 'capabilities JSON' },
-      timeout: { type: 'string', arg: 'SECONDS', help: 'give up waiting after this long (default 600)' },
-      'keep-unready': {
-        type: 'boolean',
-        help: 'keep a sandbox that never reports running (default: delete it with job 1)',
-      },
-    },
+    options: {},
     details:
-      'Job inputs are public on chain: put credentials in `agent-sandbox secrets set` after create. Env names that look like secrets are refused. Progress (queued → image_pull → container_create → container_start → health_check → ready, or queued → pool_claim → ready when the operator has a warm container) is printed as it happens; the command returns only when the operator reports the sandbox running, or fails naming the phase.',
-    examples: [
-      'agent-sandbox create --devnet .devnet/devnet.json --operator http://127.0.0.1:9090 --name demo',
-    ],
+      'Reads GET /api/shapes (no sign-in). `create --shape NAME` picks a preset; a create naming no size gets the default preset, clamped to the ceiling; numbers above the ceiling are refused (RESOURCES_EXCEED_LIMIT, naming the field and the ceiling).',
+    examples: ['agent-sandbox shapes --operator http://127.0.0.1:9090'],
   },
   list: { summary: 'list your sandboxes on the operator', usage: 'list', positionals: [], options: {} },
   get: {

@@ -186,3 +186,20 @@ function lifecycle(kind: 'stop' | 'resume' | 'snapshot'): Command {
 export const stop = lifecycle('stop');
 export const resume = lifecycle('resume');
 export const snapshot = lifecycle('snapshot');
+
+export const shapes: Command = async (ctx) => {
+  const client = await ctx.publicOperator();
+  const s = await client.shapes();
+  if (ctx.json) {
+    ctx.printJson(s);
+    return 0;
+  }
+  const size = (x: { cpuCores: number; memoryMb: number; diskGb: number }) =>
+    `${x.cpuCores} cores\t${x.memoryMb} MB\t${x.diskGb} GB`;
+  for (const p of s.presets) {
+    const tags = [p.name === s.default ? 'default' : '', p.fits ? '' : 'above the ceiling'].filter(Boolean);
+    ctx.out(`${p.name}\t${size(p)}${tags.length ? `\t(${tags.join(', ')})` : ''}`);
+  }
+  ctx.out(`ceiling\t${size(s.ceiling)}`);
+  return 0;
+};

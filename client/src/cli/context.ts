@@ -223,6 +223,12 @@ export class CliContext {
     return this.operatorAt(await this.operatorUrl(sandboxId));
   }
 
+  /** A client for the operator's public routes (no key or session needed). */
+  async publicOperator(): Promise<OperatorClient> {
+    const baseUrl = await this.operatorUrl();
+    return new OperatorClient({ baseUrl, ...(this.io.fetch ? { fetch: this.io.fetch } : {}) });
+  }
+
   async operatorAt(baseUrl: string, mode: 'cloud' | 'instance' = 'cloud'): Promise<OperatorClient> {
     const account = await this.account();
     const cached = await this.cache.get(baseUrl, account?.address);

@@ -17,6 +17,35 @@ function uint(ctx: CliContext, flag: string): string | undefined {
   return v;
 }
 
+/**
+ * capabilities_json: the create options (the operator's blueprint-lib/src/create-options.ts) from
+ * --capabilities-json, with --shape, --delete-after-stopped … set over it.
+ */
+function createOptionsFromFlags(ctx: CliContext, raw: string | undefined): string | undefined {
+  const o = ctx.args.options;
+  const set: Record<string, unknown> = {};
+  if (typeof o.shape === 'string') set.shape = o.shape;
+  if (o['no-agent'] === true) set.agent = false;
+  const after = uint(ctx, 'delete-after-stopped');
+  if (after !== undefined) set.delete_after_stopped_seconds = Number(after);
+  if (Object.keys(set).length === 0) return raw;
+  let base: unknown = {};
+  if (raw !== undefined && raw.trim() !== '') {
+    try {
+      base = JSON.parse(raw);
+    } catch {
+      throw new ClientError('USAGE', '--capabilities-json is not JSON');
+    }
+  }
+  if (typeof base !== 'object' || base === null || Array.isArray(base)) {
+    throw new ClientError(
+      'USAGE',
+      '--capabilities-json must be a JSON object to combine it with --shape and the like',
+    );
+  }
+  return JSON.stringify({ ...base, ...set });
+}
+
 /** Builds the job 0 request from flags (validation of the whole happens in buildCreateRequest). */
 export async function createRequestFromFlags(ctx: CliContext): Promise<SandboxCreateRequestInput> {
   const o = ctx.args.options;
@@ -37,7 +66,8 @@ export async function createRequestFromFlags(ctx: CliContext): Promise<SandboxCr
   if (o.env) env = { ...env, ...parsePairs(o.env as string[], '--env') };
   if (Object.keys(env).length) req.env_json = JSON.stringify(env);
   if (str('metadata-json') !== undefined) req.metadata_json = str('metadata-json')!;
-  if (str('capabilities-json') !== undefined) req.capabilities_json = str('capabilities-json')!;
+  const options = createOptionsFromFlags(ctx, str('capabilities-json'));
+  if (options !== undefined) req.capabilities_json = options;
   const ssh = str('ssh-key');
   if (ssh !== undefined) {
     req.ssh_enabled = true;

@@ -110,6 +110,22 @@ describe('sessions', () => {
 });
 
 describe('sandbox commands and exit codes', () => {
+  it('shapes: presets with the default and what is above the ceiling, no sign-in; --json as served', async () => {
+    const r = await cli(['shapes', '--operator', op.url]);
+    expect(r.code, r.err).toBe(0);
+    expect(r.out).toBe(
+      'small\t1 cores\t1024 MB\t10 GB\t(default)\nhuge\t16 cores\t65536 MB\t500 GB\t(above the ceiling)\nceiling\t4 cores\t8192 MB\t50 GB\n',
+    );
+    const j = await cli(['shapes', '--operator', op.url, '--json']);
+    expect(JSON.parse(j.out)).toMatchObject({ default: 'small', ceiling: { cpuCores: 4 } });
+  });
+
+  it('create: --shape with a --capabilities-json that is not an object is a usage error (exit 1)', async () => {
+    const r = await cli(['create', ...withKey(), '--shape', 'small', '--capabilities-json', '["gpu"]']);
+    expect(r.code).toBe(1);
+    expect(r.err).toMatch(/--capabilities-json must be a JSON object/);
+  });
+
   it('get: 0 with the record, 3 for an unknown id', async () => {
     const r = await cli(['get', 'sb-1', ...withKey(), '--json']);
     expect(r.code).toBe(0);

@@ -22,6 +22,7 @@ const handlers: Record<string, () => Promise<Command>> = {
   stop: async () => (await ops()).stop,
   resume: async () => (await ops()).resume,
   snapshot: async () => (await ops()).snapshot,
+  shapes: async () => (await ops()).shapes,
   delete: async () => (await import('./jobs.ts')).deleteSandbox,
   tee: async () => (await import('./tee.ts')).teeVerify,
   workflow: async () => (await import('./workflow.ts')).workflow,

@@ -89,6 +89,16 @@ export async function startSpecOperator(
     const method = req.method ?? 'GET';
     state.log.push(`${method} ${path}`);
     try {
+      if (method === 'GET' && path === '/api/shapes') {
+        return send(res, 200, {
+          presets: [
+            { name: 'small', cpuCores: 1, memoryMb: 1024, diskGb: 10, fits: true },
+            { name: 'huge', cpuCores: 16, memoryMb: 65536, diskGb: 500, fits: false },
+          ],
+          default: 'small',
+          ceiling: { cpuCores: 4, memoryMb: 8192, diskGb: 50 },
+        });
+      }
       if (method === 'POST' && path === '/api/auth/challenge') {
         const b = await body(req);
         if (typeof b.address !== 'string') return fail(res, 400, 'VALIDATION', 'send {"address":"0x…"}');

@@ -21,6 +21,7 @@ import { authRoutes } from './routes/auth.ts';
 import { consoleRoutes } from './routes/console.ts';
 import { publicRoutes } from './routes/public.ts';
 import { registerList } from './routes/sandboxes.ts';
+import { registerShapes } from './routes/shapes.ts';
 import { validationHook } from './routes/validation.ts';
 import { registerWorkflows } from './routes/workflows.ts';
 import { RunLog } from './runs/run-log.ts';
@@ -104,6 +105,7 @@ export function createOperatorApi(deps: OperatorApiDeps, configInput?: ApiConfig
       sandboxes: deps.sandboxes,
     }),
   );
+  registerShapes(app, deps.shapes);
   app.route('/', authRoutes(deps.sessions, sessions));
   app.route('/', consoleRoutes(deps.consoleDir));
 

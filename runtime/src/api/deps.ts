@@ -4,6 +4,7 @@
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import type { SandboxRecord } from '../sandbox/record.ts';
+import type { ShapeCatalog } from '../sandbox/shapes.ts';
 import type { SidecarClient } from '../sidecar-client/index.ts';
 import type { EncryptedStore } from '../store/index.ts';
 import type { WorkflowRecord } from '../workflows/records.ts';
@@ -140,6 +141,8 @@ export interface OperatorApiDeps {
   instanceSandboxId?: string | (() => string | undefined);
   /** Public capability document (backends, harnesses, TEE); `mode` is added by the API. */
   capabilities: Record<string, unknown>;
+  /** Size presets, default and ceiling served at GET /api/shapes (absent: the route is not mounted). */
+  shapes?: ShapeCatalog;
   /** Each check throws or returns false when unhealthy. `chain` is injected: runtime knows no chain. */
   health?: { runtime?: HealthCheck; store?: HealthCheck; chain?: HealthCheck };
   /** False until the operator has reconciled and can take work. */

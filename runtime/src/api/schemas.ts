@@ -127,6 +127,18 @@ export const SandboxViewSchema = z
     started_at: z.number().nullable().optional(),
     stopped_at: z.number().nullable().optional(),
     stop_reason: z.string().nullable().optional(),
+    timer_deadlines: z
+      .object({
+        idle_stop_at: z.number().nullable(),
+        max_lifetime_stop_at: z.number().nullable(),
+        delete_at: z.number().nullable(),
+      })
+      .optional()
+      .openapi({
+        description:
+          'epoch ms when each timer fires: a running sandbox stops at idle_stop_at (moved by activity) or max_lifetime_stop_at (create or last resume + maxLifetimeSeconds); a stopped one is deleted at delete_at (stop + deleteAfterStoppedSeconds). null: does not apply now',
+      }),
+    agent: z.boolean().optional().openapi({ description: 'false: plain compute, no coding agent' }),
     secret_names: z.array(z.string()),
   })
   .openapi('Sandbox');

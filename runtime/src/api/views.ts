@@ -17,7 +17,32 @@ export interface SandboxView {
   started_at?: number | null;
   stopped_at?: number | null;
   stop_reason?: string | null;
+  timer_deadlines: {
+    idle_stop_at: number | null;
+    max_lifetime_stop_at: number | null;
+    delete_at: number | null;
+  };
+  /** false: plain compute (no coding agent). */
+  agent: boolean;
   secret_names: string[];
+}
+
+/** When each timer fires (epoch ms), as the reaper decides it (sandbox/reaper.ts); null: not now. */
+export function timerDeadlines(r: SandboxRecord): SandboxView['timer_deadlines'] {
+  const none = { idle_stop_at: null, max_lifetime_stop_at: null, delete_at: null };
+  if (r.expiryExempt) return none;
+  if (r.state === 'running') {
+    return {
+      ...none,
+      idle_stop_at: r.lastActivityAt + r.timers.idleTimeoutSeconds * 1000,
+      max_lifetime_stop_at: r.startedAt === null ? null : r.startedAt + r.timers.maxLifetimeSeconds * 1000,
+    };
+  }
+  const after = r.timers.deleteAfterStoppedSeconds;
+  if (r.state === 'stopped' && after !== undefined && r.stoppedAt !== null) {
+    return { ...none, delete_at: r.stoppedAt + after * 1000 };
+  }
+  return none;
 }
 
 export function sandboxView(r: SandboxRecord): SandboxView {
@@ -38,6 +63,8 @@ export function sandboxView(r: SandboxRecord): SandboxView {
     started_at: r.startedAt ?? null,
     stopped_at: r.stoppedAt ?? null,
     stop_reason: r.stopReason ?? null,
+    timer_deadlines: timerDeadlines(r),
+    agent: r.agent !== false,
     secret_names: Object.keys(r.userEnv ?? {}).sort(),
   };
 }

@@ -4,6 +4,8 @@ import { z } from 'zod';
 import { EGRESS_POLICIES } from '../docker/sandbox-network.ts';
 import { MAX_SOCKET_PATH, SOCKET_NAME } from '../docker/sidecar-socket.ts';
 import { RuntimeError } from '../errors.ts';
+import { DEFAULT_IMPLICIT_DOMAINS, DomainSchema } from './network-policy.ts';
+import { checkShapeCatalog, clampShape, parseShapeList, type ShapeCatalog, ShapeSchema } from './shapes.ts';
 
 // <dir>/sbx-<32 hex>/sidecar.sock must fit MAX_SOCKET_PATH.
 const MAX_SOCKET_DIR = MAX_SOCKET_PATH - '/sbx-00000000000000000000000000000000/'.length - SOCKET_NAME.length;
@@ -23,6 +25,25 @@ export const SandboxRuntimeConfigSchema = z.object({
   maxCpuCores: z.number().positive().default(2),
   maxMemoryMb: z.number().int().positive().default(8192),
   maxDiskGb: z.number().int().positive().default(50),
+  /**
+   * Named size presets (empty: one preset, `default`, of defaultCpuCores/MemoryMb/DiskGb). When
+   * set, the default preset clamped to the max* ceiling replaces the default* values.
+   */
+  shapes: z.record(z.string(), ShapeSchema).default({}),
+  /** The preset a create that names no size gets (default: the first of `shapes`). */
+  defaultShape: z.string().optional(),
+  /** Seconds a stopped sandbox is kept before it is deleted, when its create names none (30 days). */
+  defaultDeleteAfterStoppedSeconds: z
+    .number()
+    .int()
+    .positive()
+    .default(30 * 86400),
+  /** Cap on a requested deleteAfterStoppedSeconds (clamped). */
+  maxDeleteAfterStoppedSeconds: z
+    .number()
+    .int()
+    .positive()
+    .default(90 * 86400),
   /** Below this the sidecar (a Node process) cannot run reliably. */
   minMemoryMb: z.number().int().positive().default(128),
   pidsLimit: z.number().int().positive().default(1024),
@@ -81,6 +102,12 @@ export const SandboxRuntimeConfigSchema = z.object({
    */
   egress: z.enum(EGRESS_POLICIES).default('public'),
   /**
+   * The implicit domains of the network model (registries, git hosts, container registries, CDNs,
+   * Tangle's services): what a sandbox with no policy is meant to reach. Published in the
+   * capability document; not enforced yet (network-policy.ts).
+   */
+  implicitDomains: z.array(DomainSchema).default([...DEFAULT_IMPLICIT_DOMAINS]),
+  /**
    * Under egress none: where each sandbox's sidecar socket directory is made (<dir>/<sandbox id>,
    * 0700). Short enough that the socket path fits a Unix socket address (107 bytes).
    */
@@ -113,7 +140,30 @@ export function parseSandboxRuntimeConfig(input: SandboxRuntimeConfigInput): San
       'invalid sandbox runtime config: SANDBOX_EGRESS=none gives sandboxes no network, so no port can be exposed; remove SANDBOX_EXPOSED_PORTS or pick another egress policy',
     );
   }
-  return r.data;
+  const shapes = shapeCatalog(r.data);
+  // The default preset is what a create naming no size gets: the per-field defaults follow it.
+  const d = clampShape(shapes.presets[shapes.defaultPreset]!, shapes.ceiling);
+  return { ...r.data, defaultCpuCores: d.cpuCores, defaultMemoryMb: d.memoryMb, defaultDiskGb: d.diskGb };
+}
+
+/** The presets, the default preset and the ceiling this configuration offers (GET /api/shapes). */
+export function shapeCatalog(cfg: SandboxRuntimeConfig): ShapeCatalog {
+  const ceiling = { cpuCores: cfg.maxCpuCores, memoryMb: cfg.maxMemoryMb, diskGb: cfg.maxDiskGb };
+  const names = Object.keys(cfg.shapes);
+  if (names.length === 0) {
+    return {
+      presets: {
+        default: { cpuCores: cfg.defaultCpuCores, memoryMb: cfg.defaultMemoryMb, diskGb: cfg.defaultDiskGb },
+      },
+      defaultPreset: 'default',
+      ceiling,
+    };
+  }
+  try {
+    return checkShapeCatalog({ presets: cfg.shapes, defaultPreset: cfg.defaultShape ?? names[0]!, ceiling });
+  } catch (e) {
+    throw new RuntimeError('VALIDATION', `invalid sandbox runtime config: ${(e as Error).message}`);
+  }
 }
 
 // Environment variable -> config key; numbers parsed, booleans "true"/"false".
@@ -127,6 +177,9 @@ const ENV_KEYS: Record<string, keyof SandboxRuntimeConfig> = {
   SANDBOX_MAX_CPU_CORES: 'maxCpuCores',
   SANDBOX_MAX_MEMORY_MB: 'maxMemoryMb',
   SANDBOX_MAX_DISK_GB: 'maxDiskGb',
+  SANDBOX_DEFAULT_SHAPE: 'defaultShape',
+  SANDBOX_DEFAULT_DELETE_AFTER_STOPPED: 'defaultDeleteAfterStoppedSeconds',
+  SANDBOX_MAX_DELETE_AFTER_STOPPED: 'maxDeleteAfterStoppedSeconds',
   SANDBOX_PIDS_LIMIT: 'pidsLimit',
   OPERATOR_MAX_CAPACITY: 'maxSandboxes',
   SANDBOX_WARM_POOL: 'warmPool',
@@ -152,6 +205,7 @@ export function sandboxRuntimeConfigFromEnv(
   base: Partial<SandboxRuntimeConfigInput> = {},
 ): SandboxRuntimeConfig {
   const out: Record<string, unknown> = { ...base };
+  if (env.SANDBOX_SHAPES?.trim()) out.shapes = parseShapeList(env.SANDBOX_SHAPES);
   for (const [envKey, key] of Object.entries(ENV_KEYS)) {
     const raw = env[envKey];
     if (raw === undefined || raw === '') continue;

@@ -219,6 +219,26 @@ export async function deleteSandbox(ctx: SandboxContext, id: string): Promise<Sa
   });
 }
 
+/**
+ * deleteAfterStoppedSeconds ran out: everything of the sandbox is removed, as by delete, and the
+ * record stays as an `expired` tombstone, so the operator reports it gone on chain (its slot freed)
+ * and the owner reads why. Secrets and env go with it.
+ */
+export async function expireStoppedSandbox(ctx: SandboxContext, id: string): Promise<SandboxRecord> {
+  const rec = mustGet(ctx, id);
+  await purgeArtifacts(ctx, rec);
+  return transition(ctx, id, 'expired', {
+    ...DOWN,
+    tier: null,
+    tierSince: null,
+    snapshotImageId: null,
+    snapshotArchiveDir: null,
+    userEnv: {},
+    baseEnv: {},
+    error: `deleted after being stopped for ${rec.timers.deleteAfterStoppedSeconds} s (deleteAfterStoppedSeconds); resume it within that time to keep a sandbox`,
+  });
+}
+
 /** Replaces the user secrets and recreates the container (same volume, id, token, owner). */
 export async function setSecrets(
   ctx: SandboxContext,

@@ -33,7 +33,7 @@ import { admit, callKey, existingProvision, type ProvisionHooks, runProvision } 
 import { gcTick, reaperTick, type TickResult } from './reaper.ts';
 import { type ReconcileReport, reconcile } from './reconcile.ts';
 import { type SandboxRecord, SandboxRecordSchema } from './record.ts';
-import { type CreateSandboxParams, resolveCreate } from './request.ts';
+import { type CreateSandboxParams, refuseAgentProgram, resolveCreate } from './request.ts';
 import { endpointOf } from './sidecar-address.ts';
 import { WarmPool } from './warm-pool.ts';
 
@@ -270,6 +270,7 @@ export class SandboxManager {
   /** Phase 2: replaces the user secrets; the container is recreated with id, token, owner kept. */
   async injectSecrets(id: string, env: Record<string, string>): Promise<SandboxRecord> {
     const secrets = parseUserEnv(env, 'secrets', { minKeys: 1 });
+    if (mustGet(this.#ctx, id).agent === false) refuseAgentProgram(secrets, 'secrets');
     return this.#lock(id, () => setSecrets(this.#ctx, id, secrets));
   }
 

@@ -78,6 +78,7 @@ export async function admit(
       baseEnv: req.baseEnv,
       metadata: req.metadata,
       ...(req.expiryExempt ? { expiryExempt: true } : {}),
+      ...(req.agent ? {} : { agent: false }),
     },
     now,
   );

@@ -1,8 +1,9 @@
 // The two background loops, as pure ticks over an injected clock:
 // - reaper: a running sandbox idle longer than its idle timeout is stopped (reason "idle"); one
 //   running longer than its max lifetime since create/resume is stopped too (reason
-//   "max_lifetime"). Stopped, not deleted: the product's contract is that timers stop and only
-//   delete (or GC running out the retentions) removes; resume starts a new lifetime interval.
+//   "max_lifetime"); resume starts a new lifetime interval. A stopped sandbox stopped longer than
+//   its deleteAfterStoppedSeconds is deleted (everything removed, an `expired` tombstone kept so
+//   the chain is told); a resume restarts that clock, since the next stop sets a new stoppedAt.
 // - GC: stopped sandboxes move down a tier after each retention: hot -> warm -> cold -> gone
 //   (state `expired`: nothing left to resume; the record stays as a tombstone).
 // A record marked `expiryExempt` (an instance's one sandbox) is skipped by both.
@@ -11,7 +12,7 @@
 import { rm } from 'node:fs/promises';
 import { removeSocketDir } from '../docker/sidecar-socket.ts';
 import { type SandboxContext, transition } from './context.ts';
-import { containerVanished, stopSandbox } from './lifecycle.ts';
+import { containerVanished, expireStoppedSandbox, stopSandbox } from './lifecycle.ts';
 import type { SandboxRecord } from './record.ts';
 import { demoteHotToWarm, demoteWarmToCold } from './storage.ts';
 
@@ -22,8 +23,17 @@ export interface TickResult {
 
 export type LockFn = <R>(id: string, fn: () => Promise<R>) => Promise<R>;
 
-function reapReason(r: SandboxRecord, now: number): 'idle' | 'max_lifetime' | undefined {
-  if (r.state !== 'running' || r.expiryExempt) return undefined;
+type ReapReason = 'idle' | 'max_lifetime' | 'delete_after_stopped';
+
+function reapReason(r: SandboxRecord, now: number): ReapReason | undefined {
+  if (r.expiryExempt) return undefined;
+  if (r.state === 'stopped') {
+    const after = r.timers.deleteAfterStoppedSeconds;
+    return after !== undefined && r.stoppedAt !== null && now - r.stoppedAt >= after * 1000
+      ? 'delete_after_stopped'
+      : undefined;
+  }
+  if (r.state !== 'running') return undefined;
   if (r.startedAt !== null && now - r.startedAt >= r.timers.maxLifetimeSeconds * 1000) return 'max_lifetime';
   if (now - r.lastActivityAt >= r.timers.idleTimeoutSeconds * 1000) return 'idle';
   return undefined;
@@ -39,9 +49,14 @@ export async function reaperTick(ctx: SandboxContext, lock: LockFn, now: number)
         // Re-check under the lock: a resume or touch may have happened meanwhile.
         const reason = r && reapReason(r, now);
         if (!reason) return;
-        await stopSandbox(ctx, r.id, reason);
+        if (reason === 'delete_after_stopped') {
+          await expireStoppedSandbox(ctx, r.id);
+          out.acted.push({ id: r.id, action: 'deleted:delete_after_stopped' });
+        } else {
+          await stopSandbox(ctx, r.id, reason);
+          out.acted.push({ id: r.id, action: `stopped:${reason}` });
+        }
         ctx.metrics?.reaped.inc({ reason });
-        out.acted.push({ id: r.id, action: `stopped:${reason}` });
       });
     } catch (e) {
       out.errors.push({ id: candidate.id, error: (e as Error).message });

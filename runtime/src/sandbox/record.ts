@@ -68,6 +68,12 @@ export type SandboxResources = z.infer<typeof SandboxResourcesSchema>;
 export const SandboxTimersSchema = z.object({
   idleTimeoutSeconds: z.number().int().positive(),
   maxLifetimeSeconds: z.number().int().positive(),
+  /**
+   * A stopped sandbox is deleted (everything removed, state `expired`) this long after its stop;
+   * a resume restarts the clock (the next stop sets a new stoppedAt). Absent: an older record,
+   * which only GC's retentions remove.
+   */
+  deleteAfterStoppedSeconds: z.number().int().positive().optional(),
 });
 export type SandboxTimers = z.infer<typeof SandboxTimersSchema>;
 
@@ -131,6 +137,11 @@ export const SandboxRecordSchema = z.object({
    * when asked and a stopped one stays hot. Absent: false (cloud sandboxes, older records).
    */
   expiryExempt: z.boolean().optional(),
+  /**
+   * false: plain compute (create option `agent: false`): no coding agent (prompt and task are
+   * refused with AGENT_DISABLED), no agent program in its env. Absent: true.
+   */
+  agent: z.boolean().optional(),
   error: z.string().nullable(),
 });
 export type SandboxRecord = z.infer<typeof SandboxRecordSchema>;
@@ -173,7 +184,7 @@ export type NewRecordFields = Pick<
   | 'baseEnv'
   | 'metadata'
 > &
-  Partial<Pick<SandboxRecord, 'expiryExempt'>>;
+  Partial<Pick<SandboxRecord, 'expiryExempt' | 'agent'>>;
 
 /** A new sandbox's record: a fresh sidecar token, created and last active `now`. */
 export function newRecord(f: NewRecordFields, now: number): SandboxRecord {

@@ -23,11 +23,15 @@ describe('resolveCreate', () => {
       callId: '5',
       image: 'img:1',
     });
-    expect(r.timers).toEqual({ idleTimeoutSeconds: 1800, maxLifetimeSeconds: 86400 });
+    expect(r.timers).toEqual({
+      idleTimeoutSeconds: 1800,
+      maxLifetimeSeconds: 86400,
+      deleteAfterStoppedSeconds: 2592000,
+    });
   });
   it('refuses anything above a cap with RESOURCES_EXCEED_LIMIT naming each one', () => {
     expect(() => resolveCreate({ ...req, cpuCores: 3, memoryMb: 5000 }, cfg)).toThrow(
-      /exceed this operator's limits \(cpu_cores 3 > 2, memory_mb 5000 > 4096\)/,
+      /cpu_cores 3 > ceiling 2 cores, memory_mb 5000 > ceiling 4096 MB: the size is above this operator's ceiling/,
     );
   });
   it('refuses memory below the minimum and malformed requests with VALIDATION', () => {
@@ -57,8 +61,20 @@ describe('resolveCreate', () => {
     expect(bad([1, 2, 3, 4, 5, 6, 7, 8], withDefaults)).toThrow(/at most 8 ports/);
   });
   it('clamps timers to the operator maxima', () => {
-    const r = resolveCreate({ ...req, idleTimeoutSeconds: 999_999, maxLifetimeSeconds: 999_999 }, cfg);
-    expect(r.timers).toEqual({ idleTimeoutSeconds: 7200, maxLifetimeSeconds: 172800 });
+    const r = resolveCreate(
+      {
+        ...req,
+        idleTimeoutSeconds: 999_999,
+        maxLifetimeSeconds: 999_999,
+        deleteAfterStoppedSeconds: 10 ** 9,
+      },
+      cfg,
+    );
+    expect(r.timers).toEqual({
+      idleTimeoutSeconds: 7200,
+      maxLifetimeSeconds: 172800,
+      deleteAfterStoppedSeconds: 7776000,
+    });
   });
 });
 

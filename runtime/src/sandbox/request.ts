@@ -3,9 +3,14 @@
 // timers above a cap are clamped).
 import { z } from 'zod';
 import { RuntimeError } from '../errors.ts';
-import type { SandboxRuntimeConfig } from './config.ts';
+import { type SandboxRuntimeConfig, shapeCatalog } from './config.ts';
 import { parseUserEnv } from './env.ts';
 import type { SandboxTimers } from './record.ts';
+import { resolveNetworkPolicy } from './network-policy.ts';
+import { resolveShape } from './shapes.ts';
+
+/** The user's own agent program (the sidecar's USER_AGENT_COMMAND_KEY). */
+const USER_AGENT_COMMAND = 'SANDBOX_AGENT_COMMAND';
 
 const IdLike = z.union([
   z.string().min(1).max(128),
@@ -22,11 +27,15 @@ export const CreateSandboxParamsSchema = z.object({
   callId: IdLike,
   name: z.string().max(128).default(''),
   image: z.string().max(512).optional(),
+  /** A size preset of the operator's (GET /api/shapes); numbers below override its fields. */
+  shape: z.string().max(64).optional(),
   cpuCores: z.number().nonnegative().default(0),
   memoryMb: z.number().int().nonnegative().default(0),
   diskGb: z.number().int().nonnegative().default(0),
   idleTimeoutSeconds: z.number().int().nonnegative().default(0),
   maxLifetimeSeconds: z.number().int().nonnegative().default(0),
+  /** 0 = the operator's default (30 days); clamped to its cap. */
+  deleteAfterStoppedSeconds: z.number().int().nonnegative().default(0),
   /** Phase-1 base config: non-secret. */
   env: z.record(z.string(), z.string()).default({}),
   metadata: z.record(z.string(), z.unknown()).default({}),
@@ -34,6 +43,10 @@ export const CreateSandboxParamsSchema = z.object({
   exposedPorts: z.array(z.number().int().min(1).max(65535)).max(MAX_EXPOSED_PORTS).optional(),
   /** Never stopped by the idle/lifetime timers nor demoted by GC (an instance's sandbox). */
   expiryExempt: z.boolean().default(false),
+  /** false: plain compute (no coding agent, no agent program, no startup scripts). */
+  agent: z.boolean().default(true),
+  /** A per-sandbox network policy (network-policy.ts); absent = the operator's default. */
+  network: z.unknown().optional(),
 });
 export type CreateSandboxParams = z.input<typeof CreateSandboxParamsSchema>;
 
@@ -51,6 +64,7 @@ export interface ResolvedCreate {
   metadata: Record<string, unknown>;
   exposedPorts: number[];
   expiryExempt: boolean;
+  agent: boolean;
 }
 
 /** Everything checked before a single Docker object is created. */
@@ -64,26 +78,16 @@ export function resolveCreate(input: unknown, cfg: SandboxRuntimeConfig): Resolv
     );
   }
   const p = r.data;
-  const cpuCores = p.cpuCores || cfg.defaultCpuCores;
-  const memoryMb = p.memoryMb || cfg.defaultMemoryMb;
-  const diskGb = p.diskGb || cfg.defaultDiskGb;
-  const over: string[] = [];
-  if (cpuCores > cfg.maxCpuCores) over.push(`cpu_cores ${cpuCores} > ${cfg.maxCpuCores}`);
-  if (memoryMb > cfg.maxMemoryMb) over.push(`memory_mb ${memoryMb} > ${cfg.maxMemoryMb}`);
-  if (diskGb > cfg.maxDiskGb) over.push(`disk_gb ${diskGb} > ${cfg.maxDiskGb}`);
-  if (over.length > 0) {
-    throw new RuntimeError(
-      'RESOURCES_EXCEED_LIMIT',
-      `requested resources exceed this operator's limits (${over.join(', ')}); ask for less`,
-      { details: { maxCpuCores: cfg.maxCpuCores, maxMemoryMb: cfg.maxMemoryMb, maxDiskGb: cfg.maxDiskGb } },
-    );
-  }
+  const { cpuCores, memoryMb, diskGb } = resolveShape(p, shapeCatalog(cfg));
   if (memoryMb < cfg.minMemoryMb) {
     throw new RuntimeError(
       'VALIDATION',
       `memory_mb ${memoryMb} is below the ${cfg.minMemoryMb} MB a sandbox needs to run its sidecar`,
     );
   }
+  resolveNetworkPolicy(p.network, cfg.egress);
+  const baseEnv = parseUserEnv(p.env, 'env');
+  if (!p.agent) refuseAgentProgram(baseEnv, 'env');
   if (cpuCores < 0.1)
     throw new RuntimeError('VALIDATION', `cpu_cores ${cpuCores} is below the minimum of 0.1`);
   return {
@@ -96,11 +100,22 @@ export function resolveCreate(input: unknown, cfg: SandboxRuntimeConfig): Resolv
     memoryMb,
     diskGb,
     timers: resolveTimers(p, cfg),
-    baseEnv: parseUserEnv(p.env, 'env'),
+    baseEnv,
     metadata: p.metadata,
     exposedPorts: resolveExposedPorts(p.exposedPorts ?? [], cfg),
     expiryExempt: p.expiryExempt,
+    agent: p.agent,
   };
+}
+
+/** Plain compute has no coding agent: the user's agent program (SANDBOX_AGENT_COMMAND) is refused. */
+export function refuseAgentProgram(env: Record<string, string>, what: 'env' | 'secrets'): void {
+  if (Object.hasOwn(env, USER_AGENT_COMMAND)) {
+    throw new RuntimeError(
+      'VALIDATION',
+      `${what} ${USER_AGENT_COMMAND}: this sandbox is plain compute (agent: false) and runs no coding agent; create it with agent: true to give it one`,
+    );
+  }
 }
 
 /** The request's ports plus the operator's defaults, de-duplicated and sorted. */
@@ -128,7 +143,7 @@ export function resolveExposedPorts(asked: readonly number[], cfg: SandboxRuntim
 }
 
 export function resolveTimers(
-  p: { idleTimeoutSeconds?: number; maxLifetimeSeconds?: number },
+  p: { idleTimeoutSeconds?: number; maxLifetimeSeconds?: number; deleteAfterStoppedSeconds?: number },
   cfg: SandboxRuntimeConfig,
 ): SandboxTimers {
   return {
@@ -139,6 +154,10 @@ export function resolveTimers(
     maxLifetimeSeconds: Math.min(
       p.maxLifetimeSeconds || cfg.defaultMaxLifetimeSeconds,
       cfg.maxMaxLifetimeSeconds,
+    ),
+    deleteAfterStoppedSeconds: Math.min(
+      p.deleteAfterStoppedSeconds || cfg.defaultDeleteAfterStoppedSeconds,
+      cfg.maxDeleteAfterStoppedSeconds,
     ),
   };
 }

@@ -16,6 +16,10 @@ export const SandboxCapabilitiesSchema = z
     harnesses: z.array(z.string()).optional().openapi({
       description: 'Harness CLIs found in this sandbox (absent when the sidecar could not be asked)',
     }),
+    agent: z.boolean().openapi({
+      description:
+        'false: plain compute (created with agent: false): no coding agent; prompt and task answer 409 AGENT_DISABLED',
+    }),
     agent_command: z.literal(true).optional().openapi({
       description: "Present when the user's agent program (SANDBOX_AGENT_COMMAND) answers every turn",
     }),
@@ -79,10 +83,12 @@ export function registerCapabilities(app: OpenAPIHono<ApiEnv>, d: SandboxRouteDe
   app.openapi(route, async (c) => {
     const record = c.get('sandbox');
     assertRunning(record);
-    const a = await agents(d, record.id, c.get('requestId'));
+    const plain = record.agent === false;
+    const a = plain ? undefined : await agents(d, record.id, c.get('requestId'));
     const doc: SandboxCapabilities = {
       sandbox_id: record.id,
       version: 1,
+      agent: !plain,
       ...(a?.installed ? { harnesses: a.installed } : {}),
       ...(a?.agentCommand ? { agent_command: true as const } : {}),
       // The run id is in the 202 of prompt/task, before the agent has produced anything.

@@ -177,6 +177,15 @@ function backendOf(
 }
 
 export function registerRuns(app: OpenAPIHono<ApiEnv>, d: SandboxRouteDeps): void {
+  const assertAgent = (r: { id: string; agent?: boolean | undefined }) => {
+    if (r.agent === false) {
+      throw new RuntimeError(
+        'AGENT_DISABLED',
+        `sandbox ${r.id} is plain compute (created with agent: false): it has no coding agent; use exec, terminals and files, or create a sandbox with agent: true`,
+      );
+    }
+  };
+
   // A run of another sandbox is "not found" here, whoever owns it.
   const ownRun = async (sandboxId: string, runId: string) => {
     const run = await d.runs.get(runId);
@@ -188,6 +197,7 @@ export function registerRuns(app: OpenAPIHono<ApiEnv>, d: SandboxRouteDeps): voi
   app.openapi(promptRoute, async (c) => {
     const record = c.get('sandbox');
     assertRunning(record);
+    assertAgent(record);
     const b = c.req.valid('json');
     const a = await d.runs.admit({
       sandboxId: record.id,
@@ -208,6 +218,7 @@ export function registerRuns(app: OpenAPIHono<ApiEnv>, d: SandboxRouteDeps): voi
   app.openapi(taskRoute, async (c) => {
     const record = c.get('sandbox');
     assertRunning(record);
+    assertAgent(record);
     const b = c.req.valid('json');
     const metadata: Record<string, unknown> = { kind: 'task' };
     if (b.max_turns !== undefined) metadata.max_turns = b.max_turns;

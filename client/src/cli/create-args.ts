@@ -1,0 +1,61 @@
+// The `create` command's flags (job 0), kept beside args.ts so the grammar table stays readable.
+import type { CommandSpec } from './args.ts';
+
+export const CREATE_COMMAND: CommandSpec = {
+  summary: 'create a sandbox (job 0 from the owner account); waits until it is running',
+  usage:
+    'create [--name N] [--image I] [--shape NAME | --cpu N --memory MB --disk GB] [--env K=V]… [options]',
+  positionals: [],
+  options: {
+    name: { type: 'string', arg: 'NAME', help: 'sandbox name' },
+    image: { type: 'string', arg: 'IMAGE', help: 'image to run (operator default when empty)' },
+    stack: { type: 'string', arg: 'STACK', help: 'software stack' },
+    agent: { type: 'string', arg: 'ID', help: 'agent identifier (harness), e.g. codex, claude' },
+    env: {
+      type: 'string',
+      multiple: true,
+      arg: 'K=V',
+      help: 'non-secret env (public on chain!); repeatable',
+    },
+    'env-json': { type: 'string', arg: 'JSON', help: 'non-secret env as a JSON object' },
+    'metadata-json': { type: 'string', arg: 'JSON', help: 'metadata JSON object' },
+    'ssh-key': {
+      type: 'string',
+      arg: 'KEY|FILE',
+      help: 'enable SSH with this public key (or a .pub file)',
+    },
+    'no-web-terminal': { type: 'boolean', help: 'disable the web terminal' },
+    lifetime: { type: 'string', arg: 'SECONDS', help: 'max lifetime (default 3600)' },
+    'idle-timeout': { type: 'string', arg: 'SECONDS', help: 'idle timeout (default 900)' },
+    shape: {
+      type: 'string',
+      arg: 'NAME',
+      help: "a size preset of the operator's (`agent-sandbox shapes`); --cpu/--memory/--disk override its fields",
+    },
+    cpu: { type: 'string', arg: 'N', help: "CPU cores (default: the operator's default preset)" },
+    memory: { type: 'string', arg: 'MB', help: "memory in MB (default: the operator's default preset)" },
+    disk: { type: 'string', arg: 'GB', help: "disk in GB (default: the operator's default preset)" },
+    'delete-after-stopped': {
+      type: 'string',
+      arg: 'SECONDS',
+      help: "delete the sandbox after it has been stopped this long; a resume restarts the clock (default: the operator's, 30 days)",
+    },
+    tee: { type: 'string', arg: 'TYPE', help: 'require a TEE: tdx, nitro or sev' },
+    'attestation-nonce': { type: 'string', arg: 'NONCE', help: 'nonce to bind into the TEE attestation' },
+    'capabilities-json': {
+      type: 'string',
+      arg: 'JSON',
+      help: 'create options as one JSON object (what --shape, --delete-after-stopped … fill in)',
+    },
+    timeout: { type: 'string', arg: 'SECONDS', help: 'give up waiting after this long (default 600)' },
+    'keep-unready': {
+      type: 'boolean',
+      help: 'keep a sandbox that never reports running (default: delete it with job 1)',
+    },
+  },
+  details:
+    'Job inputs are public on chain: put credentials in `agent-sandbox secrets set` after create. Env names that look like secrets are refused. Progress (queued → image_pull → container_create → container_start → health_check → ready, or queued → pool_claim → ready when the operator has a warm container) is printed as it happens; the command returns only when the operator reports the sandbox running, or fails naming the phase.',
+  examples: [
+    'agent-sandbox create --devnet .devnet/devnet.json --operator http://127.0.0.1:9090 --name demo',
+  ],
+};
