@@ -34,6 +34,31 @@ function cli(
   return runCliInProcess(argv, { configDir, ...opts });
 }
 
+/** Resolves `until(pred)` once the CLI's stdout so far satisfies pred. */
+function outputWatcher() {
+  let soFar = '';
+  const waiters: Array<{ pred: (o: string) => boolean; done: () => void }> = [];
+  const check = () => {
+    for (const w of [...waiters]) {
+      if (w.pred(soFar)) {
+        waiters.splice(waiters.indexOf(w), 1);
+        w.done();
+      }
+    }
+  };
+  return {
+    update: (o: string) => {
+      soFar = o;
+      check();
+    },
+    until: (pred: (o: string) => boolean) =>
+      new Promise<void>((done) => {
+        waiters.push({ pred, done });
+        check();
+      }),
+  };
+}
+
 const withKey = () => ['--operator', op.url, '--private-key', key];
 
 describe('help and usage', () => {
@@ -267,10 +292,16 @@ describe('prompt', () => {
 describe('terminal', () => {
   it('sends stdin to the shell, prints its output, and leaves on Ctrl-]', async () => {
     const stdin = new PassThrough();
-    const running = cli(['terminal', 'sb-1', ...withKey()], { stdin });
-    await new Promise((r) => setTimeout(r, 200));
+    const seen = outputWatcher();
+    const running = runCliInProcess(['terminal', 'sb-1', ...withKey()], {
+      configDir,
+      stdin,
+      onStdout: seen.update,
+    });
+    await seen.until((o) => o.startsWith('$ '));
     stdin.write('ls\r');
-    await new Promise((r) => setTimeout(r, 100));
+    // Leave only once the shell's echo is on screen (no timed sleeps: CI is busy).
+    await seen.until((o) => o.includes('$ ls\r'));
     stdin.write(Buffer.from([0x1d]));
     const r = await running;
     expect(r.code).toBe(0);
@@ -281,8 +312,13 @@ describe('terminal', () => {
 
   it('ends with the shell', async () => {
     const stdin = new PassThrough();
-    const running = cli(['terminal', 'sb-1', ...withKey()], { stdin });
-    await new Promise((r) => setTimeout(r, 200));
+    const seen = outputWatcher();
+    const running = runCliInProcess(['terminal', 'sb-1', ...withKey()], {
+      configDir,
+      stdin,
+      onStdout: seen.update,
+    });
+    await seen.until((o) => o.startsWith('$ '));
     stdin.write('exit\r');
     const r = await running;
     expect(r.code).toBe(0);

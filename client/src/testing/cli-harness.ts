@@ -19,13 +19,22 @@ export function runCliInProcess(
     abortAfterMs?: number;
     /** stdout and stderr say they are a terminal (as process.stdout on a TTY does). */
     tty?: boolean;
+    /** Called with all of stdout so far after each write (tests wait on output, not on time). */
+    onStdout?: (soFar: string) => void;
   },
 ): Promise<CliRun> {
   const out: string[] = [];
   const err: string[] = [];
   const ac = new AbortController();
   const io: CliIO = {
-    stdout: { write: (s: string) => out.push(s), ...(opts.tty ? { isTTY: true } : {}) },
+    stdout: {
+      write: (s: string) => {
+        out.push(s);
+        opts.onStdout?.(out.join(''));
+        return true;
+      },
+      ...(opts.tty ? { isTTY: true } : {}),
+    },
     stderr: { write: (s: string) => err.push(s), ...(opts.tty ? { isTTY: true } : {}) },
     stdin: opts.stdin ?? new PassThrough(),
     env: { AGENT_SANDBOX_CONFIG_DIR: opts.configDir, ...opts.env },
