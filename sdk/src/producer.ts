@@ -108,6 +108,11 @@ export class JobProducer {
       }
       for (const bad of res.malformed)
         log.warn({ log: bad }, 'ignoring a JobSubmitted log that does not decode');
+      for (const bad of res.foreign)
+        log.warn(
+          { address: bad.address, block: bad.blockNumber, tangle },
+          'refusing a log from another contract or outside the asked range (the RPC ignored the filter)',
+        );
       for (const event of res.events) {
         if (signal.aborted) return next;
         await sink.deliver(event);
