@@ -96,4 +96,52 @@ describe('hostile RPC', () => {
       await proxy.close();
     }
   });
+
+  it('never marks scanned the blocks a lagging logs node did not have (a create submitted there is still served)', async () => {
+    const proxy = await rpcProxy(chain.rpcUrl);
+    // The logs node is `best`; eth_blockNumber comes from a node ahead of it (a load balancer, or a
+    // WebSocket node ahead of the HTTP one). eth_getLogs clamps toBlock to `best` without an error.
+    let best: bigint | undefined = await chain.client.getBlockNumber({ cacheTime: 0 });
+    let askedUpTo = 0n;
+    proxy.rewrite = async (r, forward) => {
+      const lag = best;
+      if (lag === undefined) return forward(r);
+      if (r.method === 'eth_getLogs') {
+        const f = { ...(r.params?.[0] as { fromBlock: Hex; toBlock: Hex }) };
+        if (BigInt(f.toBlock) > askedUpTo) askedUpTo = BigInt(f.toBlock);
+        if (BigInt(f.toBlock) > lag) f.toBlock = numberToHex(lag);
+        if (BigInt(f.fromBlock) > lag) return { result: [] };
+        return forward({ ...r, params: [f] });
+      }
+      if (r.method === 'eth_getBlockByNumber') {
+        const tag = r.params?.[0] as string;
+        if (tag === 'latest' || tag === 'pending' || tag === 'safe' || tag === 'finalized')
+          return forward({ ...r, params: [numberToHex(lag), r.params?.[1] ?? false] });
+        if (BigInt(tag) > askedUpTo) askedUpTo = BigInt(tag);
+        if (BigInt(tag) > lag) return { result: null };
+      }
+      return forward(r);
+    };
+    const seen: Hex[] = [];
+    const lines: string[] = [];
+    const runner = await runnerBehind(proxy.url, 1, seen, lines);
+    await runner.start();
+    try {
+      const [a] = await submitJobs(chain, 0, [toHex('while lagging')]);
+      const blockA = (await chain.client.getBlockNumber({ cacheTime: 0 })) as bigint;
+      // The producer knows of a's block (asked for its logs, or for the block itself).
+      const t0 = Date.now();
+      while (askedUpTo < blockA) {
+        if (Date.now() - t0 > 20_000) throw new Error('the producer never asked for the new block');
+        await new Promise((res) => setTimeout(res, 20));
+      }
+      best = undefined; // the logs node catches up
+      const [b] = await submitJobs(chain, 0, [toHex('after catching up')]);
+      await waitAnswered([a!, b!], 20_000);
+      expect(seen).toContain(toHex('while lagging'));
+    } finally {
+      await runner.stop();
+      await proxy.close();
+    }
+  });
 });

@@ -6,6 +6,9 @@ import type { Address, Hex } from 'viem';
 import { writeFileAtomic } from './atomic-file.ts';
 import { SdkError } from './errors.ts';
 
+/** How many scanned blocks keep their hash (a reorg deeper than this rescans from the oldest kept). */
+export const RECENT_BLOCKS = 128;
+
 /** Position of a log on chain; logs are processed in (block, logIndex) order. */
 export interface LogPosition {
   block: bigint;
@@ -31,6 +34,8 @@ interface CursorFile {
   serviceId: string;
   cursor: { block: string; logIndex: number };
   done: Array<{ callId: string; block: string; logIndex: number }>;
+  /** Hashes of recently scanned blocks (absent in files of older versions). */
+  recent?: Array<{ block: string; hash: Hex }>;
   pendingTx: Array<{
     hash: Hex;
     raw: Hex;
@@ -58,6 +63,7 @@ export class JobCursor {
   readonly #done = new Map<bigint, LogPosition>();
   readonly #inFlight = new Map<bigint, LogPosition>();
   readonly #pending = new Map<Hex, PendingResultTx>();
+  readonly #recent = new Map<bigint, Hex>();
   #scannedTo: bigint;
   #version = 0;
   #written = 0;
@@ -123,6 +129,7 @@ export class JobCursor {
     }
     const c = new JobCursor(path, id, { block: BigInt(f.cursor.block), logIndex: f.cursor.logIndex });
     for (const d of f.done) c.#done.set(BigInt(d.callId), { block: BigInt(d.block), logIndex: d.logIndex });
+    for (const r of f.recent ?? []) c.#recent.set(BigInt(r.block), r.hash);
     for (const p of f.pendingTx) {
       c.#pending.set(p.hash, {
         ...p,
@@ -173,15 +180,31 @@ export class JobCursor {
    * (within `lazyPersistMs`, or with the next write): losing it in a crash only means rescanning
    * blocks whose events are all finished or unfinished as the file says, so nothing is lost or redone.
    */
-  scanned(block: bigint): void {
+  scanned(block: bigint, blockHash?: Hex): void {
     if (block <= this.#scannedTo) return;
     this.#scannedTo = block;
+    if (blockHash) this.#noteHash(block, blockHash);
     if (!this.#advance() || this.#lazy) return;
     this.#lazy = setTimeout(() => {
       this.#lazy = undefined;
       this.persist().catch(() => {}); // a failing disk surfaces on the next awaited write
     }, this.lazyPersistMs);
     this.#lazy.unref();
+  }
+
+  /** Remembers the hash of a scanned block (the newest RECENT_BLOCKS), to notice a reorg under it. */
+  #noteHash(block: bigint, hash: Hex): void {
+    this.#recent.set(block, hash.toLowerCase() as Hex);
+    if (this.#recent.size <= RECENT_BLOCKS) return;
+    const oldest = [...this.#recent.keys()].reduce((a, b) => (a < b ? a : b));
+    this.#recent.delete(oldest);
+  }
+
+  /** Scanned blocks with the hash each had when scanned, newest first. */
+  get recentBlocks(): Array<{ block: bigint; hash: Hex }> {
+    return [...this.#recent]
+      .map(([block, hash]) => ({ block, hash }))
+      .sort((a, b) => (a.block < b.block ? 1 : a.block > b.block ? -1 : 0));
   }
 
   /** The call's result is on chain (or it was deliberately skipped): durable once this resolves. */
@@ -238,6 +261,7 @@ export class JobCursor {
         block: `${p.block}`,
         logIndex: p.logIndex,
       })),
+      recent: this.recentBlocks.map((r) => ({ block: `${r.block}`, hash: r.hash })),
       pendingTx: this.pendingTxs.map((t) => ({
         ...t,
         calls: t.calls.map((x) => ({

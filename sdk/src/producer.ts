@@ -2,8 +2,9 @@
 // (polling) or by new-head notifications over WebSocket, delivering events in (block, logIndex) order.
 import type { Logger } from 'pino';
 import type { Address, Hex, PublicClient } from 'viem';
-import { webSocket } from 'viem';
+import { numberToHex, webSocket } from 'viem';
 import { Backoff, sleep } from './backoff.ts';
+import { SdkError } from './errors.ts';
 import { fetchJobSubmitted, type JobSubmittedEvent } from './tangle-events.ts';
 
 export interface JobProducerOptions {
@@ -25,7 +26,8 @@ export interface JobProducerOptions {
 /** Where the producer hands events: `deliver` may wait (backpressure); `scanned` marks a block range done. */
 export interface JobSink {
   deliver(event: JobSubmittedEvent): Promise<void>;
-  scanned(toBlock: bigint): void | Promise<void>;
+  /** `blockHash` is the hash of `toBlock` on the chain the logs came from. */
+  scanned(toBlock: bigint, blockHash: Hex): void | Promise<void>;
 }
 
 const TOO_MANY = /too many|limit exceeded|range|more than|response size|query returned more/i;
@@ -36,6 +38,7 @@ export class JobProducer {
   #wake: (() => void) | undefined;
   #latestHead: bigint | undefined;
   #kick = false;
+  #lagging = false;
 
   constructor(opts: JobProducerOptions) {
     this.#o = {
@@ -94,7 +97,18 @@ export class JobProducer {
     const safe = head - BigInt(confirmations);
     let next = from;
     while (next <= safe && !signal.aborted) {
-      const to = next + BigInt(this.#window) - 1n < safe ? next + BigInt(this.#window) - 1n : safe;
+      const end = next + BigInt(this.#window) - 1n < safe ? next + BigInt(this.#window) - 1n : safe;
+      // The head may come from a node ahead of the one answering eth_getLogs (a load balancer, a
+      // WebSocket node, an indexer that clamps toBlock without an error): only a block the logs
+      // transport itself returns is scanned, and its hash is checked against the logs after.
+      const top = await this.#blockAtOrBelow(end);
+      if (top === undefined || top.number < next) {
+        this.#noteLag(end, top?.number);
+        return next;
+      }
+      if (top.number < end) this.#noteLag(end, top.number);
+      else this.#lagging = false;
+      const to = top.number;
       let res: Awaited<ReturnType<typeof fetchJobSubmitted>>;
       try {
         res = await fetchJobSubmitted(client, tangle, serviceId, next, to);
@@ -117,13 +131,42 @@ export class JobProducer {
         if (signal.aborted) return next;
         await sink.deliver(event);
       }
+      // A log of block `to` under another hash: the chain moved under us; scan again.
+      const stray = res.events.find((e) => e.blockNumber === to && e.blockHash.toLowerCase() !== top.hash);
+      if (stray)
+        throw new SdkError(
+          'RPC',
+          `block ${to} changed while it was scanned (logs of ${stray.blockHash}, block ${top.hash})`,
+        );
       if (signal.aborted) return next;
-      await sink.scanned(to);
+      await sink.scanned(to, top.hash);
       next = to + 1n;
       if (this.#window < this.#o.windowBlocks)
         this.#window = Math.min(this.#o.windowBlocks, this.#window * 2);
     }
     return next;
+  }
+
+  /** Block `n` as the RPC has it, or its own best block when it has not got `n` yet. */
+  async #blockAtOrBelow(n: bigint): Promise<{ number: bigint; hash: Hex } | undefined> {
+    const { client } = this.#o;
+    type RpcBlock = { number: Hex | null; hash: Hex | null } | null;
+    const ask = (tag: Hex | 'latest') =>
+      client.request({ method: 'eth_getBlockByNumber', params: [tag, false] }) as Promise<RpcBlock>;
+    let b = await ask(numberToHex(n));
+    if (!b?.hash || !b.number) b = await ask('latest');
+    if (!b?.hash || !b.number) return undefined;
+    const number = BigInt(b.number);
+    return number > n ? undefined : { number, hash: b.hash.toLowerCase() as Hex };
+  }
+
+  #noteLag(wanted: bigint, has: bigint | undefined): void {
+    if (this.#lagging) return;
+    this.#lagging = true;
+    this.#o.log.warn(
+      { wanted: `${wanted}`, logsNodeHas: has === undefined ? null : `${has}` },
+      'the RPC answering eth_getLogs is behind the head; scanning only the blocks it has',
+    );
   }
 
   /** Asks for a scan now, or right after the one in progress. */

@@ -178,7 +178,7 @@ export class BlueprintRunner {
     });
     this.#producerRun = producer.run(
       cursor.position.block,
-      { deliver: (e) => this.#deliver(e), scanned: (b) => cursor.scanned(b) },
+      { deliver: (e) => this.#deliver(e), scanned: (b, h) => cursor.scanned(b, h) },
       this.#producerAbort.signal,
     );
     this.#state = 'running';
