@@ -47,6 +47,10 @@ export interface RunnerOptions {
   maxBatch?: number;
   /** See ResultConsumerOptions.precheckCompleted (default true). */
   precheckCompleted?: boolean;
+  /** See ResultConsumerOptions.stuckAfterMs (default 30 s). */
+  stuckAfterMs?: number;
+  /** See ResultConsumerOptions.maxFeeBumps (default 5). */
+  maxFeeBumps?: number;
   logger?: Logger;
   /** Observation hooks (metrics, benchmarks); they must not throw. */
   onJobStart?: (event: JobSubmittedEvent) => void;
@@ -164,6 +168,8 @@ export class BlueprintRunner {
       log: this.log,
       maxBatch: o.maxBatch ?? 16,
       precheckCompleted: o.precheckCompleted ?? true,
+      ...(o.stuckAfterMs !== undefined ? { stuckAfterMs: o.stuckAfterMs } : {}),
+      ...(o.maxFeeBumps !== undefined ? { maxFeeBumps: o.maxFeeBumps } : {}),
     });
     await this.#consumer.recover();
     const producer = new JobProducer({
