@@ -10,14 +10,15 @@ import {
   type TransactionReceipt,
 } from 'viem';
 import { sleep } from './backoff.ts';
-import type { JobCursor, LogPosition, PendingResultTx } from './job-cursor.ts';
+import type { CallRef, JobCursor, LogPosition, PendingResultTx } from './job-cursor.ts';
 import { callStates, estimateResultGas, resultCalldata } from './result-calls.ts';
 import { ResultFees } from './result-fees.ts';
-import { feeOf, watchResultTx } from './result-tx-watch.ts';
+import { feeOf, type ResultTxFate, watchResultTx } from './result-tx-watch.ts';
 import { Aborted, retryRpc } from './rpc-retry.ts';
 import { DONE_ERRORS, FEE_ERROR, messageOf, NONCE_ERROR, revertOf } from './tx-errors.ts';
 
-export type SubmitOutcome = 'submitted' | 'already-done' | 'failed' | 'aborted';
+/** 'vanished': a reorg removed the call before its result was on chain; no result is sent. */
+export type SubmitOutcome = 'submitted' | 'already-done' | 'failed' | 'aborted' | 'vanished';
 
 export interface ResultConsumerOptions {
   client: PublicClient;
@@ -43,11 +44,14 @@ export interface ResultConsumerOptions {
   stuckAfterMs?: number;
   /** Fee bumps of one stuck result before its calls are given up as failed (default 5). */
   maxFeeBumps?: number;
+  /** False for a call a reorg removed (checked before signing and after a reorg): it gets no result. */
+  isLive?: (call: CallRef) => boolean;
 }
 
 interface Item {
   callId: bigint;
   pos: LogPosition;
+  blockHash?: Hex | undefined;
   output: Hex;
   attempts: number;
   settle: (o: SubmitOutcome) => void;
@@ -63,6 +67,7 @@ export class ResultConsumer {
   };
   readonly #queue: Item[] = [];
   readonly #abort = new AbortController();
+  #reorg = new AbortController();
   #loop: Promise<void> | undefined;
   #nonce: number | undefined;
   /** Where the next nonce resync reads: 'latest' when our own stuck tx must be replaced. */
@@ -140,7 +145,7 @@ export class ResultConsumer {
   }
 
   /** Queues a result; resolves once it is on chain (or known unnecessary), and the cursor knows. */
-  submit(call: { callId: bigint; pos: LogPosition }, output: Hex): Promise<SubmitOutcome> {
+  submit(call: CallRef, output: Hex): Promise<SubmitOutcome> {
     if (this.#abort.signal.aborted) return Promise.resolve('aborted');
     return new Promise((settle) => {
       this.#queue.push({ ...call, output, attempts: 0, settle });
@@ -184,9 +189,25 @@ export class ResultConsumer {
     for (const i of items) i.settle(outcome);
   }
 
-  async #process(batch: Item[]): Promise<void> {
+  /**
+   * The chain reorganised: the nonce is read again from the chain (a vanished result tx left a gap
+   * or may still sit in a mempool, where the next tx at its nonce outbids it), and the tx being
+   * watched is looked at again at once.
+   */
+  reorged(): void {
+    this.#nonce = undefined;
+    this.#nonceTag = 'latest';
+    this.#reorg.abort();
+    this.#reorg = new AbortController();
+  }
+
+  async #process(all: Item[]): Promise<void> {
     const { client, tangle, serviceId, log } = this.#o;
     this.#t = { start: performance.now() };
+    const gone = all.filter((i) => this.#o.isLive?.(i) === false);
+    for (const i of gone) i.settle('vanished');
+    const batch = all.filter((i) => !gone.includes(i));
+    if (batch.length === 0) return;
     // Pre-check: a completed call needs no result (another operator answered, or we did before a crash).
     let live = batch;
     if (this.#o.precheckCompleted) {
@@ -280,7 +301,7 @@ export class ResultConsumer {
         hash: keccak256(raw),
         raw,
         nonce,
-        calls: items.map((i) => ({ callId: i.callId, pos: i.pos })),
+        calls: items.map((i) => ({ callId: i.callId, pos: i.pos, blockHash: i.blockHash })),
       };
       // Durable before broadcast: after a crash the SAME signed bytes are re-sent, so no second result.
       await cursor.addPending(tx);
@@ -299,6 +320,7 @@ export class ResultConsumer {
       }
       this.#t['sent'] ??= performance.now();
       const fate = await this.#watch(txs);
+      if (fate.kind === 'reorg') return this.#afterReorg(items, txs);
       if (fate.kind === 'mined') {
         for (const t of txs) if (t.hash !== fate.tx.hash) await cursor.removePending(t.hash);
         return this.#mined(items, fate.tx, fate.receipt);
@@ -398,9 +420,55 @@ export class ResultConsumer {
     await this.#again(items, 'its result tx reverted every time');
   }
 
-  #watch(txs: PendingResultTx[]) {
+  async #watch(txs: PendingResultTx[]): Promise<ResultTxFate | { kind: 'reorg' }> {
     const { client, account, stuckAfterMs } = this.#o;
-    return watchResultTx(txs, { client, address: account.address, signal: this.#abort.signal, stuckAfterMs });
+    const signal = AbortSignal.any([this.#abort.signal, this.#reorg.signal]);
+    try {
+      return await watchResultTx(txs, { client, address: account.address, signal, stuckAfterMs });
+    } catch (e) {
+      if (e instanceof Aborted && !this.#abort.signal.aborted) return { kind: 'reorg' };
+      throw e;
+    }
+  }
+
+  /** A reorg while `txs` were watched: keep a mined one; else drop vanished calls and sign again. */
+  async #afterReorg(items: Item[], txs: PendingResultTx[]): Promise<void> {
+    const { client, cursor, log } = this.#o;
+    for (const t of txs) {
+      const r = await client.getTransactionReceipt({ hash: t.hash }).catch(() => undefined);
+      if (r) {
+        for (const o of txs) if (o.hash !== t.hash) await cursor.removePending(o.hash);
+        return this.#mined(items, t, r);
+      }
+    }
+    for (const t of txs) await cursor.removePending(t.hash);
+    const live = items.filter((i) => this.#o.isLive?.(i) !== false);
+    log.warn(
+      { callIds: items.map((i) => `${i.callId}`), live: live.map((i) => `${i.callId}`) },
+      'a reorg removed the result tx; re-sending the results of the calls that still exist',
+    );
+    if (live.length === 0) await this.#cancel(txs[0]!.nonce);
+    return this.#process(items);
+  }
+
+  /** Outbids a tx still pooled at `nonce` (its calls are gone) with a 0-value transfer to ourselves. */
+  async #cancel(nonce: number): Promise<void> {
+    const { client, account, chainId } = this.#o;
+    const count = await this.#retry(() =>
+      client.getTransactionCount({ address: account.address, blockTag: 'latest' }),
+    );
+    if (count > nonce) return;
+    const fees = await this.#fees.forNonce(nonce, (fn) => this.#retry(fn));
+    const raw = await account.signTransaction!({
+      type: 'eip1559',
+      chainId,
+      to: account.address,
+      value: 0n,
+      nonce,
+      gas: 21_000n,
+      ...fees,
+    });
+    await client.sendRawTransaction({ serializedTransaction: raw }).catch(() => {});
   }
 
   #retry<T>(fn: () => Promise<T>, okIf?: RegExp): Promise<T> {

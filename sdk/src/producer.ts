@@ -28,6 +28,10 @@ export interface JobSink {
   deliver(event: JobSubmittedEvent): Promise<void>;
   /** `blockHash` is the hash of `toBlock` on the chain the logs came from. */
   scanned(toBlock: bigint, blockHash: Hex): void | Promise<void>;
+  /** Scanned blocks with the hash each had, newest first (to notice a reorg under them). */
+  recentBlocks?(): Array<{ block: bigint; hash: Hex }>;
+  /** The chain forked after block `fork` (its newest block still ours): returns where to scan next. */
+  reorg?(fork: bigint): Promise<bigint>;
 }
 
 const TOO_MANY = /too many|limit exceeded|range|more than|response size|query returned more/i;
@@ -96,6 +100,14 @@ export class JobProducer {
     const head = notified ?? (await client.getBlockNumber({ cacheTime: 0 }));
     const safe = head - BigInt(confirmations);
     let next = from;
+    const fork = sink.reorg ? await this.#forkPoint(sink, head) : undefined;
+    if (fork !== undefined) {
+      log.warn(
+        { fork: `${fork}`, head: `${head}` },
+        'chain reorganised under scanned blocks; rescanning from the fork',
+      );
+      next = await sink.reorg!(fork);
+    }
     while (next <= safe && !signal.aborted) {
       const end = next + BigInt(this.#window) - 1n < safe ? next + BigInt(this.#window) - 1n : safe;
       // The head may come from a node ahead of the one answering eth_getLogs (a load balancer, a
@@ -145,6 +157,33 @@ export class JobProducer {
         this.#window = Math.min(this.#o.windowBlocks, this.#window * 2);
     }
     return next;
+  }
+
+  /**
+   * The newest scanned block whose hash is still the chain's, when the newest scanned one changed
+   * (undefined while it has not; one read per scan). A block the node does not have (yet) is no
+   * proof of a reorg: a lagging node is waited for, and a shorter new chain shows once it grows.
+   */
+  async #forkPoint(sink: JobSink, head: bigint): Promise<bigint | undefined> {
+    const recent = sink.recentBlocks?.() ?? [];
+    const hashAt = async (n: bigint) => {
+      const b = (await this.#o.client.request({
+        method: 'eth_getBlockByNumber',
+        params: [numberToHex(n), false],
+      })) as { hash: Hex | null } | null;
+      return b?.hash?.toLowerCase();
+    };
+    const top = recent[0];
+    if (!top) return undefined;
+    const now = await hashAt(top.block);
+    if (now === top.hash) return undefined;
+    if (now === undefined) {
+      // The head went back below our newest block: a reorg only if a block we kept below it changed.
+      const below = recent.find((r) => r.block <= head);
+      if (!below || (await hashAt(below.block)) === below.hash) return undefined;
+    }
+    for (const r of recent.slice(1)) if ((await hashAt(r.block)) === r.hash) return r.block;
+    return recent[recent.length - 1]!.block - 1n;
   }
 
   /** Block `n` as the RPC has it, or its own best block when it has not got `n` yet. */
