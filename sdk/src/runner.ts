@@ -309,6 +309,7 @@ export class BlueprintRunner {
       caller: event.caller,
       blockNumber: event.blockNumber,
       transactionHash: event.transactionHash,
+      blockHash: event.blockHash,
       log,
       signal: this.#jobsAbort.signal,
     };
