@@ -13,5 +13,6 @@ export * from './src/logger.ts';
 export * from './src/producer.ts';
 export * from './src/registration.ts';
 export * from './src/runner.ts';
+export * from './src/runner-options.ts';
 export * from './src/tangle-events.ts';
 export * from './src/tx-errors.ts';

@@ -333,7 +333,7 @@ async function startJobs(
 ): Promise<GoneReporter> {
   const { cfg, env, key, log } = p;
   const v = cfg.values;
-  const { router } = blueprintRouter(deps);
+  const { router, sandbox } = blueprintRouter(deps);
   const chain = new BlueprintChain({ httpRpcUrl: env.httpRpcUrl, blueprint });
   // The operator's own blueprint calls: settle calls another operator completed, give back
   // reservations it gave up on, report sandboxes stopped for good (see follow-ups.ts).
@@ -358,6 +358,7 @@ async function startJobs(
   const runner = createRunner(
     runnerOptionsFromEnvironment(env, key, router, {
       afterJob: afterJob(writer, log),
+      onCallVanished: (v) => sandbox.vanished(v),
       logger: log,
       concurrency: v.JOB_CONCURRENCY!,
       pollIntervalMs: v.JOB_POLL_INTERVAL_MS!,

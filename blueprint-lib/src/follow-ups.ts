@@ -13,7 +13,7 @@ import { JOB_SANDBOX_CREATE } from './jobs.ts';
 
 export interface FinishedJob {
   event: { serviceId: bigint; callId: bigint; jobIndex: number };
-  outcome: 'submitted' | 'already-done' | 'failed' | 'aborted' | 'skipped';
+  outcome: 'submitted' | 'already-done' | 'failed' | 'aborted' | 'vanished' | 'skipped';
   skipReason?: string;
   output?: Hex;
 }

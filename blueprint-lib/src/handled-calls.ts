@@ -9,6 +9,8 @@ export interface HandledCall {
   value?: Record<string, string>;
   /** Why it was skipped or failed (public text). */
   reason?: string;
+  /** The call's log block (absent in older records): a reorg may give the id to another call. */
+  blockHash?: string;
   at: number;
 }
 
@@ -23,8 +25,22 @@ export class HandledCalls {
     return `${serviceId}:${callId}`;
   }
 
-  get(serviceId: bigint, callId: bigint): Promise<HandledCall | undefined> {
-    return this.#coll.get(HandledCalls.key(serviceId, callId));
+  /** The record of this call; with `blockHash`, one made for the same id on another fork is not it. */
+  async get(serviceId: bigint, callId: bigint, blockHash?: string): Promise<HandledCall | undefined> {
+    const h = await this.#coll.get(HandledCalls.key(serviceId, callId));
+    if (h && blockHash && h.blockHash && h.blockHash.toLowerCase() !== blockHash.toLowerCase())
+      return undefined;
+    return h;
+  }
+
+  /** The record of a call on another fork than `blockHash` (a reorg removed it), if any. */
+  async otherFork(serviceId: bigint, callId: bigint, blockHash: string): Promise<HandledCall | undefined> {
+    const h = await this.#coll.get(HandledCalls.key(serviceId, callId));
+    return h?.blockHash && h.blockHash.toLowerCase() !== blockHash.toLowerCase() ? h : undefined;
+  }
+
+  forget(serviceId: bigint, callId: bigint): Promise<void> {
+    return this.#coll.del(HandledCalls.key(serviceId, callId));
   }
 
   async record(serviceId: bigint, callId: bigint, h: Omit<HandledCall, 'at'>): Promise<void> {

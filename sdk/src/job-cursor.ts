@@ -6,11 +6,18 @@ import type { Address, Hex } from 'viem';
 import { writeFileAtomic } from './atomic-file.ts';
 import { SdkError } from './errors.ts';
 
+/** How many scanned blocks keep their hash (a reorg deeper than this rescans from the oldest kept). */
+export const RECENT_BLOCKS = 128;
+
 /** Position of a log on chain; logs are processed in (block, logIndex) order. */
 export interface LogPosition {
   block: bigint;
   logIndex: number;
 }
+
+/** Two block hashes name the same block (an unknown one, from an older file, matches any). */
+const sameBlock = (a: Hex | undefined, b: Hex | undefined): boolean =>
+  a === undefined || b === undefined || a.toLowerCase() === b.toLowerCase();
 
 export const comparePositions = (a: LogPosition, b: LogPosition): number =>
   a.block === b.block ? a.logIndex - b.logIndex : a.block < b.block ? -1 : 1;
@@ -21,7 +28,20 @@ export interface PendingResultTx {
   raw: Hex;
   nonce: number;
   /** The calls it answers, with their event positions (so recovery can mark them done). */
-  calls: Array<{ callId: bigint; pos: LogPosition }>;
+  calls: CallRef[];
+}
+
+/** One call as the chain showed it: its id, its log's position and the hash of the log's block. */
+export interface CallRef {
+  callId: bigint;
+  pos: LogPosition;
+  /** Absent in files of older versions. A call is (callId, blockHash): a reorg can reuse the id. */
+  blockHash?: Hex | undefined;
+}
+
+/** A call this cursor knows above a fork block, and how far it got. */
+export interface CallAboveFork extends CallRef {
+  state: 'in-flight' | 'done' | 'answered';
 }
 
 interface CursorFile {
@@ -30,12 +50,14 @@ interface CursorFile {
   tangle: string;
   serviceId: string;
   cursor: { block: string; logIndex: number };
-  done: Array<{ callId: string; block: string; logIndex: number }>;
+  done: Array<{ callId: string; block: string; logIndex: number; blockHash?: Hex; answered?: boolean }>;
+  /** Hashes of recently scanned blocks (absent in files of older versions). */
+  recent?: Array<{ block: string; hash: Hex }>;
   pendingTx: Array<{
     hash: Hex;
     raw: Hex;
     nonce: number;
-    calls: Array<{ callId: string; block: string; logIndex: number }>;
+    calls: Array<{ callId: string; block: string; logIndex: number; blockHash?: Hex }>;
   }>;
 }
 
@@ -49,15 +71,17 @@ export interface JobCursorIdentity {
  * Invariant: every event before `position` is finished (its result submitted, or deliberately
  * skipped); events at or after it are finished only if their call id is in `done`. The position is
  * the lowest unfinished in-flight event, or just past the last scanned block when none is in flight.
- * Call ids are unique per service, so they key the done set.
+ * A call is its id AND its log's block hash: after a reorg the new chain may reuse an id, so the
+ * done set is keyed by id but matched on the hash, and keeps recent calls for a reorg to find.
  */
 export class JobCursor {
   readonly path: string;
   readonly identity: JobCursorIdentity;
   #position: LogPosition;
-  readonly #done = new Map<bigint, LogPosition>();
-  readonly #inFlight = new Map<bigint, LogPosition>();
+  readonly #done = new Map<bigint, { pos: LogPosition; blockHash?: Hex | undefined; answered?: boolean }>();
+  readonly #inFlight = new Map<bigint, { pos: LogPosition; blockHash?: Hex | undefined }>();
   readonly #pending = new Map<Hex, PendingResultTx>();
+  readonly #recent = new Map<bigint, Hex>();
   #scannedTo: bigint;
   #version = 0;
   #written = 0;
@@ -122,13 +146,20 @@ export class JobCursor {
       throw new SdkError('CURSOR', `The job cursor ${path} belongs to another chain, Tangle or service.`);
     }
     const c = new JobCursor(path, id, { block: BigInt(f.cursor.block), logIndex: f.cursor.logIndex });
-    for (const d of f.done) c.#done.set(BigInt(d.callId), { block: BigInt(d.block), logIndex: d.logIndex });
+    for (const d of f.done)
+      c.#done.set(BigInt(d.callId), {
+        pos: { block: BigInt(d.block), logIndex: d.logIndex },
+        blockHash: d.blockHash,
+        ...(d.answered ? { answered: true } : {}),
+      });
+    for (const r of f.recent ?? []) c.#recent.set(BigInt(r.block), r.hash);
     for (const p of f.pendingTx) {
       c.#pending.set(p.hash, {
         ...p,
         calls: p.calls.map((x) => ({
           callId: BigInt(x.callId),
           pos: { block: BigInt(x.block), logIndex: x.logIndex },
+          blockHash: x.blockHash,
         })),
       });
     }
@@ -148,24 +179,54 @@ export class JobCursor {
     return [...this.#pending.values()].sort((a, b) => a.nonce - b.nonce);
   }
 
-  /** True if this event needs no (more) work: before the cursor, or its call id is done. */
-  isFinished(callId: bigint, pos: LogPosition): boolean {
-    return comparePositions(pos, this.#position) < 0 || this.#done.has(callId);
+  /** True if this event needs no (more) work: before the cursor, or this call (id and block) is done. */
+  isFinished(callId: bigint, pos: LogPosition, blockHash?: Hex): boolean {
+    if (comparePositions(pos, this.#position) < 0) return true;
+    const d = this.#done.get(callId);
+    return d !== undefined && sameBlock(d.blockHash, blockHash);
   }
 
   /** True while a signed result tx for this call awaits confirmation (sent before a crash, maybe). */
-  isPending(callId: bigint): boolean {
-    for (const t of this.#pending.values()) if (t.calls.some((c) => c.callId === callId)) return true;
+  isPending(callId: bigint, blockHash?: Hex): boolean {
+    for (const t of this.#pending.values())
+      if (t.calls.some((c) => c.callId === callId && sameBlock(c.blockHash, blockHash))) return true;
     return false;
   }
 
-  isInFlight(callId: bigint): boolean {
-    return this.#inFlight.has(callId);
+  isInFlight(callId: bigint, blockHash?: Hex): boolean {
+    const f = this.#inFlight.get(callId);
+    return f !== undefined && sameBlock(f.blockHash, blockHash);
   }
 
   /** Marks an event as taken by a handler; the cursor cannot pass it until `finish`. */
-  begin(callId: bigint, pos: LogPosition): void {
-    this.#inFlight.set(callId, pos);
+  begin(callId: bigint, pos: LogPosition, blockHash?: Hex): void {
+    this.#inFlight.set(callId, { pos, blockHash });
+  }
+
+  /**
+   * The chain forked after block `fork`: forgets the hashes above it and moves the scan back to
+   * it. Returns the calls known at or above `fork - RECENT_BLOCKS` (in flight, done, or answered by
+   * us), for the caller to check which still exist and which results are still on chain.
+   */
+  rewind(fork: bigint): CallAboveFork[] {
+    for (const b of [...this.#recent.keys()]) if (b > fork) this.#recent.delete(b);
+    if (this.#scannedTo > fork) this.#scannedTo = fork;
+    const out: CallAboveFork[] = [];
+    for (const [callId, f] of this.#inFlight) out.push({ callId, ...f, state: 'in-flight' });
+    for (const [callId, d] of this.#done)
+      out.push({ callId, pos: d.pos, blockHash: d.blockHash, state: d.answered ? 'answered' : 'done' });
+    const back = { block: fork + 1n, logIndex: 0 };
+    if (comparePositions(back, this.#position) < 0) this.#position = back;
+    return out;
+  }
+
+  /** The call no longer exists on chain (a reorg), or must be served again: drops what is known of it. */
+  forget(callId: bigint): Promise<void> {
+    const f = this.#inFlight.get(callId) ?? this.#done.get(callId);
+    this.#inFlight.delete(callId);
+    this.#done.delete(callId);
+    if (f && comparePositions(f.pos, this.#position) < 0) this.#position = { ...f.pos };
+    return this.persist();
   }
 
   /**
@@ -173,15 +234,31 @@ export class JobCursor {
    * (within `lazyPersistMs`, or with the next write): losing it in a crash only means rescanning
    * blocks whose events are all finished or unfinished as the file says, so nothing is lost or redone.
    */
-  scanned(block: bigint): void {
+  scanned(block: bigint, blockHash?: Hex): void {
     if (block <= this.#scannedTo) return;
     this.#scannedTo = block;
+    if (blockHash) this.#noteHash(block, blockHash);
     if (!this.#advance() || this.#lazy) return;
     this.#lazy = setTimeout(() => {
       this.#lazy = undefined;
       this.persist().catch(() => {}); // a failing disk surfaces on the next awaited write
     }, this.lazyPersistMs);
     this.#lazy.unref();
+  }
+
+  /** Remembers the hash of a scanned block (the newest RECENT_BLOCKS), to notice a reorg under it. */
+  #noteHash(block: bigint, hash: Hex): void {
+    this.#recent.set(block, hash.toLowerCase() as Hex);
+    if (this.#recent.size <= RECENT_BLOCKS) return;
+    const oldest = [...this.#recent.keys()].reduce((a, b) => (a < b ? a : b));
+    this.#recent.delete(oldest);
+  }
+
+  /** Scanned blocks with the hash each had when scanned, newest first. */
+  get recentBlocks(): Array<{ block: bigint; hash: Hex }> {
+    return [...this.#recent]
+      .map(([block, hash]) => ({ block, hash }))
+      .sort((a, b) => (a.block < b.block ? 1 : a.block > b.block ? -1 : 0));
   }
 
   /** The call's result is on chain (or it was deliberately skipped): durable once this resolves. */
@@ -191,10 +268,16 @@ export class JobCursor {
     return this.persist();
   }
 
-  #markFinished(callId: bigint, pos?: LogPosition): void {
-    const p = this.#inFlight.get(callId) ?? pos;
+  #markFinished(callId: bigint, pos?: LogPosition, blockHash?: Hex, answered = false): void {
+    const f = this.#inFlight.get(callId);
     this.#inFlight.delete(callId);
-    if (p && comparePositions(p, this.#position) >= 0) this.#done.set(callId, p);
+    const p = f?.pos ?? pos;
+    if (p && p.block + BigInt(RECENT_BLOCKS) >= this.#position.block)
+      this.#done.set(callId, {
+        pos: p,
+        blockHash: f?.blockHash ?? blockHash,
+        ...(answered ? { answered } : {}),
+      });
   }
 
   /** Records a signed result tx; resolves once it is durable, so it may then be broadcast. */
@@ -204,8 +287,8 @@ export class JobCursor {
   }
 
   /** The tx is mined: its calls are finished and the tx forgotten, in one durable write. */
-  settlePending(hash: Hex, finished: Array<{ callId: bigint; pos: LogPosition }>): Promise<void> {
-    for (const c of finished) this.#markFinished(c.callId, c.pos);
+  settlePending(hash: Hex, finished: CallRef[]): Promise<void> {
+    for (const c of finished) this.#markFinished(c.callId, c.pos, c.blockHash, true);
     this.#pending.delete(hash);
     this.#advance();
     return this.persist();
@@ -219,10 +302,12 @@ export class JobCursor {
   /** Recomputes the position; returns true when it moved. */
   #advance(): boolean {
     let next: LogPosition = { block: this.#scannedTo + 1n, logIndex: 0 };
-    for (const p of this.#inFlight.values()) if (comparePositions(p, next) < 0) next = p;
+    for (const { pos } of this.#inFlight.values()) if (comparePositions(pos, next) < 0) next = pos;
     if (comparePositions(next, this.#position) <= 0) return false;
     this.#position = next;
-    for (const [id, p] of this.#done) if (comparePositions(p, next) < 0) this.#done.delete(id);
+    // Done calls stay known for RECENT_BLOCKS blocks: a reorg there must find what we answered.
+    for (const [id, d] of this.#done)
+      if (d.pos.block + BigInt(RECENT_BLOCKS) < next.block) this.#done.delete(id);
     return true;
   }
 
@@ -233,17 +318,21 @@ export class JobCursor {
       tangle: this.identity.tangle,
       serviceId: `${this.identity.serviceId}`,
       cursor: { block: `${this.#position.block}`, logIndex: this.#position.logIndex },
-      done: [...this.#done].map(([callId, p]) => ({
+      done: [...this.#done].map(([callId, d]) => ({
         callId: `${callId}`,
-        block: `${p.block}`,
-        logIndex: p.logIndex,
+        block: `${d.pos.block}`,
+        logIndex: d.pos.logIndex,
+        ...(d.blockHash ? { blockHash: d.blockHash } : {}),
+        ...(d.answered ? { answered: true } : {}),
       })),
+      recent: this.recentBlocks.map((r) => ({ block: `${r.block}`, hash: r.hash })),
       pendingTx: this.pendingTxs.map((t) => ({
         ...t,
         calls: t.calls.map((x) => ({
           callId: `${x.callId}`,
           block: `${x.pos.block}`,
           logIndex: x.pos.logIndex,
+          ...(x.blockHash ? { blockHash: x.blockHash } : {}),
         })),
       })),
     };

@@ -17,6 +17,8 @@ export interface JobContext {
   caller: Address;
   blockNumber: bigint;
   transactionHash: Hex | undefined;
+  /** Hash of the log's block: with callId, the call's identity (a reorg may reuse an id). */
+  blockHash?: Hex | undefined;
   /** pino child logger carrying serviceId, callId and jobIndex. */
   log: Logger;
   /** Aborted when the runner shuts down before the handler finished; stop work and throw. */

@@ -2,8 +2,9 @@
 // (polling) or by new-head notifications over WebSocket, delivering events in (block, logIndex) order.
 import type { Logger } from 'pino';
 import type { Address, Hex, PublicClient } from 'viem';
-import { webSocket } from 'viem';
+import { numberToHex, webSocket } from 'viem';
 import { Backoff, sleep } from './backoff.ts';
+import { SdkError } from './errors.ts';
 import { fetchJobSubmitted, type JobSubmittedEvent } from './tangle-events.ts';
 
 export interface JobProducerOptions {
@@ -25,7 +26,12 @@ export interface JobProducerOptions {
 /** Where the producer hands events: `deliver` may wait (backpressure); `scanned` marks a block range done. */
 export interface JobSink {
   deliver(event: JobSubmittedEvent): Promise<void>;
-  scanned(toBlock: bigint): void | Promise<void>;
+  /** `blockHash` is the hash of `toBlock` on the chain the logs came from. */
+  scanned(toBlock: bigint, blockHash: Hex): void | Promise<void>;
+  /** Scanned blocks with the hash each had, newest first (to notice a reorg under them). */
+  recentBlocks?(): Array<{ block: bigint; hash: Hex }>;
+  /** The chain forked after block `fork` (its newest block still ours): returns where to scan next. */
+  reorg?(fork: bigint): Promise<bigint>;
 }
 
 const TOO_MANY = /too many|limit exceeded|range|more than|response size|query returned more/i;
@@ -36,6 +42,7 @@ export class JobProducer {
   #wake: (() => void) | undefined;
   #latestHead: bigint | undefined;
   #kick = false;
+  #lagging = false;
 
   constructor(opts: JobProducerOptions) {
     this.#o = {
@@ -93,8 +100,27 @@ export class JobProducer {
     const head = notified ?? (await client.getBlockNumber({ cacheTime: 0 }));
     const safe = head - BigInt(confirmations);
     let next = from;
+    const fork = sink.reorg ? await this.#forkPoint(sink, head) : undefined;
+    if (fork !== undefined) {
+      log.warn(
+        { fork: `${fork}`, head: `${head}` },
+        'chain reorganised under scanned blocks; rescanning from the fork',
+      );
+      next = await sink.reorg!(fork);
+    }
     while (next <= safe && !signal.aborted) {
-      const to = next + BigInt(this.#window) - 1n < safe ? next + BigInt(this.#window) - 1n : safe;
+      const end = next + BigInt(this.#window) - 1n < safe ? next + BigInt(this.#window) - 1n : safe;
+      // The head may come from a node ahead of the one answering eth_getLogs (a load balancer, a
+      // WebSocket node, an indexer that clamps toBlock without an error): only a block the logs
+      // transport itself returns is scanned, and its hash is checked against the logs after.
+      const top = await this.#blockAtOrBelow(end);
+      if (top === undefined || top.number < next) {
+        this.#noteLag(end, top?.number);
+        return next;
+      }
+      if (top.number < end) this.#noteLag(end, top.number);
+      else this.#lagging = false;
+      const to = top.number;
       let res: Awaited<ReturnType<typeof fetchJobSubmitted>>;
       try {
         res = await fetchJobSubmitted(client, tangle, serviceId, next, to);
@@ -108,17 +134,78 @@ export class JobProducer {
       }
       for (const bad of res.malformed)
         log.warn({ log: bad }, 'ignoring a JobSubmitted log that does not decode');
+      for (const bad of res.foreign)
+        log.warn(
+          { address: bad.address, block: bad.blockNumber, tangle },
+          'refusing a log from another contract or outside the asked range (the RPC ignored the filter)',
+        );
       for (const event of res.events) {
         if (signal.aborted) return next;
         await sink.deliver(event);
       }
+      // A log of block `to` under another hash: the chain moved under us; scan again.
+      const stray = res.events.find((e) => e.blockNumber === to && e.blockHash.toLowerCase() !== top.hash);
+      if (stray)
+        throw new SdkError(
+          'RPC',
+          `block ${to} changed while it was scanned (logs of ${stray.blockHash}, block ${top.hash})`,
+        );
       if (signal.aborted) return next;
-      await sink.scanned(to);
+      await sink.scanned(to, top.hash);
       next = to + 1n;
       if (this.#window < this.#o.windowBlocks)
         this.#window = Math.min(this.#o.windowBlocks, this.#window * 2);
     }
     return next;
+  }
+
+  /**
+   * The newest scanned block whose hash is still the chain's, when the newest scanned one changed
+   * (undefined while it has not; one read per scan). A block the node does not have (yet) is no
+   * proof of a reorg: a lagging node is waited for, and a shorter new chain shows once it grows.
+   */
+  async #forkPoint(sink: JobSink, head: bigint): Promise<bigint | undefined> {
+    const recent = sink.recentBlocks?.() ?? [];
+    const hashAt = async (n: bigint) => {
+      const b = (await this.#o.client.request({
+        method: 'eth_getBlockByNumber',
+        params: [numberToHex(n), false],
+      })) as { hash: Hex | null } | null;
+      return b?.hash?.toLowerCase();
+    };
+    const top = recent[0];
+    if (!top) return undefined;
+    const now = await hashAt(top.block);
+    if (now === top.hash) return undefined;
+    if (now === undefined) {
+      // The head went back below our newest block: a reorg only if a block we kept below it changed.
+      const below = recent.find((r) => r.block <= head);
+      if (!below || (await hashAt(below.block)) === below.hash) return undefined;
+    }
+    for (const r of recent.slice(1)) if ((await hashAt(r.block)) === r.hash) return r.block;
+    return recent[recent.length - 1]!.block - 1n;
+  }
+
+  /** Block `n` as the RPC has it, or its own best block when it has not got `n` yet. */
+  async #blockAtOrBelow(n: bigint): Promise<{ number: bigint; hash: Hex } | undefined> {
+    const { client } = this.#o;
+    type RpcBlock = { number: Hex | null; hash: Hex | null } | null;
+    const ask = (tag: Hex | 'latest') =>
+      client.request({ method: 'eth_getBlockByNumber', params: [tag, false] }) as Promise<RpcBlock>;
+    let b = await ask(numberToHex(n));
+    if (!b?.hash || !b.number) b = await ask('latest');
+    if (!b?.hash || !b.number) return undefined;
+    const number = BigInt(b.number);
+    return number > n ? undefined : { number, hash: b.hash.toLowerCase() as Hex };
+  }
+
+  #noteLag(wanted: bigint, has: bigint | undefined): void {
+    if (this.#lagging) return;
+    this.#lagging = true;
+    this.#o.log.warn(
+      { wanted: `${wanted}`, logsNodeHas: has === undefined ? null : `${has}` },
+      'the RPC answering eth_getLogs is behind the head; scanning only the blocks it has',
+    );
   }
 
   /** Asks for a scan now, or right after the one in progress. */

@@ -1,94 +1,23 @@
 // Wires producer → router → handlers → consumer with bounded concurrency, a durable cursor, and a
 // graceful stop: `createRunner(opts)`, then `runner.start()` / `runner.stop()`.
 import type { Logger } from 'pino';
-import { type Address, createPublicClient, type Hex, http } from 'viem';
+
+import { createPublicClient, type Hex, http, type PublicClient } from 'viem';
 import { sleep } from './backoff.ts';
-import { ResultConsumer, type SubmitOutcome } from './consumer.ts';
-import type { BlueprintEnvironment } from './env.ts';
+import { ResultConsumer } from './consumer.ts';
 import { SdkError } from './errors.ts';
 import { JobCursor } from './job-cursor.ts';
 import type { JobContext, JobRouter } from './job-router.ts';
-import type { OperatorKey } from './keystore.ts';
 import { defaultLogger } from './logger.ts';
 import { JobProducer } from './producer.ts';
+import { sortCallsAfterFork } from './reorg.ts';
+import type { ChainStatus, RunnerOptions, VanishedCall } from './runner-options.ts';
+
+export type { ChainStatus, RunnerOptions, VanishedCall };
+
 import { type JobSubmittedEvent, positionOf } from './tangle-events.ts';
 
-export interface RunnerOptions {
-  router: JobRouter;
-  key: OperatorKey;
-  httpRpcUrl: string;
-  /** With a WebSocket URL the producer reacts to new heads instead of polling. */
-  wsRpcUrl?: string | undefined;
-  tangle: Address;
-  serviceId: bigint;
-  /** Holds the durable cursor file (see JobCursor.fileFor). */
-  dataDir: string;
-  /** Handlers running at once (default 4). */
-  concurrency?: number;
-  pollIntervalMs?: number;
-  windowBlocks?: number;
-  /** Blocks to wait below the head before taking a job (default 0). */
-  confirmations?: number;
-  /**
-   * Where to start when DATA_DIR has no cursor yet (default 'latest': the current head minus
-   * confirmations; in every mode, so a fresh operator never replays a service's history by
-   * surprise). Pass a block number to replay from there; completed calls are recognised on chain.
-   */
-  startBlock?: bigint | 'latest';
-  /**
-   * Attempts for a handler that throws (a transient RPC failure, say) before the call is skipped
-   * (default 3). Handlers must be idempotent by call id: a retry may follow partial work.
-   */
-  handlerAttempts?: number;
-  /** Delay before the first retry of a throwing handler, doubled for each later one (default 1 s). */
-  handlerRetryDelayMs?: number;
-  /** How long stop() lets in-flight handlers and queued results finish before aborting (default 10 s). */
-  shutdownGraceMs?: number;
-  maxBatch?: number;
-  /** See ResultConsumerOptions.precheckCompleted (default true). */
-  precheckCompleted?: boolean;
-  logger?: Logger;
-  /** Observation hooks (metrics, benchmarks); they must not throw. */
-  onJobStart?: (event: JobSubmittedEvent) => void;
-  onJobDone?: (event: JobSubmittedEvent, outcome: SubmitOutcome | 'skipped') => void;
-  /**
-   * Follow-up work once a call is done, awaited before the job slot is counted finished (errors
-   * are logged): the handler's output (absent for a skip), how its result ended, and why a call
-   * was skipped. A blueprint uses it to record its outcome elsewhere when Tangle was completed by
-   * another operator ('already-done'), or to give back what it reserved when it gave up.
-   */
-  afterJob?: (done: {
-    event: JobSubmittedEvent;
-    outcome: SubmitOutcome | 'skipped';
-    skipReason?: string;
-    output?: Hex;
-  }) => Promise<void>;
-}
-
-/** Runner options from the validated environment (SERVICE_ID must be set: not registration mode). */
-export function runnerOptionsFromEnvironment(
-  env: BlueprintEnvironment,
-  key: OperatorKey,
-  router: JobRouter,
-  extra: Partial<RunnerOptions> = {},
-): RunnerOptions {
-  if (env.serviceId === undefined) {
-    throw new SdkError(
-      'CONFIG',
-      'SERVICE_ID is not set (registration mode?): the job runner needs a service.',
-    );
-  }
-  return {
-    router,
-    key,
-    httpRpcUrl: env.httpRpcUrl,
-    wsRpcUrl: env.wsRpcUrl,
-    tangle: env.tangleContract,
-    serviceId: env.serviceId,
-    dataDir: env.dataDir,
-    ...extra,
-  };
-}
+const callKey = (callId: bigint, blockHash: Hex | undefined) => `${callId}:${blockHash?.toLowerCase() ?? ''}`;
 
 export class BlueprintRunner {
   readonly #o: RunnerOptions;
@@ -103,6 +32,11 @@ export class BlueprintRunner {
   readonly #tasks = new Set<Promise<void>>();
   #slots: number;
   readonly #waiters: Array<{ go: () => void; fail: (e: Error) => void }> = [];
+  /** Calls a reorg removed (id and block hash): their handlers' work is undone, never answered. */
+  readonly #gone = new Set<string>();
+  #client: PublicClient | undefined;
+  readonly #status: ChainStatus = {};
+  #recoverUntil = 0n;
 
   constructor(opts: RunnerOptions) {
     this.#o = opts;
@@ -121,6 +55,11 @@ export class BlueprintRunner {
     return this.#state;
   }
 
+  /** The chain as the runner last saw it (reachable, last reorg and its recovery). */
+  get chainStatus(): ChainStatus {
+    return structuredClone(this.#status);
+  }
+
   /** Opens the cursor, settles result txs left by the last run, then starts following jobs. */
   async start(): Promise<void> {
     if (this.#state !== 'new')
@@ -128,6 +67,7 @@ export class BlueprintRunner {
     this.#state = 'starting';
     const o = this.#o;
     const client = createPublicClient({ transport: http(o.httpRpcUrl) });
+    this.#client = client;
     let chainId: number;
     let head: bigint;
     try {
@@ -164,6 +104,9 @@ export class BlueprintRunner {
       log: this.log,
       maxBatch: o.maxBatch ?? 16,
       precheckCompleted: o.precheckCompleted ?? true,
+      isLive: (c) => !this.#gone.has(callKey(c.callId, c.blockHash)),
+      ...(o.stuckAfterMs !== undefined ? { stuckAfterMs: o.stuckAfterMs } : {}),
+      ...(o.maxFeeBumps !== undefined ? { maxFeeBumps: o.maxFeeBumps } : {}),
     });
     await this.#consumer.recover();
     const producer = new JobProducer({
@@ -178,7 +121,22 @@ export class BlueprintRunner {
     });
     this.#producerRun = producer.run(
       cursor.position.block,
-      { deliver: (e) => this.#deliver(e), scanned: (b) => cursor.scanned(b) },
+      {
+        deliver: (e) => this.#deliver(e),
+        scanned: (b, h) => {
+          cursor.scanned(b, h);
+          const r = this.#status.lastReorg;
+          if (r?.recovering && b >= this.#recoverUntil) {
+            r.recovering = false;
+            this.log.info(
+              { fork: r.fork, vanished: r.vanished, resent: r.resent },
+              'reorg recovered: scanned past the old head',
+            );
+          }
+        },
+        recentBlocks: () => cursor.recentBlocks,
+        reorg: (fork) => this.#reorg(fork),
+      },
       this.#producerAbort.signal,
     );
     this.#state = 'running';
@@ -249,17 +207,87 @@ export class BlueprintRunner {
     const cursor = this.#cursor!;
     const pos = positionOf(event);
     if (
-      cursor.isFinished(event.callId, pos) ||
-      cursor.isInFlight(event.callId) ||
-      cursor.isPending(event.callId)
+      cursor.isFinished(event.callId, pos, event.blockHash) ||
+      cursor.isInFlight(event.callId, event.blockHash) ||
+      cursor.isPending(event.callId, event.blockHash)
     )
       return;
     // Throwing (not returning) when stopping keeps the producer from marking this block scanned.
     if (this.#producerAbort.signal.aborted) throw new SdkError('RUNNER_STATE', 'The runner is stopping.');
     await this.#acquire();
-    cursor.begin(event.callId, pos);
+    cursor.begin(event.callId, pos, event.blockHash);
     const task = this.#runJob(event).finally(() => this.#tasks.delete(task));
     this.#tasks.add(task);
+  }
+
+  /**
+   * The chain forked after `fork`. Calls above it whose log block is gone vanished: forgotten, and
+   * what was built for them undone. Calls we answered whose log survived but whose result is no
+   * longer on chain are served again (the handler answers the same way). Returns where to rescan.
+   */
+  async #reorg(fork: bigint): Promise<bigint> {
+    const cursor = this.#cursor!;
+    const client = this.#client!;
+    const status: NonNullable<ChainStatus['lastReorg']> = {
+      at: Date.now(),
+      fork: `${fork}`,
+      vanished: [],
+      resent: [],
+      recovering: true,
+    };
+    this.#status.lastReorg = status;
+    const oldTop = cursor.recentBlocks[0]?.block ?? fork;
+    const { vanished, redo } = await sortCallsAfterFork(
+      cursor,
+      client,
+      this.#o.tangle,
+      this.#o.serviceId,
+      fork,
+    );
+    this.#recoverUntil = oldTop;
+    for (const c of vanished) {
+      this.#gone.add(callKey(c.callId, c.blockHash));
+      await cursor.forget(c.callId);
+      status.vanished.push(`${c.callId}`);
+      // One still in flight is undone when its handler returns (see #runJob).
+      if (c.state !== 'in-flight')
+        await this.#vanished({
+          serviceId: this.#o.serviceId,
+          callId: c.callId,
+          blockNumber: c.pos.block,
+          blockHash: c.blockHash,
+        });
+    }
+    for (const c of redo) {
+      await cursor.forget(c.callId);
+      status.resent.push(`${c.callId}`);
+    }
+    this.#consumer?.reorged();
+    this.log.warn(
+      { fork: `${fork}`, vanished: status.vanished, resent: status.resent },
+      'reorg: calls whose logs are gone are undone and get no result; answered calls whose results are gone are served again; the nonce is read again',
+    );
+    const from = cursor.position.block;
+    return from < fork + 1n ? from : fork + 1n;
+  }
+
+  async #vanished(call: VanishedCall | JobSubmittedEvent, output?: Hex): Promise<void> {
+    const v: VanishedCall = {
+      serviceId: call.serviceId,
+      callId: call.callId,
+      blockNumber: call.blockNumber,
+      blockHash: call.blockHash,
+      ...(output !== undefined ? { output } : {}),
+    };
+    this.log.warn(
+      { callId: `${v.callId}`, block: `${v.blockNumber}` },
+      'a reorg removed this call; undoing its work, no result',
+    );
+    try {
+      await this.#o.onCallVanished?.(v);
+    } catch (err) {
+      this.log.error({ err, callId: `${v.callId}` }, 'undoing the work of a vanished call failed');
+    }
   }
 
   async #after(log: Logger, done: Parameters<NonNullable<RunnerOptions['afterJob']>>[0]): Promise<void> {
@@ -281,6 +309,7 @@ export class BlueprintRunner {
       caller: event.caller,
       blockNumber: event.blockNumber,
       transactionHash: event.transactionHash,
+      blockHash: event.blockHash,
       log,
       signal: this.#jobsAbort.signal,
     };
@@ -309,6 +338,11 @@ export class BlueprintRunner {
     } finally {
       this.#release();
     }
+    if (this.#gone.has(callKey(event.callId, event.blockHash))) {
+      // A reorg removed the call while its handler ran: undo, never answer (the cursor forgot it).
+      await this.#vanished(event, outcome.kind === 'skip' ? undefined : outcome.output);
+      return;
+    }
     try {
       if (outcome.kind === 'skip') {
         await this.#cursor!.finish(event.callId);
@@ -317,9 +351,10 @@ export class BlueprintRunner {
         return;
       }
       const r = await this.#consumer!.submit(
-        { callId: event.callId, pos: positionOf(event) },
+        { callId: event.callId, pos: positionOf(event), blockHash: event.blockHash },
         outcome.output,
       );
+      if (r === 'vanished') return await this.#vanished(event, outcome.output);
       o.onJobDone?.(event, r);
       await this.#after(log, { event, outcome: r, output: outcome.output });
     } catch (err) {

@@ -101,6 +101,11 @@ export interface FetchJobLogsResult {
   events: JobSubmittedEvent[];
   /** Logs with the JobSubmitted topic that did not decode (logged by the caller, then ignored). */
   malformed: RpcLog[];
+  /**
+   * Logs the RPC returned although they do not match the filter: another contract's address, or a
+   * block outside [from, to]. An honest node never sends them; they are refused, never decoded.
+   */
+  foreign: RpcLog[];
 }
 
 /** JobSubmitted logs of one service in [from, to], ordered by (block, logIndex). */
@@ -125,8 +130,21 @@ export async function fetchJobSubmitted(
   const seenAt = Date.now();
   const events: JobSubmittedEvent[] = [];
   const malformed: RpcLog[] = [];
+  const foreign: RpcLog[] = [];
+  const want = tangle.toLowerCase();
   for (const log of logs) {
     if (log.removed) continue;
+    const n = log.blockNumber === null ? undefined : BigInt(log.blockNumber);
+    if (
+      typeof log.address !== 'string' ||
+      log.address.toLowerCase() !== want ||
+      n === undefined ||
+      n < from ||
+      n > to
+    ) {
+      foreign.push(log);
+      continue;
+    }
     const e = decodeJobSubmitted(log, seenAt);
     if (e && e.serviceId === serviceId) events.push(e);
     else malformed.push(log);
@@ -134,5 +152,5 @@ export async function fetchJobSubmitted(
   events.sort((x, y) =>
     x.blockNumber === y.blockNumber ? x.logIndex - y.logIndex : x.blockNumber < y.blockNumber ? -1 : 1,
   );
-  return { events, malformed };
+  return { events, malformed, foreign };
 }

@@ -58,15 +58,43 @@ export function sandboxHandlers(deps: BlueprintDeps) {
       outcome: 'result',
       value,
       ...(reason ? { reason } : {}),
+      ...(ctx.blockHash ? { blockHash: ctx.blockHash } : {}),
     });
     return value;
+  }
+
+  /**
+   * A reorg removed this call (or the id now names a call on the new fork): the sandbox built for
+   * a vanished create is deleted, so nothing runs that the chain does not know, and its record goes.
+   */
+  async function vanished(call: {
+    serviceId: bigint;
+    callId: bigint;
+    blockHash?: string | undefined;
+  }): Promise<void> {
+    const prior = await handled.get(call.serviceId, call.callId, call.blockHash);
+    if (!prior) return;
+    const sandboxId = prior.job === 0 && prior.outcome === 'result' ? prior.value?.['sandboxId'] : undefined;
+    if (sandboxId) {
+      await deps.sandboxes.delete(sandboxId);
+      deps.logger?.warn(
+        { callId: `${call.callId}`, sandboxId },
+        'a reorg removed this create; its sandbox is deleted',
+      );
+    }
+    await handled.forget(call.serviceId, call.callId);
   }
 
   async function create(
     req: JobValue<typeof SANDBOX_CREATE_INPUT>,
     ctx: JobContext,
   ): Promise<CreateOutput | Skip> {
-    const prior = await handled.get(ctx.serviceId, ctx.callId);
+    if (ctx.blockHash) {
+      // The id was a call on a fork that is gone: undo that one before serving this one.
+      const old = await handled.otherFork(ctx.serviceId, ctx.callId, ctx.blockHash);
+      if (old) await vanished({ serviceId: ctx.serviceId, callId: ctx.callId, blockHash: old.blockHash });
+    }
+    const prior = await handled.get(ctx.serviceId, ctx.callId, ctx.blockHash);
     if (prior) {
       ctx.log.info({ outcome: prior.outcome }, 'create call already handled; answering the same way');
       return prior.outcome === 'skip' ? SKIP : (prior.value as CreateOutput);
@@ -82,6 +110,7 @@ export function sandboxHandlers(deps: BlueprintDeps) {
         job: 0,
         outcome: 'skip',
         reason: `assigned to ${assigned ?? 'nobody'}`,
+        ...(ctx.blockHash ? { blockHash: ctx.blockHash } : {}),
       });
       return SKIP;
     }
@@ -156,7 +185,7 @@ export function sandboxHandlers(deps: BlueprintDeps) {
     req: JobValue<typeof SANDBOX_DELETE_INPUT>,
     ctx: JobContext,
   ): Promise<JsonOutput | Skip> {
-    const prior = await handled.get(ctx.serviceId, ctx.callId);
+    const prior = await handled.get(ctx.serviceId, ctx.callId, ctx.blockHash);
     if (prior) return prior.outcome === 'skip' ? SKIP : (prior.value as JsonOutput);
     const routed = await deps.chain.operatorForCall('OperatorRouted', ctx);
     if (!mine(routed)) {
@@ -217,5 +246,5 @@ export function sandboxHandlers(deps: BlueprintDeps) {
     });
   }
 
-  return { create, remove, handled };
+  return { create, remove, handled, vanished };
 }

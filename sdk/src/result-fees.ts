@@ -1,0 +1,57 @@
+// Fees for result transactions: the node's estimate (cached briefly), raised above the base fee
+// when a tx was found stuck under it, and 12.5% over the last tx signed at the same nonce, so a
+// replacement outbids its predecessor (nodes require at least +10% on both fields).
+import type { PublicClient } from 'viem';
+
+export interface Fees {
+  maxFeePerGas: bigint;
+  maxPriorityFeePerGas: bigint;
+}
+
+const bump = (x: bigint) => (x * 9n) / 8n + 1n;
+const max = (a: bigint, b: bigint) => (a > b ? a : b);
+
+export class ResultFees {
+  #estimate: (Fees & { at: number }) | undefined;
+  readonly #atNonce = new Map<number, Fees>();
+
+  constructor(private readonly client: PublicClient) {}
+
+  /** Forgets the cached estimate (the node refused a fee). */
+  refresh(): void {
+    this.#estimate = undefined;
+  }
+
+  /** Fees already used at `nonce` (a tx there may still sit in a mempool). */
+  note(nonce: number, fees: Fees): void {
+    this.#atNonce.set(nonce, fees);
+    for (const n of this.#atNonce.keys()) if (n < nonce - 64) this.#atNonce.delete(n);
+  }
+
+  /** Fees for a tx at `nonce`; `retry` wraps the node's estimate (transient failures). */
+  async forNonce(
+    nonce: number,
+    retry: <T>(fn: () => Promise<T>) => Promise<T>,
+    baseFee?: bigint,
+  ): Promise<Fees> {
+    if (!this.#estimate || Date.now() - this.#estimate.at > 10_000) {
+      const f = await retry(() => this.client.estimateFeesPerGas());
+      this.#estimate = {
+        maxFeePerGas: f.maxFeePerGas,
+        maxPriorityFeePerGas: f.maxPriorityFeePerGas,
+        at: Date.now(),
+      };
+    }
+    let tip = this.#estimate.maxPriorityFeePerGas;
+    let fee = this.#estimate.maxFeePerGas;
+    if (baseFee !== undefined) fee = max(fee, 2n * baseFee + tip);
+    const prior = this.#atNonce.get(nonce);
+    if (prior) {
+      tip = max(tip, bump(prior.maxPriorityFeePerGas));
+      fee = max(fee, bump(prior.maxFeePerGas));
+    }
+    const fees = { maxFeePerGas: max(fee, tip), maxPriorityFeePerGas: tip };
+    this.note(nonce, fees);
+    return fees;
+  }
+}
