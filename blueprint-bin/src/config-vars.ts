@@ -243,6 +243,13 @@ export const VARIABLES = {
     def: 'false',
     doc: 'Served over TLS (sends HSTS)',
   }),
+  METRICS_TOKEN: v({
+    group: 'Operator API',
+    schema: z.string().trim().min(16, 'must be at least 16 characters (generate one: openssl rand -hex 32)'),
+    secret: true,
+    defaultDoc: '(none: /metrics public without per-sandbox series)',
+    doc: "Bearer token for /metrics (then required, every series incl. per-sandbox token usage) and for the instance's sandbox id and last error on /health; `status` sends it",
+  }),
   AUTH_ALLOW_LEGACY_MESSAGE: v({
     group: 'Operator API',
     schema: bool,

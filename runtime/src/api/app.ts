@@ -102,6 +102,9 @@ export function createOperatorApi(deps: OperatorApiDeps, configInput?: ApiConfig
       instance: deps.instance,
       metrics: deps.metrics,
       sandboxes: deps.sandboxes,
+      sessions,
+      healthCacheMs: config.healthCacheMs,
+      metricsToken: config.metricsToken,
     }),
   );
   app.route('/', authRoutes(deps.sessions, sessions));
@@ -153,7 +156,11 @@ export function createOperatorApi(deps: OperatorApiDeps, configInput?: ApiConfig
       return asRuntimeError(e).code === 'NOT_FOUND';
     }
   };
-  const sweepRuns = (now = Date.now()) => runLog.sweep(now, gone);
+  const sweepRuns = async (now = Date.now()) => {
+    const n = await runLog.sweep(now, gone);
+    await runs.forgetGoneMetrics(gone);
+    return n;
+  };
   const sweeper = setInterval(() => {
     sweepRuns().catch((e: unknown) =>
       logger.warn({ err: e instanceof Error ? e.message : String(e) }, 'run sweep failed'),
