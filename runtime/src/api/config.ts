@@ -49,7 +49,13 @@ export const ApiConfigSchema = z.object({
     .int()
     .positive()
     .default(16 * 1024 * 1024),
-  /** Lifetime of a port-preview cookie (POST …/previews), 10 minutes. */
+  /**
+   * PREVIEW_ORIGIN: where port previews are served, `http(s)://*.<domain>[:port]`, one host per
+   * sandbox port (previews/preview-origin.ts). Unset: `http://*.localhost:<port>` for an operator
+   * reached on a loopback host, and previews refused elsewhere.
+   */
+  previewOrigin: z.string().min(1).optional(),
+  /** Lifetime of a port-preview cookie (POST …/previews), 10 minutes; never past its session. */
   previewTtlMs: z
     .number()
     .int()
