@@ -186,7 +186,12 @@ export async function cmdStatus(opts: { url?: string | undefined; local: boolean
   if (!opts.local) {
     try {
       const get = async (path: string) => {
-        const r = await fetch(`${url}${path}`, { signal: AbortSignal.timeout(5000) });
+        // With METRICS_TOKEN the operator's own status shows what /health keeps from anonymous callers.
+        const token = cfg.values.METRICS_TOKEN;
+        const r = await fetch(`${url}${path}`, {
+          signal: AbortSignal.timeout(5000),
+          ...(token ? { headers: { authorization: `Bearer ${token}` } } : {}),
+        });
         return { status: r.status, body: (await r.json()) as unknown };
       };
       const [health, capabilities] = await Promise.all([get('/health'), get('/api/capabilities')]);

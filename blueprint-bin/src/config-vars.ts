@@ -243,6 +243,25 @@ export const VARIABLES = {
     def: 'false',
     doc: 'Served over TLS (sends HSTS)',
   }),
+  PREVIEW_ORIGIN: v({
+    group: 'Operator API',
+    schema: z
+      .string()
+      .trim()
+      .regex(
+        /^https?:\/\/\*\.[a-zA-Z0-9.-]+(:\d{1,5})?\/?$/,
+        'expected http(s)://*.<domain>[:port], e.g. https://*.preview.example.com',
+      ),
+    defaultDoc: 'http://*.localhost:<port> when reached on a loopback host; else previews refused',
+    doc: 'Where port previews are served: one host per sandbox port (p3000-<sandbox id>.<domain>), apart from the console origin; route the wildcard name to the operator with Host passed through (see runtime/src/api/README.md)',
+  }),
+  METRICS_TOKEN: v({
+    group: 'Operator API',
+    schema: z.string().trim().min(16, 'must be at least 16 characters (generate one: openssl rand -hex 32)'),
+    secret: true,
+    defaultDoc: '(none: /metrics public without per-sandbox series)',
+    doc: "Bearer token for /metrics (then required, every series incl. per-sandbox token usage) and for the instance's sandbox id and last error on /health; `status` sends it",
+  }),
   AUTH_ALLOW_LEGACY_MESSAGE: v({
     group: 'Operator API',
     schema: bool,

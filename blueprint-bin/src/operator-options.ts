@@ -115,6 +115,8 @@ export function apiOptions(v: Values): ApiConfigInput {
     corsAllowedOrigins: v.CORS_ALLOWED_ORIGINS ?? [],
     trustedProxies: v.TRUSTED_PROXIES ?? [],
     tls: v.OPERATOR_API_TLS ?? false,
+    ...(v.METRICS_TOKEN ? { metricsToken: v.METRICS_TOKEN } : {}),
+    ...(v.PREVIEW_ORIGIN ? { previewOrigin: v.PREVIEW_ORIGIN } : {}),
     runs: {
       maxEvents: v.RUN_MAX_EVENTS!,
       maxBytes: v.RUN_MAX_BYTES!,

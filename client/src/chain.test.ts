@@ -395,6 +395,26 @@ describe('createSandbox', () => {
     expect(err.exitCode).toBe(ExitCode.REMOTE);
   });
 
+  it('a failed phase shown without its reason (an anonymous view) waits for the on-chain reason', async () => {
+    let play: Promise<void> | undefined;
+    // The operator's public progress says `failed` but not why; the result on chain does.
+    const actor = operatorPlays(() => ({ id: '', json: { error: 'image not found', phase: 'image_pull' } }));
+    const err = await createSandbox({
+      chain: chainFor(),
+      account: user,
+      request: { name: 'client-test-fail-anon' },
+      operatorUrl: op.url,
+      pollMs: 100,
+      timeoutMs: 30_000,
+      onProgress: (p) => {
+        if (p.stage === 'assigned') play = actor(p);
+      },
+    }).catch((e) => e);
+    await play;
+    expect(isClientError(err, 'PROVISION_FAILED')).toBe(true);
+    expect(err.message).toBe('sandbox provisioning failed at image_pull: image not found');
+  });
+
   it('throws as soon as the operator reports the provision failed', async () => {
     let play: Promise<void> | undefined;
     const actor = operatorPlays(() => ({ id: '', json: {} }), 'container_start');

@@ -110,6 +110,8 @@ export async function createSandbox(options: CreateSandboxOptions): Promise<Crea
   let warned = false;
   const emitted = new Set<string>();
   let output: (CreateOutput & { operator: Address }) | undefined;
+  // Anonymous: phases need no sign-in (the operator shows the failure reason to the owner only;
+  // without it the on-chain result carries the public one).
   let progressClient = operatorUrl
     ? new OperatorClient({ baseUrl: operatorUrl, ...fetchOpt(options) })
     : undefined;
@@ -129,6 +131,11 @@ export async function createSandbox(options: CreateSandboxOptions): Promise<Crea
         emit({ stage: 'phase', callId, phase, provision: p! });
         if (phase === 'failed') {
           const failedAt = p!.failedPhase ?? p!.failed_phase ?? lastPhase;
+          // Without the reason (not shown to this caller), the on-chain result carries it: wait for it.
+          if (p!.error === undefined && p!.reason === undefined && p!.message === undefined) {
+            lastPhase = failedAt;
+            continue;
+          }
           throw provisionFailed(callId, failedAt, provisionFailureReason(p!));
         }
         lastPhase = phase;

@@ -112,10 +112,14 @@ export class OperatorClient {
 
   // ---- public -------------------------------------------------------------------------------
 
-  /** Provision progress of a create job; null while the operator has not seen the call yet. */
+  /**
+   * Provision progress of a create job; null while the operator has not seen the call yet. Signed
+   * in (a client with an account or a session), the owner also gets the sandbox id and the failure
+   * reason; anonymous callers get the phases only.
+   */
   async provision(callId: bigint | number | string, signal?: AbortSignal): Promise<Provision | null> {
     const res = await this.http.request('GET', `/api/provisions/${String(callId)}`, {
-      auth: false,
+      auth: this.http.canSignIn,
       ...(signal ? { signal } : {}),
     });
     if (res.status === 404) {

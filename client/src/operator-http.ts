@@ -130,6 +130,11 @@ export class OperatorHttp {
     return this.token !== undefined;
   }
 
+  /** Holds a session or can get one (an account to sign in with). */
+  get canSignIn(): boolean {
+    return this.token !== undefined || this.account !== undefined;
+  }
+
   /** The bearer token of the current session (a credential: do not log or print it). */
   get sessionToken(): string | undefined {
     return this.token;

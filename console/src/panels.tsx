@@ -1,5 +1,6 @@
 // Files (browse, view text, upload, download), exec, secrets (names only; values never echoed) and
-// port previews (a cookie scoped to one port, minted by an authenticated POST; opened in a new tab).
+// port previews (a one-use URL on the port's own preview origin, minted by an authenticated POST,
+// opened in a new tab with noopener,noreferrer).
 import { useEffect, useState } from 'preact/hooks';
 import { describeError } from './api.ts';
 import { api } from './main.tsx';
@@ -230,17 +231,25 @@ export function Secrets({ sandbox }: { sandbox: string }) {
 
 export function Preview({ sandbox, ports }: { sandbox: string; ports: string[] }) {
   const [error, setError] = useState<string>();
+  const [opened, setOpened] = useState<{ url: string; origin: string }>();
   const open = async (e: Event) => {
     e.preventDefault();
     const port = Number(new FormData(e.target as HTMLFormElement).get('port'));
     setError(undefined);
-    // Opened first (a user gesture), pointed at the preview once the cookie is set.
-    const tab = window.open('about:blank', '_blank');
+    setOpened(undefined);
     try {
-      const r = await api.json<{ url: string }>('POST', `/api/sandboxes/${sandbox}/previews`, { port });
-      if (tab) tab.location.href = r.url;
+      const r = await api.json<{ url: string; origin: string }>(
+        'POST',
+        `/api/sandboxes/${sandbox}/previews`,
+        {
+          port,
+        },
+      );
+      // The preview runs on its own origin, with no handle back to this page (window.opener) and
+      // no copy of this tab's sessionStorage (the session): noopener, noreferrer.
+      window.open(r.url, '_blank', 'noopener,noreferrer');
+      setOpened(r);
     } catch (err) {
-      tab?.close();
       setError(describeError(err));
     }
   };
@@ -267,6 +276,15 @@ export function Preview({ sandbox, ports }: { sandbox: string; ports: string[] }
         </datalist>
         <button type="submit">Open preview</button>
       </form>
+      {opened && (
+        <p data-testid="preview-opened">
+          Opened {opened.origin} in a new tab. Blocked by the browser?{' '}
+          <a href={opened.url} target="_blank" rel="noopener noreferrer">
+            Open it here
+          </a>{' '}
+          (once; open another preview for a second tab).
+        </p>
+      )}
       <Err e={error} />
     </section>
   );

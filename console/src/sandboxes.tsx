@@ -99,7 +99,10 @@ function CreateForm({ caps, onCreated }: { caps: Capabilities; onCreated: () => 
       }
       let last = '';
       for (;;) {
-        const res = await fetch(`/api/provisions/${callId}`);
+        // With the session: the owner also sees the sandbox id and the failure reason.
+        const res = await fetch(`/api/provisions/${callId}`, {
+          headers: api.token ? { authorization: `Bearer ${api.token}` } : {},
+        });
         if (res.ok) {
           const pv = (await res.json()) as { phase?: string; error?: string; sandboxId?: string };
           if (pv.phase && pv.phase !== last) {

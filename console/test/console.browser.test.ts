@@ -3,7 +3,7 @@
 // injected EIP-1193 provider backed by a devnet key (wallet.ts). One operator, one browser.
 // Covers: sign in (message shown first), create on chain → ready, chat streaming to the final
 // answer, reload mid-run → resumed without repeats, terminal input/output, upload → download
-// byte-identical, a port preview, a secret used by exec, another wallet refused (403 shown),
+// byte-identical, a port preview on its own origin (no opener, no session; closed by sign-out), a secret used by exec, another wallet refused (403 shown),
 // sign-out revoking the session, delete on chain.
 // Saves a screenshot of each main screen (under docs/console/ with UPDATE_SCREENSHOTS=1).
 import type { ChildProcess } from 'node:child_process';
@@ -200,7 +200,7 @@ describe('web console in Chromium', () => {
     await page.goto(`${url}/console/`);
     await page.screenshot({ path: join(SHOTS, 'sign-in.png') });
     const csp = (await page.request.get(`${url}/console/`)).headers()['content-security-policy'] ?? '';
-    expect(csp).toContain("script-src 'self'");
+    expect(csp).toContain(`script-src ${url}/console/assets/;`);
     expect(csp).not.toContain('unsafe-inline');
     const message = await signIn(page);
     expect(message).toContain('wants you to sign in with your Ethereum account');
@@ -251,34 +251,63 @@ describe('web console in Chromium', () => {
     await page.keyboard.press('Enter');
   }, 40_000);
 
-  it('opens a port preview in a new tab with a port-scoped cookie, no token in the URL', async () => {
-    await page.getByTestId('tab-Preview').click();
-    await page.getByTestId('preview-port').fill('3000');
+  /** Clicks Open preview for port 3000 and waits for the app's page in the new tab. */
+  async function openPreview(on: Page, context: BrowserContext): Promise<Page> {
+    await on.getByTestId('tab-Preview').click();
+    await on.getByTestId('preview-port').fill('3000');
     const [popup] = await Promise.all([
-      page.waitForEvent('popup'),
-      page.getByRole('button', { name: 'Open preview' }).click(),
+      context.waitForEvent('page'),
+      on.getByRole('button', { name: 'Open preview' }).click(),
     ]);
-    await popup.waitForURL(/\/port\/3000\/$/);
-    await page.screenshot({ path: join(SHOTS, 'preview.png') });
-    expect(popup.url()).toBe(`${url}/api/sandboxes/${sandboxId}/port/3000/`);
+    await popup.waitForURL(/\/$/);
     // The server was started just before; a few reloads at most (the proxy counts against the rate limit).
     for (let i = 0; i < 8 && !(await popup.content()).includes('Directory listing'); i++) {
-      if (process.env['CONSOLE_TEST_DEBUG']) console.log('POPUP', await popup.content());
+      if (process.env['CONSOLE_TEST_DEBUG']) console.log('POPUP', popup.url(), await popup.content());
       await popup.waitForTimeout(300);
       await popup.reload();
     }
     expect(await popup.content()).toContain('Directory listing');
+    return popup;
+  }
+
+  it("opens a port preview on the port's own origin, with no opener and no session, a host-only cookie", async () => {
+    const previewOrigin = `http://p3000-${sandboxId}.localhost:${new URL(url).port}`;
+    const popup = await openPreview(page, ctx);
+    await page.screenshot({ path: join(SHOTS, 'preview.png') });
+    expect(new URL(popup.url()).origin).toBe(previewOrigin);
+    expect(new URL(popup.url()).pathname).toBe('/');
     await popup.screenshot({ path: join(SHOTS, 'preview-tab.png') });
-    const cookies = await ctx.cookies(`${url}/api/sandboxes/${sandboxId}/port/3000/`);
-    const c = cookies.find((k) => k.name === 'asb_preview');
-    expect(c).toMatchObject({
-      httpOnly: true,
-      sameSite: 'Strict',
-      path: `/api/sandboxes/${sandboxId}/port/3000/`,
-    });
-    expect(await ctx.cookies(`${url}/api/sandboxes/${sandboxId}/`)).toEqual([]);
+    // noopener: no handle back to the console; its own origin: no copy of the console's session.
+    expect(await popup.evaluate('window.opener')).toBeNull();
+    const token = (await page.evaluate(`sessionStorage.getItem('agent-sandbox.session')`)) as string;
+    expect(token).toBeTruthy();
+    const storage = (await popup.evaluate(
+      `(() => { try { return JSON.stringify(Object.entries(sessionStorage)); } catch (e) { return 'no storage: ' + e.name; } })()`,
+    )) as string;
+    expect(storage).not.toContain(token);
+    expect(storage === '[]' || storage.startsWith('no storage')).toBe(true);
+    const c = (await ctx.cookies(previewOrigin)).find((k) => k.name === 'asb_preview');
+    expect(c).toMatchObject({ httpOnly: true, sameSite: 'Lax', path: '/' });
+    expect(c?.domain).toBe(`p3000-${sandboxId}.localhost`);
+    expect((await ctx.cookies(url)).filter((k) => k.name === 'asb_preview')).toEqual([]);
     await popup.close();
   }, 40_000);
+
+  it('signing out closes the preview: its next request is a 401', async () => {
+    const other = await browser.newContext({ viewport: { width: 1100, height: 820 } });
+    await injectWallet(other, jobs.caller, devnet.rpcUrl);
+    const p2 = await newPage(other);
+    await signIn(p2);
+    await p2.evaluate(`sessionStorage.setItem('console.selected', ${JSON.stringify(sandboxId)})`);
+    await p2.reload();
+    const popup = await openPreview(p2, other);
+    await p2.getByTestId('signout').click();
+    await p2.getByTestId('connect').waitFor();
+    const after = await popup.reload();
+    expect(after?.status()).toBe(401);
+    expect(await popup.content()).not.toContain('Directory listing');
+    await other.close();
+  }, 60_000);
 
   it('uploads a file and downloads it byte-identical', async () => {
     await page.getByTestId('tab-Files').click();

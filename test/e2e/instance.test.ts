@@ -98,7 +98,12 @@ function operatorEnv(serviceId: bigint, name: string, port: number, extra: Recor
       labels: `agent-sandbox.test=1,${SUITE_LABEL}`,
       dataDir: join(dir, name),
       port,
-      extra: { OPERATOR_MODE: 'instance', INSTANCE_CHECK_INTERVAL_MS: '300', ...extra },
+      extra: {
+        OPERATOR_MODE: 'instance',
+        INSTANCE_CHECK_INTERVAL_MS: '300',
+        METRICS_TOKEN,
+        ...extra,
+      },
     },
     // One secret per operator name: a restart keeps its store readable.
     createHashSecret(name),
@@ -158,8 +163,10 @@ const chainArgs = (serviceId: bigint) => [
   devnet.contracts.instance,
 ];
 
+// The operator's own view of /health (the instance's sandbox id and last error need its token).
+const METRICS_TOKEN = 'instance-e2e-metrics-token';
 const health = async (url: string) => {
-  const r = await fetch(`${url}/health`);
+  const r = await fetch(`${url}/health`, { headers: { authorization: `Bearer ${METRICS_TOKEN}` } });
   return { status: r.status, body: (await r.json()) as { instance?: Record<string, unknown> } };
 };
 

@@ -17,6 +17,9 @@ import { securityHeaders } from './middleware/security-headers.ts';
 import { requireSession } from './middleware/session.ts';
 import { SessionCache } from './middleware/session-cache.ts';
 import { serveOpenApiDocument } from './openapi.ts';
+import { PreviewCredentials } from './previews/preview-credentials.ts';
+import { previewHost } from './previews/preview-host.ts';
+import { parsePreviewOrigin } from './previews/preview-origin.ts';
 import { authRoutes } from './routes/auth.ts';
 import { consoleRoutes } from './routes/console.ts';
 import { publicRoutes } from './routes/public.ts';
@@ -65,6 +68,11 @@ export function createOperatorApi(deps: OperatorApiDeps, configInput?: ApiConfig
   const scheduler = new WorkflowScheduler(workflows, logger);
   workflows.onChange(() => scheduler.poke());
   const limiter = rateLimit(config.rateLimits);
+  const previews = {
+    credentials: new PreviewCredentials(config.previewTtlMs),
+    origin: config.previewOrigin ? parsePreviewOrigin(config.previewOrigin) : undefined,
+  };
+  const routeDeps0 = { sandboxes: deps.sandboxes, config };
   const sessions = new SessionCache(deps.sessions);
 
   const app = new OpenAPIHono<ApiEnv>({ defaultHook: validationHook });
@@ -90,6 +98,8 @@ export function createOperatorApi(deps: OperatorApiDeps, configInput?: ApiConfig
   }
   app.use('*', accessLog(deps.metrics));
   app.use('*', limiter.middleware);
+  // A preview host serves its sandbox port and nothing else (no API, no console).
+  app.use('*', previewHost(routeDeps0, deps.sessions, previews.credentials, previews.origin));
   app.use('*', bodyLimits(config));
   app.use('*', requestTimeout(config.requestTimeoutMs));
 
@@ -103,6 +113,9 @@ export function createOperatorApi(deps: OperatorApiDeps, configInput?: ApiConfig
       instance: deps.instance,
       metrics: deps.metrics,
       sandboxes: deps.sandboxes,
+      sessions,
+      healthCacheMs: config.healthCacheMs,
+      metricsToken: config.metricsToken,
     }),
   );
   registerShapes(app, deps.shapes);
@@ -115,10 +128,8 @@ export function createOperatorApi(deps: OperatorApiDeps, configInput?: ApiConfig
   app.use('/api/workflows/*', requireSession(sessions));
   registerWorkflows(app, workflows);
 
-  const sandboxRoutes = sandboxApi(
-    { sandboxes: deps.sandboxes, sidecars, runs, runLog, config, tee: deps.tee },
-    sessions,
-  );
+  const routeDeps = { sandboxes: deps.sandboxes, sidecars, runs, runLog, config, tee: deps.tee };
+  const sandboxRoutes = sandboxApi(routeDeps, sessions, previews);
   const setSandboxId =
     (
       resolve: (c: Parameters<MiddlewareHandler<ApiEnv>>[0]) => string | undefined,
@@ -155,7 +166,11 @@ export function createOperatorApi(deps: OperatorApiDeps, configInput?: ApiConfig
       return asRuntimeError(e).code === 'NOT_FOUND';
     }
   };
-  const sweepRuns = (now = Date.now()) => runLog.sweep(now, gone);
+  const sweepRuns = async (now = Date.now()) => {
+    const n = await runLog.sweep(now, gone);
+    await runs.forgetGoneMetrics(gone);
+    return n;
+  };
   const sweeper = setInterval(() => {
     sweepRuns().catch((e: unknown) =>
       logger.warn({ err: e instanceof Error ? e.message : String(e) }, 'run sweep failed'),

@@ -15,9 +15,22 @@ export const ApiConfigSchema = z.object({
       write: perMinute.default(30),
       read: perMinute.default(120),
       terminal: perMinute.default(2400),
+      /** /health, /readyz, /metrics: a load balancer or scraper polls a few times a minute. */
+      probe: perMinute.default(60),
       windowMs: z.number().int().positive().default(60_000),
     })
     .prefault({}),
+  /**
+   * How long a /health check result is reused (5 s): each check is one chain read, one engine ping,
+   * so the checks run at most once per period whatever the request rate (concurrent calls share one).
+   */
+  healthCacheMs: z.number().int().nonnegative().default(5_000),
+  /**
+   * METRICS_TOKEN: when set, /metrics needs `Authorization: Bearer <it>` and shows every series
+   * (per-sandbox token usage included), and /health shows the instance's sandbox id and last
+   * error to it. Unset: /metrics is public without per-sandbox series.
+   */
+  metricsToken: z.string().min(16, 'METRICS_TOKEN must be at least 16 characters').optional(),
   /** Largest request body in bytes (1 MiB). */
   bodyLimit: z
     .number()
@@ -36,7 +49,13 @@ export const ApiConfigSchema = z.object({
     .int()
     .positive()
     .default(16 * 1024 * 1024),
-  /** Lifetime of a port-preview cookie (POST …/previews), 10 minutes. */
+  /**
+   * PREVIEW_ORIGIN: where port previews are served, `http(s)://*.<domain>[:port]`, one host per
+   * sandbox port (previews/preview-origin.ts). Unset: `http://*.localhost:<port>` for an operator
+   * reached on a loopback host, and previews refused elsewhere.
+   */
+  previewOrigin: z.string().min(1).optional(),
+  /** Lifetime of a port-preview cookie (POST …/previews), 10 minutes; never past its session. */
   previewTtlMs: z
     .number()
     .int()

@@ -33,12 +33,16 @@ export interface ApiSessions {
   /** Throws (any error) when the token is invalid, expired, revoked or minted under another key. */
   verify(token: string): Awaitable<SessionClaims>;
   revoke(token: string): Awaitable<unknown>;
+  /** True while the session with this id is live (not revoked, not expired): previews end with it. */
+  isActive(jti: string): boolean;
 }
 
 export interface SessionClaims {
   address: string;
   scope?: string | null | undefined;
   exp?: string | number | undefined;
+  /** The session's id (SessionAuth sets it): what a preview credential is tied to. */
+  jti?: string | undefined;
 }
 
 /** The encrypted store (runtime/src/store): runs and their events persist there. */

@@ -3,14 +3,15 @@
 import { OpenAPIHono } from '@hono/zod-openapi';
 import type { ApiEnv } from './context.ts';
 import type { ApiSessions } from './deps.ts';
-import { requireSandboxAccess } from './middleware/session.ts';
-import { PreviewCredentials } from './previews/preview-credentials.ts';
+import { requireSandboxAccess, requireSession } from './middleware/session.ts';
+import type { PreviewCredentials } from './previews/preview-credentials.ts';
+import type { PreviewOrigin } from './previews/preview-origin.ts';
 import { registerCapabilities } from './routes/capabilities.ts';
 import { registerExec } from './routes/exec.ts';
 import { registerFiles } from './routes/files.ts';
 import { registerLifecycle } from './routes/lifecycle.ts';
 import { registerPortProxy } from './routes/port-proxy.ts';
-import { registerPreviews, sessionOrPreview } from './routes/previews.ts';
+import { registerPreviews } from './routes/previews.ts';
 import { registerRuns } from './routes/runs.ts';
 import { registerGet } from './routes/sandboxes.ts';
 import { registerSecrets } from './routes/secrets.ts';
@@ -19,12 +20,15 @@ import { registerTerminals } from './routes/terminals.ts';
 import type { SandboxRouteDeps } from './routes/types.ts';
 import { validationHook } from './routes/validation.ts';
 
-export function sandboxApi(d: SandboxRouteDeps, sessions: Pick<ApiSessions, 'verify'>): OpenAPIHono<ApiEnv> {
+export function sandboxApi(
+  d: SandboxRouteDeps,
+  sessions: Pick<ApiSessions, 'verify'>,
+  previews: { credentials: PreviewCredentials; origin: PreviewOrigin | undefined },
+): OpenAPIHono<ApiEnv> {
   const app = new OpenAPIHono<ApiEnv>({ defaultHook: validationHook });
-  const previews = new PreviewCredentials(d.config.previewTtlMs);
-  // Order matters: who is calling (a session, or on the port proxy a preview cookie for exactly that
-  // sandbox and port), then may they use this sandbox (sandboxId was set by the mount).
-  app.use('*', sessionOrPreview(sessions, previews));
+  // Order matters: who is calling (a Bearer session: on this origin no cookie opens anything, the
+  // port proxy included), then may they use this sandbox (sandboxId was set by the mount).
+  app.use('*', requireSession(sessions));
   app.use('*', requireSandboxAccess(d.sandboxes));
   registerGet(app);
   registerExec(app, d);
@@ -34,7 +38,7 @@ export function sandboxApi(d: SandboxRouteDeps, sessions: Pick<ApiSessions, 'ver
   registerSecrets(app, d);
   registerTerminals(app, d);
   registerFiles(app, d);
-  registerPreviews(app, d, previews);
+  registerPreviews(app, d, previews.credentials, previews.origin);
   registerPortProxy(app, d);
   if (d.tee) registerTee(app, d.tee);
   return app;

@@ -302,6 +302,17 @@ export class SessionAuth {
   }
 
   /**
+   * True while the session `jti` names is live: issued here, not revoked (sign-out, or evicted by
+   * a newer sign-in), not expired. What a credential derived from a session (a port preview) checks
+   * on every use, so it ends with its session.
+   */
+  isActive(jti: string): boolean {
+    if (this.#revoked.has(jti)) return false;
+    const r = this.#sessions.get(jti);
+    return r !== undefined && r.exp > this.#nowSec();
+  }
+
+  /**
    * Drops expired redeemed nonces (`challenges`), sessions and revocations (memory and store).
    * Call every 5 min.
    */

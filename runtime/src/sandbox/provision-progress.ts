@@ -22,6 +22,8 @@ export const ProvisionProgressSchema = z.object({
   callId: z.string(),
   sandboxId: z.string(),
   serviceId: z.string(),
+  /** The create's caller (the sandbox's owner): who may read the detail on the API. */
+  owner: z.string().optional(),
   phase: ProvisionPhaseSchema,
   /** Every phase entered, in order, with the time it was entered (ms since epoch). */
   phases: z.array(z.object({ phase: ProvisionPhaseSchema, at: z.number().int() })),
@@ -42,12 +44,14 @@ export function newProgress(p: {
   callId: string;
   sandboxId: string;
   serviceId: string;
+  owner?: string;
   now: number;
 }): ProvisionProgress {
   return {
     callId: p.callId,
     sandboxId: p.sandboxId,
     serviceId: p.serviceId,
+    ...(p.owner ? { owner: p.owner.toLowerCase() } : {}),
     phase: 'queued',
     phases: [{ phase: 'queued', at: p.now }],
     failedPhase: null,

@@ -86,7 +86,7 @@ export async function admit(
   await ctx.records.put(rec);
   await ctx.provisions.put(
     provisionKey(req.serviceId, req.callId),
-    newProgress({ callId: req.callId, sandboxId: id, serviceId: req.serviceId, now }),
+    newProgress({ callId: req.callId, sandboxId: id, serviceId: req.serviceId, owner: req.owner, now }),
   );
   ctx.metrics?.jobs.inc();
   return rec;

@@ -31,8 +31,8 @@ describe('resolveClientIp', () => {
 
 describe('classify', () => {
   it.each([
-    ['GET', '/health', 'public'],
-    ['GET', '/metrics', 'public'],
+    ['GET', '/health', 'probe'],
+    ['GET', '/metrics', 'probe'],
     ['POST', '/api/auth/challenge', 'auth'],
     ['DELETE', '/api/auth/session', 'auth'],
     ['GET', '/api/sandboxes', 'read'],

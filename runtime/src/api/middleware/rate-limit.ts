@@ -1,5 +1,5 @@
-// Per-client rate limits by route class (auth, write, read, terminal); public probes are not
-// limited. A client is its IPv4 address or its IPv6 /64 (one host is usually given a whole /64, so
+// Per-client rate limits by route class (auth, write, read, terminal, probe); the static public
+// documents (capabilities, OpenAPI) are not limited. A client is its IPv4 address or its IPv6 /64 (one host is usually given a whole /64, so
 // keying by full address would let it pick a fresh bucket per request). OPTIONS requests count too:
 // `preflight` counts them before the CORS middleware answers them, `middleware` counts the rest.
 import type { MiddlewareHandler } from 'hono';
@@ -8,14 +8,16 @@ import type { ApiConfig } from '../config.ts';
 import type { ApiEnv } from '../context.ts';
 import { SlidingWindowLimiter } from './sliding-window.ts';
 
-export type RouteClass = 'public' | 'auth' | 'read' | 'write' | 'terminal';
+export type RouteClass = 'public' | 'probe' | 'auth' | 'read' | 'write' | 'terminal';
 
-const PUBLIC = /^\/(health|readyz|metrics)$|^\/api\/(capabilities|openapi\.json)$/;
+const PUBLIC = /^\/api\/(capabilities|openapi\.json)$/;
+const PROBE = /^\/(health|readyz|metrics)$/;
 const SANDBOX = /^\/api\/(sandboxes\/[^/]+|sandbox)(\/.*)?$/;
 
 /** The class of a request, from its method and path (one table, so no route can forget it). */
 export function classify(method: string, path: string): RouteClass {
   if (PUBLIC.test(path)) return 'public';
+  if (PROBE.test(path)) return 'probe';
   if (path.startsWith('/api/auth/')) return 'auth';
   const m = SANDBOX.exec(path);
   const rest = m?.[2] ?? '';
@@ -74,6 +76,7 @@ export function rateLimit(cfg: ApiConfig['rateLimits']): RateLimiters {
     read: new SlidingWindowLimiter(cfg.read, cfg.windowMs),
     write: new SlidingWindowLimiter(cfg.write, cfg.windowMs),
     terminal: new SlidingWindowLimiter(cfg.terminal, cfg.windowMs),
+    probe: new SlidingWindowLimiter(cfg.probe, cfg.windowMs),
   };
   const sweeper = setInterval(() => {
     for (const l of Object.values(limiters)) l.sweep();

@@ -33,7 +33,10 @@ describe('console route', () => {
     const b = await h.call('GET', '/console/');
     expect(a.status).toBe(200);
     const csp = a.headers.get('content-security-policy')!;
-    expect(csp).toContain("script-src 'self'");
+    // Scripts from the console's own asset path only: a proxied sandbox response on this origin
+    // (…/port/…) is no console script (this was `script-src 'self'` before).
+    expect(csp).toContain(`script-src ${h.url}/console/assets/;`);
+    expect(csp).not.toContain("script-src 'self'");
     expect(csp).toContain("default-src 'none'");
     expect(csp).not.toContain('unsafe-inline');
     const nonce = /'nonce-([^']+)'/.exec(csp)![1]!;

@@ -1,5 +1,5 @@
 // Serves the web console's built files (the `console/` package's dist) at /console/, under a strict
-// CSP: scripts only from this origin's hashed asset files, no inline script; styles from asset files
+// CSP: scripts only from this origin's /console/assets/ path (hashed build files), no inline script; styles from asset files
 // plus the <style> elements the console's terminal creates, which carry this response's nonce.
 import { randomBytes } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
@@ -17,10 +17,14 @@ const TYPES: Record<string, string> = {
 };
 const ASSET_RE = /^[A-Za-z0-9._-]{1,200}$/;
 
-export function consoleCsp(nonce: string): string {
+/**
+ * The console page's CSP. Scripts only from `<origin>/console/assets/` (a path, not 'self': every
+ * response of this origin, a proxied sandbox port included, would otherwise pass as a script).
+ */
+export function consoleCsp(nonce: string, origin: string): string {
   return [
     "default-src 'none'",
-    "script-src 'self'",
+    `script-src ${origin}/console/assets/`,
     `style-src 'self' 'nonce-${nonce}'`,
     "connect-src 'self'",
     "img-src 'self' data: blob:",
@@ -47,7 +51,8 @@ export function consoleRoutes(dir: string | undefined): Hono<ApiEnv> {
       );
     }
     const nonce = randomBytes(16).toString('base64');
-    c.header('content-security-policy', consoleCsp(nonce));
+    // The origin the browser used (CSP matches an http source against https too, behind TLS proxies).
+    c.header('content-security-policy', consoleCsp(nonce, new URL(c.req.url).origin));
     return c.html(index.replace('__CSP_NONCE__', nonce));
   };
   app.get('/', (c) => c.redirect('/console/', 302));

@@ -10,6 +10,7 @@ import type { Duplex } from 'node:stream';
 import { type OpenAPIHono, z } from '@hono/zod-openapi';
 import type { Context } from 'hono';
 import { RuntimeError } from '../../errors.ts';
+import type { SandboxRecord } from '../../sandbox/record.ts';
 import type { ApiEnv } from '../context.ts';
 import { errors } from '../schemas.ts';
 import type { SandboxRouteDeps } from './types.ts';
@@ -90,46 +91,60 @@ export function registerPortProxy(app: OpenAPIHono<ApiEnv>, d: SandboxRouteDeps)
   });
 
   const handler = async (c: Context<ApiEnv>) => {
-    const record = c.get('sandbox');
-    if (record.state !== 'running') {
-      throw new RuntimeError(
-        record.state === 'stopped' ? 'SANDBOX_STOPPED' : 'SANDBOX_NOT_RUNNING',
-        `sandbox is ${record.state}`,
-      );
-    }
-    if (record.sidecarUrl?.startsWith('unix:')) {
-      throw new RuntimeError(
-        'CONFLICT',
-        'this sandbox has no network: SANDBOX_EGRESS=none; it has no ports to proxy',
-      );
-    }
     const raw = c.req.raw.url;
     const pathStart = raw.indexOf('/', raw.indexOf('//') + 2);
     const pathAndQuery = pathStart < 0 ? '/' : raw.slice(pathStart);
     const q = pathAndQuery.indexOf('?');
     const { port, prefix, rest } = parsePortPath(q < 0 ? pathAndQuery : pathAndQuery.slice(0, q));
     const search = q < 0 ? '' : pathAndQuery.slice(q);
-    const exposed = d.sandboxes.exposedPort ? await d.sandboxes.exposedPort(record.id, port) : null;
-    const hostPort = typeof exposed === 'object' ? exposed?.port : exposed;
-    if (!hostPort) throw new RuntimeError('NOT_FOUND', `sandbox does not expose port ${port}`);
-    const target = upstreamUrl(hostPort, `${rest}${search}`);
-
-    const drop = connectionTokens(c.req.header('connection'));
-    const headers: Record<string, string> = {};
-    for (const [k, v] of c.req.raw.headers) if (!DROP_REQUEST.has(k) && !drop.has(k)) headers[k] = v;
-    headers['x-request-id'] = c.get('requestId');
-    headers['x-forwarded-prefix'] = prefix;
-
-    const upgrade = (c.env as { upgrade?: UpgradeEnv } | undefined)?.upgrade;
-    const wantsWs = c.req.header('upgrade')?.toLowerCase() === 'websocket';
-    if (upgrade && wantsWs && c.req.method === 'GET') {
-      return proxyUpgrade(target, headers, upgrade, d.config.timeouts.default, port);
-    }
-    return proxyHttp(c, target, headers, d.config.timeouts.default, port);
+    return proxyToPort(c, d, c.get('sandbox'), port, prefix, `${rest}${search}`);
   };
 
   app.all('/port/:port/*', handler);
   app.all('/port/:port', handler);
+}
+
+/**
+ * Proxies the request to container port `port` of `record` (the caller was checked), forwarding
+ * `pathAndQuery`; `prefix` is what the app sees as x-forwarded-prefix (empty on a preview host).
+ */
+export async function proxyToPort(
+  c: Context<ApiEnv>,
+  d: Pick<SandboxRouteDeps, 'sandboxes' | 'config'>,
+  record: SandboxRecord,
+  port: number,
+  prefix: string,
+  pathAndQuery: string,
+): Promise<Response> {
+  if (record.state !== 'running') {
+    throw new RuntimeError(
+      record.state === 'stopped' ? 'SANDBOX_STOPPED' : 'SANDBOX_NOT_RUNNING',
+      `sandbox is ${record.state}`,
+    );
+  }
+  if (record.sidecarUrl?.startsWith('unix:')) {
+    throw new RuntimeError(
+      'CONFLICT',
+      'this sandbox has no network: SANDBOX_EGRESS=none; it has no ports to proxy',
+    );
+  }
+  const exposed = d.sandboxes.exposedPort ? await d.sandboxes.exposedPort(record.id, port) : null;
+  const hostPort = typeof exposed === 'object' ? exposed?.port : exposed;
+  if (!hostPort) throw new RuntimeError('NOT_FOUND', `sandbox does not expose port ${port}`);
+  const target = upstreamUrl(hostPort, pathAndQuery);
+
+  const drop = connectionTokens(c.req.header('connection'));
+  const headers: Record<string, string> = {};
+  for (const [k, v] of c.req.raw.headers) if (!DROP_REQUEST.has(k) && !drop.has(k)) headers[k] = v;
+  headers['x-request-id'] = c.get('requestId');
+  if (prefix) headers['x-forwarded-prefix'] = prefix;
+
+  const upgrade = (c.env as { upgrade?: UpgradeEnv } | undefined)?.upgrade;
+  const wantsWs = c.req.header('upgrade')?.toLowerCase() === 'websocket';
+  if (upgrade && wantsWs && c.req.method === 'GET') {
+    return proxyUpgrade(target, headers, upgrade, d.config.timeouts.default, port);
+  }
+  return proxyHttp(c, target, headers, d.config.timeouts.default, port);
 }
 
 /** One HTTP exchange, bytes untouched; a deadline applies to the response headers only. */

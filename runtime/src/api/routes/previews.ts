@@ -1,26 +1,33 @@
-// Port previews: `POST …/previews {port}` mints a short-lived credential for one exposed port of the
-// caller's sandbox, set as an HttpOnly, SameSite=Strict cookie whose Path is that port's proxy prefix,
-// so a browser can open the preview in a new tab with no session token in the URL. The proxy
-// accepts it (sessionOrPreview) only on that sandbox and port, only until it expires.
+// Port previews: `POST …/previews {port}` mints a one-use ticket for one exposed port of the caller's
+// sandbox and answers the URL that redeems it on that port's own host on the preview origin
+// (previews/preview-origin.ts). There the ticket becomes an HttpOnly cookie for that host alone,
+// tied to the caller's session: signing out closes the port. The console's own origin never
+// serves a sandbox's bytes to a browser without the Authorization header (no cookie there).
 import { createRoute, type OpenAPIHono, z } from '@hono/zod-openapi';
-import type { MiddlewareHandler } from 'hono';
 import { RuntimeError } from '../../errors.ts';
 import type { ApiEnv } from '../context.ts';
 import type { ApiSessions } from '../deps.ts';
-import { requireSession } from '../middleware/session.ts';
-import { cookieValues, PREVIEW_COOKIE, type PreviewCredentials } from '../previews/preview-credentials.ts';
+import { type PreviewCredentials, TICKET_TTL_MS } from '../previews/preview-credentials.ts';
+import { type PreviewOrigin, previewBase, previewOriginFor } from '../previews/preview-origin.ts';
 import { errors, json, jsonBody, SANDBOX_ERRORS } from '../schemas.ts';
-import { parsePortPath } from './port-proxy.ts';
 import type { SandboxRouteDeps } from './types.ts';
+
+export const TICKET_PATH = '/__asb_preview';
 
 const PreviewRequestSchema = z
   .object({ port: z.number().int().min(1).max(65_535) })
   .openapi('PreviewRequest');
 const PreviewSchema = z
   .object({
-    url: z.string().openapi({ description: 'Path of the preview on this operator (open it in a new tab)' }),
+    url: z.string().openapi({
+      description:
+        'Open it once, in a new tab with noopener: it redeems a one-use ticket on the preview host',
+    }),
+    origin: z.string().openapi({ description: "The preview's own origin (this sandbox port's host)" }),
     port: z.number().int(),
-    expires_at: z.string(),
+    expires_at: z
+      .string()
+      .openapi({ description: 'When the preview cookie ends at the latest (or the session, if sooner)' }),
   })
   .openapi('Preview');
 
@@ -29,16 +36,17 @@ const previewRoute = createRoute({
   path: '/previews',
   tags: ['sandbox'],
   summary:
-    'Mint a port-preview credential: an HttpOnly SameSite=Strict cookie for this sandbox and port only, short-lived',
+    "Open a port preview: a one-use URL on the port's own preview host, where it becomes an HttpOnly cookie tied to this session",
   security: [{ bearer: [] }],
   request: { body: jsonBody(PreviewRequestSchema) },
-  responses: { 200: json(PreviewSchema, 'Cookie set; open `url`'), ...errors(400, ...SANDBOX_ERRORS, 409) },
+  responses: { 200: json(PreviewSchema, 'Open `url` in a new tab'), ...errors(400, ...SANDBOX_ERRORS, 409) },
 });
 
 export function registerPreviews(
   app: OpenAPIHono<ApiEnv>,
   d: SandboxRouteDeps,
   previews: PreviewCredentials,
+  previewOrigin: PreviewOrigin | undefined,
 ): void {
   app.openapi(previewRoute, async (c) => {
     const record = c.get('sandbox');
@@ -50,52 +58,35 @@ export function registerPreviews(
     if (!(typeof exposed === 'object' ? exposed?.port : exposed)) {
       throw new RuntimeError('NOT_FOUND', `sandbox does not expose port ${port}; expose it when creating`);
     }
-    const { value, expiresAt } = previews.mint(record.id, port, c.get('session').address);
-    const prefix = `${c.req.path.replace(/\/previews$/, '')}/port/${port}/`;
-    const attrs = [
-      `${PREVIEW_COOKIE}=${value}`,
-      `Path=${prefix}`,
-      `Max-Age=${Math.max(1, Math.floor(previews.ttlMs / 1000))}`,
-      'HttpOnly',
-      'SameSite=Strict',
-      ...(d.config.tls ? ['Secure'] : []),
-    ];
-    c.header('set-cookie', attrs.join('; '));
+    const origin = previewOriginFor(previewOrigin, c.req.header('host'));
+    if (!origin) {
+      throw new RuntimeError(
+        'CONFLICT',
+        'previews need a separate origin: the operator must set PREVIEW_ORIGIN (see README, port previews)',
+      );
+    }
+    const session = c.get('session');
+    if (!session.jti) throw new RuntimeError('UNAUTHORIZED', 'sign in again to open a preview');
+    const sessionEnd = typeof session.exp === 'number' ? session.exp * 1000 : Date.now() + previews.ttlMs;
+    const expiresAt = Math.min(sessionEnd, Date.now() + previews.ttlMs);
+    const grant = { sandboxId: record.id, port, owner: session.address, jti: session.jti };
+    const ticket = previews.mint('ticket', {
+      ...grant,
+      expiresAt: Math.min(expiresAt, Date.now() + TICKET_TTL_MS),
+    });
+    const base = previewBase(origin, record.id, port);
     c.header('cache-control', 'no-store');
-    return c.json({ url: prefix, port, expires_at: new Date(expiresAt).toISOString() }, 200);
+    return c.json(
+      {
+        url: `${base}${TICKET_PATH}?t=${encodeURIComponent(ticket.value)}`,
+        origin: base,
+        port,
+        expires_at: new Date(expiresAt).toISOString(),
+      },
+      200,
+    );
   });
 }
 
-/**
- * The session check of the sandbox routes, with one exception: a proxy request (`…/port/{port}/…`)
- * without an Authorization header may present a preview cookie for exactly this sandbox and port.
- * It then acts as the owner, scoped to this sandbox; the owner check that follows still applies.
- */
-export function sessionOrPreview(
-  sessions: Pick<ApiSessions, 'verify'>,
-  previews: PreviewCredentials,
-): MiddlewareHandler<ApiEnv> {
-  const bearer = requireSession(sessions);
-  return async (c, next) => {
-    const cookies = cookieValues(c.req.header('cookie'), PREVIEW_COOKIE);
-    if (c.req.header('authorization') || cookies.length === 0 || !c.req.path.includes('/port/')) {
-      return bearer(c, next);
-    }
-    let port: number;
-    try {
-      port = parsePortPath(c.req.path).port;
-    } catch {
-      return bearer(c, next);
-    }
-    const sandboxId = c.get('sandboxId');
-    const owner = cookies.map((v) => previews.verify(v, sandboxId, port)).find(Boolean);
-    if (!owner) {
-      throw new RuntimeError(
-        'UNAUTHORIZED',
-        'preview expired or not for this port; open it again from the console',
-      );
-    }
-    c.set('session', { address: owner, scope: `sandbox:${sandboxId}`, token: '' });
-    await next();
-  };
-}
+/** The session facts a preview is checked against on every use. */
+export type PreviewSessions = Pick<ApiSessions, 'isActive'>;

@@ -1,19 +1,28 @@
-// Public routes: health, readiness, metrics, capabilities and provision progress.
+// Public routes: health, readiness, metrics, capabilities and provision progress. Anyone may call
+// them; what they show of a tenant depends on who asks (public-access.ts).
 import { createRoute, OpenAPIHono, z } from '@hono/zod-openapi';
 import type { Registry } from 'prom-client';
 import { RuntimeError } from '../../errors.ts';
 import type { ApiEnv } from '../context.ts';
-import type { ApiSandboxes, HealthCheck, InstanceHealth, OperatorMode } from '../deps.ts';
+import type { ApiSandboxes, ApiSessions, HealthCheck, InstanceHealth, OperatorMode } from '../deps.ts';
+import { bearerToken } from '../middleware/session.ts';
 import { errors, json } from '../schemas.ts';
-
-type CheckResult = 'ok' | 'error' | 'not_configured';
+import { cachedCheck, isMetricsToken, mayInspect, publicCaller } from './public-access.ts';
 
 const InstanceHealthSchema = z
   .object({
     state: z.string().openapi({ description: 'provisioning, ready, failed (retrying), waiting or ended' }),
-    sandboxId: z.string().nullable(),
+    sandboxId: z
+      .string()
+      .nullable()
+      .optional()
+      .openapi({ description: "only for the instance's owner (session) or the operator's METRICS_TOKEN" }),
     failures: z.number().int().openapi({ description: 'failed provision attempts in a row' }),
-    lastError: z.string().nullable(),
+    lastError: z
+      .string()
+      .nullable()
+      .optional()
+      .openapi({ description: "only for the instance's owner (session) or the operator's METRICS_TOKEN" }),
     nextAttemptAt: z.number().int().nullable().openapi({ description: 'epoch ms of the next retry' }),
     reportedOnChain: z.boolean(),
   })
@@ -39,18 +48,24 @@ const healthRoute = createRoute({
   method: 'get',
   path: '/health',
   tags: ['public'],
-  summary: 'Operator health: runtime (engine), store and chain checks',
-  responses: { 200: json(HealthSchema, 'Healthy'), 503: json(HealthSchema, 'Degraded') },
+  summary:
+    'Operator health: runtime (engine), store and chain checks, each run at most once per healthCacheMs (5 s); rate limited',
+  responses: {
+    200: json(HealthSchema, 'Healthy'),
+    503: json(HealthSchema, 'Degraded'),
+    ...errors(401, 429),
+  },
 });
 
 const readyRoute = createRoute({
   method: 'get',
   path: '/readyz',
   tags: ['public'],
-  summary: 'Readiness: reconciled and taking work',
+  summary: 'Readiness: reconciled and taking work; rate limited',
   responses: {
     200: json(z.object({ status: z.literal('ready') }), 'Ready'),
     503: json(z.object({ status: z.literal('not_ready') }), 'Not ready'),
+    ...errors(429),
   },
 });
 
@@ -58,9 +73,11 @@ const metricsRoute = createRoute({
   method: 'get',
   path: '/metrics',
   tags: ['public'],
-  summary: 'Prometheus metrics',
+  summary:
+    'Prometheus metrics. With METRICS_TOKEN set: Bearer <token> required, every series; unset: public, without per-sandbox series',
   responses: {
     200: { content: { 'text/plain': { schema: z.string() } }, description: 'Prometheus text format' },
+    ...errors(401, 429),
   },
 });
 
@@ -76,45 +93,28 @@ const provisionRoute = createRoute({
   method: 'get',
   path: '/api/provisions/{callId}',
   tags: ['public'],
-  summary: 'Provision progress of a create job',
+  summary:
+    "Provision progress of a create job: phases for anyone; sandbox id, service and error for the call's owner (session)",
   request: {
     params: z.object({ callId: z.string().regex(/^[0-9]{1,78}$/, 'callId is a decimal job call id') }),
   },
   responses: {
     200: json(z.record(z.string(), z.unknown()).openapi('Provision'), 'Progress'),
-    ...errors(400, 404),
+    ...errors(400, 401, 404),
   },
 });
 
-const CHECK_TIMEOUT_MS = 2_000;
-const PROVISION_FIELDS = [
-  'callId',
-  'sandboxId',
-  'serviceId',
-  'phase',
-  'phases',
-  'failedPhase',
-  'error',
-  'startedAt',
-  'updatedAt',
-] as const;
+// Everyone: where a create is (the phases a client shows while it waits, before it signs in).
+const PROGRESS_FIELDS = ['callId', 'phase', 'phases', 'failedPhase', 'updatedAt'] as const;
+// The call's owner (or the operator): also which sandbox, which service, and why it failed.
+const OWNER_FIELDS = [...PROGRESS_FIELDS, 'sandboxId', 'serviceId', 'error', 'startedAt'] as const;
 
-async function runCheck(check: HealthCheck | undefined): Promise<CheckResult> {
-  if (!check) return 'not_configured';
-  let timer: NodeJS.Timeout | undefined;
-  try {
-    const r = await Promise.race([
-      Promise.resolve().then(check),
-      new Promise((_, reject) => {
-        timer = setTimeout(() => reject(new Error('timeout')), CHECK_TIMEOUT_MS);
-      }),
-    ]);
-    return r === false ? 'error' : 'ok';
-  } catch {
-    return 'error';
-  } finally {
-    clearTimeout(timer);
-  }
+/** A Prometheus text exposition without the samples labelled with a sandbox (per-tenant series). */
+function withoutSandboxSeries(text: string): string {
+  return text
+    .split('\n')
+    .filter((l) => l.startsWith('#') || !/[{,]sandbox_id="/.test(l))
+    .join('\n');
 }
 
 export interface PublicRouteDeps {
@@ -125,26 +125,46 @@ export interface PublicRouteDeps {
   instance?: (() => InstanceHealth | undefined) | undefined;
   metrics: Registry;
   sandboxes: ApiSandboxes;
+  sessions: Pick<ApiSessions, 'verify'>;
+  /** How long a health check's result is reused (ms). */
+  healthCacheMs: number;
+  metricsToken: string | undefined;
 }
 
 export function publicRoutes(d: PublicRouteDeps): OpenAPIHono<ApiEnv> {
   const app = new OpenAPIHono<ApiEnv>();
 
+  const checks = {
+    runtime: cachedCheck(d.health?.runtime, d.healthCacheMs),
+    store: cachedCheck(d.health?.store, d.healthCacheMs),
+    chain: cachedCheck(d.health?.chain, d.healthCacheMs),
+  };
+  const ownerOf = async (sandboxId: unknown): Promise<string | undefined> => {
+    if (typeof sandboxId !== 'string' || !sandboxId) return undefined;
+    return (await d.sandboxes.get(sandboxId))?.owner;
+  };
+
   app.openapi(healthRoute, async (c) => {
-    const [runtime, store, chain] = await Promise.all([
-      runCheck(d.health?.runtime),
-      runCheck(d.health?.store),
-      runCheck(d.health?.chain),
-    ]);
-    const instance = d.instance?.();
-    const checks = {
+    const caller = await publicCaller(c, d.sessions, d.metricsToken);
+    const [runtime, store, chain] = await Promise.all([checks.runtime(), checks.store(), checks.chain()]);
+    const full = d.instance?.();
+    let instance: (Omit<InstanceHealth, 'sandboxId' | 'lastError'> & Partial<InstanceHealth>) | undefined =
+      full;
+    if (full) {
+      const owner = await ownerOf(full.sandboxId);
+      if (!mayInspect(caller, { id: full.sandboxId ?? '', owner })) {
+        const { sandboxId: _id, lastError: _err, ...rest } = full;
+        instance = rest;
+      }
+    }
+    const result = {
       runtime,
       store,
       chain,
-      ...(instance ? { instance: instance.state === 'failed' ? 'error' : 'ok' } : {}),
+      ...(full ? { instance: full.state === 'failed' ? 'error' : 'ok' } : {}),
     };
-    const body = { checks, ...(instance ? { instance } : {}) };
-    const degraded = Object.values(checks).includes('error');
+    const body = { checks: result, ...(instance ? { instance } : {}) };
+    const degraded = Object.values(result).includes('error');
     return degraded
       ? c.json({ status: 'degraded' as const, ...body }, 503)
       : c.json({ status: 'ok' as const, ...body }, 200);
@@ -157,19 +177,29 @@ export function publicRoutes(d: PublicRouteDeps): OpenAPIHono<ApiEnv> {
   );
 
   app.openapi(metricsRoute, async (c) => {
+    const operator = isMetricsToken(bearerToken(c.req.header('authorization')), d.metricsToken);
+    if (d.metricsToken && !operator) {
+      throw new RuntimeError('UNAUTHORIZED', 'metrics need Authorization: Bearer <METRICS_TOKEN>');
+    }
     const text = await d.metrics.metrics();
-    return c.text(text, 200, { 'content-type': d.metrics.contentType });
+    return c.text(operator ? text : withoutSandboxSeries(text), 200, {
+      'content-type': d.metrics.contentType,
+    });
   });
 
   app.openapi(capabilitiesRoute, (c) => c.json({ ...d.capabilities, mode: d.mode }, 200));
 
   app.openapi(provisionRoute, async (c) => {
     const { callId } = c.req.valid('param');
+    const caller = await publicCaller(c, d.sessions, d.metricsToken);
     const p = await d.sandboxes.getProvision(callId);
     if (!p) throw new RuntimeError('NOT_FOUND', `no provision recorded for call ${callId}`);
-    // Public route: only the progress facts, whatever else a record may grow to hold.
+    const sandboxId = typeof p['sandboxId'] === 'string' ? p['sandboxId'] : '';
+    const owner = typeof p['owner'] === 'string' ? p['owner'] : await ownerOf(sandboxId);
+    // Only the listed facts, whatever else a record may grow to hold.
+    const fields = mayInspect(caller, { id: sandboxId, owner }) ? OWNER_FIELDS : PROGRESS_FIELDS;
     const out: Record<string, unknown> = {};
-    for (const k of PROVISION_FIELDS) if (p[k] !== undefined) out[k] = p[k];
+    for (const k of fields) if (p[k] !== undefined) out[k] = p[k];
     return c.json(out, 200);
   });
 

@@ -5,11 +5,15 @@ import { type Harness, startHarness } from '../testing/harness.ts';
 import { assertNoLeaks } from '../testing/leaks.ts';
 import { readSse } from '../testing/sse-reader.ts';
 
+const METRICS_TOKEN = 'metrics-token-for-the-runs-test';
+
 describe('runs', () => {
   let h: Harness;
   let o: Awaited<ReturnType<Harness['newOwner']>>;
   beforeAll(async () => {
-    h = await startHarness({ config: { rateLimits: { write: 1000, read: 1000 } } });
+    h = await startHarness({
+      config: { rateLimits: { write: 1000, read: 1000 }, metricsToken: METRICS_TOKEN },
+    });
     o = await h.newOwner();
   });
   afterAll(async () => {
@@ -48,8 +52,10 @@ describe('runs', () => {
       session_id: r.json.session_id,
     });
     expect(run.usage).toEqual({ inputTokens: 3, outputTokens: 5 });
-    // The usage is counted per sandbox and harness for Prometheus.
-    const metrics = await (await fetch(`${h.url}/metrics`)).text();
+    // The usage is counted per sandbox and harness for Prometheus (shown to the operator's token).
+    const metrics = await (
+      await fetch(`${h.url}/metrics`, { headers: { authorization: `Bearer ${METRICS_TOKEN}` } })
+    ).text();
     expect(metrics).toContain(`agent_sandbox_agent_input_tokens_total{sandbox_id="${id}",harness="codex"} 3`);
     expect(metrics).toContain(
       `agent_sandbox_agent_output_tokens_total{sandbox_id="${id}",harness="codex"} 5`,

@@ -54,6 +54,31 @@ export class RunMetrics {
     );
   }
 
+  /** The sandbox ids that have token series now. */
+  async sandboxIds(): Promise<Set<string>> {
+    const ids = new Set<string>();
+    for (const c of this.#tokenCounters()) {
+      for (const v of (await c.get()).values) {
+        const id = v.labels.sandbox_id;
+        if (typeof id === 'string') ids.add(id);
+      }
+    }
+    return ids;
+  }
+
+  /** Removes a sandbox's series (its sandbox is deleted: a series must not outlive its tenant). */
+  async forget(sandboxId: string): Promise<void> {
+    for (const c of this.#tokenCounters()) {
+      for (const v of (await c.get()).values) {
+        if (v.labels.sandbox_id === sandboxId) c.remove(v.labels as Partial<Record<Labels, string>>);
+      }
+    }
+  }
+
+  #tokenCounters(): Counter<Labels>[] {
+    return [this.inputTokens, this.outputTokens, this.cachedInputTokens];
+  }
+
   /** One finished run: its status and, when it completed, the usage its result reported. */
   record(sandboxId: string, harness: string, status: string, usage: RunUsageReport | null): void {
     this.runs.inc({ harness, status });

@@ -200,7 +200,14 @@ export class RunService {
   async forgetSandbox(sandboxId: string, requestId = 'sandbox-deleted'): Promise<number> {
     const active = this.active.get(sandboxId);
     if (active) await this.cancel(sandboxId, active.runId, requestId);
+    await this.metrics?.forget(sandboxId);
     return this.log.removeSandbox(sandboxId);
+  }
+
+  /** Removes the metric series of sandboxes that are gone (the periodic sweep's share). */
+  async forgetGoneMetrics(gone: (sandboxId: string) => Promise<boolean>): Promise<void> {
+    if (!this.metrics) return;
+    for (const id of await this.metrics.sandboxIds()) if (await gone(id)) await this.metrics.forget(id);
   }
 
   activeRun(sandboxId: string): string | undefined {
