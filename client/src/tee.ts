@@ -11,6 +11,7 @@ import {
   type MeasurementEntry,
   onChainNonce,
   parseAttestationDoc,
+  parseContext,
   productionAnchors,
   type SealedBody,
   type SevMinTcb,
@@ -39,6 +40,8 @@ export interface TeeTarget {
   blueprint: Address;
   serviceId: bigint;
   operator: Address;
+  /** Who the enclave must take orders from: you (the signing wallet). Part of the binding context. */
+  owner: Address;
   /** Where to start looking for the TeeAttestationStored event (RPCs limit log ranges). Default 0. */
   fromBlock?: bigint;
 }
@@ -135,6 +138,32 @@ export interface TeeVerified {
   tx: Hex;
 }
 
+/**
+ * The enclave takes orders from the owner its context names: one naming another wallet (a
+ * swapped owner) would obey someone else, so it is refused before anything else is looked at.
+ */
+function refuseOtherOwner(ctx: string, me: Address, what: string): void {
+  let owner: string;
+  try {
+    owner = parseContext(ctx).owner;
+  } catch {
+    throw new ClientError(
+      'ATTESTATION',
+      `the ${what} names no owner (an enclave from before owner binding?)`,
+      {
+        exitCode: ExitCode.ATTESTATION,
+      },
+    );
+  }
+  if (owner !== me.toLowerCase()) {
+    throw new ClientError(
+      'ATTESTATION',
+      `the ${what} says the enclave takes orders from ${owner}, not from you (${me.toLowerCase()}): nothing was sent`,
+      { exitCode: ExitCode.ATTESTATION },
+    );
+  }
+}
+
 /** Both checks; throws ClientError ATTESTATION (exit 8) unless both are `verified`. */
 export async function verifyTeeInstance(
   t: TeeTarget,
@@ -162,10 +191,13 @@ export async function verifyTeeInstance(
     serviceId: t.serviceId,
     sandboxId: chainDoc.sandboxId,
     operator: t.operator,
+    owner: t.owner,
   });
+  refuseOtherOwner(doc.binding.ctx, t.owner, 'on-chain attestation');
   // A fresh nonce of ours: the operator cannot replay evidence made for anyone else.
   const nonce = new Uint8Array(randomBytes(32));
   const view = await api.json('GET', `/api/sandbox/tee/public-key?nonce=${toHex(nonce)}`, AttestationView);
+  refuseOtherOwner(view.binding.ctx, t.owner, 'live attestation');
   const policy = {
     nowMs,
     anchors,

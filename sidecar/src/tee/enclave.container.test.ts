@@ -11,7 +11,13 @@ import { type FakeDstack, startFakeDstack } from '../testing/fake-dstack.ts';
 import { type SandboxContainer, startSandboxContainer } from '../testing/sandbox-container.ts';
 
 const sandboxId = `sbx-${'3'.repeat(32)}`;
-const ctx = contextString({ chainId: 1, serviceId: 2, sandboxId, operator: `0x${'ef'.repeat(20)}` });
+const ctx = contextString({
+  chainId: 1,
+  serviceId: 2,
+  sandboxId,
+  operator: `0x${'ef'.repeat(20)}`,
+  owner: `0x${'0d'.repeat(20)}`,
+});
 
 let dir: string;
 let dstack: FakeDstack;
