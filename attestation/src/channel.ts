@@ -69,7 +69,8 @@ export class ResponseSealer {
   /** The response_nonce: the first 32 bytes on the wire. */
   readonly head: Uint8Array;
   constructor(hpke: HpkeContext, enc: Uint8Array) {
-    this.head = randomBytes(RESPONSE_NONCE_LEN);
+    // node:crypto, as hpke.ts: the image's Node 18 has no global WebCrypto for @noble's randomBytes.
+    this.head = new Uint8Array(randomBytes(RESPONSE_NONCE_LEN));
     const k = responseKeys(hpke, enc, this.head);
     this.#key = k.key;
     this.#nonce = k.nonce;

@@ -1,5 +1,7 @@
 // Everything behind /health: auth, routes, terminal sessions and agent runs. Loaded on first use (see server.ts).
 import { randomBytes } from 'node:crypto';
+import { statSync } from 'node:fs';
+import { dirname } from 'node:path';
 import type { Logger } from 'pino';
 import { AgentRunner } from './agents/agent-runner.ts';
 import type { SidecarConfig } from './config.ts';
@@ -22,6 +24,15 @@ export interface SidecarApp {
   terminals: TerminalRegistry;
   agents: AgentRunner;
   close(): void;
+}
+
+function refuseReachableSocket(socket: string): void {
+  const dir = statSync(dirname(socket), { throwIfNoEntry: false });
+  if (dir && (dir.mode & 0o077) !== 0) {
+    throw new Error(
+      `the dstack socket's directory ${dirname(socket)} is open to other users (mode ${(dir.mode & 0o777).toString(8)}): the agent could get quotes over its own report_data; mount the socket into a 0700 directory such as /run/tee`,
+    );
+  }
 }
 
 export function createApp(config: SidecarConfig, log: Logger): SidecarApp {
@@ -47,6 +58,8 @@ export function createApp(config: SidecarConfig, log: Logger): SidecarApp {
     .add('POST', '/files/list', listFilesHandler(files))
     .add('PUT', '/env', putUserEnvHandler(config, auth));
   if (config.tee) {
+    // No quote oracle: the agent user must not reach the dstack socket (its directory is root's).
+    refuseReachableSocket(config.tee.dstackSocket);
     // The sealing key is made now, in memory, and dies with this process.
     const enclave = new DstackEnclave(config.tee.context, new DstackClient(config.tee.dstackSocket));
     router

@@ -30,7 +30,7 @@ const EnvSchema = z.object({
   SIDECAR_TEE: z.optional(z.enum(['dstack'])),
   /** The binding context `chainId:serviceId:sandboxId:0xoperator`, set by the operator at deploy. */
   SIDECAR_TEE_CONTEXT: z.optional(z.string()),
-  SIDECAR_DSTACK_SOCKET: z._default(z.string().check(z.startsWith('/')), '/var/run/dstack.sock'),
+  SIDECAR_DSTACK_SOCKET: z._default(z.string().check(z.startsWith('/')), '/run/tee/dstack.sock'),
   SIDECAR_LOG_LEVEL: z._default(
     z.enum(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent']),
     'info',

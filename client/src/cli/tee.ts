@@ -150,10 +150,11 @@ export async function sealedSecretsSet(
   id: string,
   env: Record<string, string>,
 ): Promise<number> {
-  const { t, api } = await target(ctx);
+  const { t, api, account } = await target(ctx);
   const list = allowList(ctx);
   const a = anchors(ctx);
   const r = await sendSealedSecrets(t, api, env, {
+    owner: account,
     allowList: list,
     ...minTcb(ctx),
     ...(a ? { anchors: a } : {}),

@@ -149,7 +149,7 @@ describe('sidecar in a dstack CVM (SIDECAR_TEE=dstack)', () => {
     expect(loadConfig({ ...env, SIDECAR_TEE_CONTEXT: ctx }).tee).toEqual({
       kind: 'dstack',
       context: ctx,
-      dstackSocket: '/var/run/dstack.sock',
+      dstackSocket: '/run/tee/dstack.sock',
     });
   });
 });

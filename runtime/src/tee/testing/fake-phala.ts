@@ -65,7 +65,7 @@ export async function startFakePhala(o: { dstackSocket: string; bootPolls?: numb
           encrypted_env: string;
           compose_manifest: { docker_compose_file: string };
         };
-        if (!b.compose_manifest.docker_compose_file.includes('/var/run/dstack.sock:/var/run/dstack.sock'))
+        if (!b.compose_manifest.docker_compose_file.includes('/var/run/dstack.sock:/run/tee/dstack.sock'))
           return send({ detail: 'compose must mount the dstack socket' }, 422);
         const env = decryptEnvForCvm(b.encrypted_env, cvmKey.privateKey);
         const id = String(++next);
