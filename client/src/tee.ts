@@ -5,8 +5,8 @@
 import { randomBytes } from 'node:crypto';
 import {
   type AttestationResult,
-  ChannelClient,
   type BoundAttestation,
+  ChannelClient,
   contextString,
   docAsAttestation,
   type MeasurementEntry,
