@@ -10,10 +10,11 @@
 // Framing inside (documented instead of Binary HTTP, RFC 9292): the request plaintext is UTF-8
 // JSON `{v:1, ts, auth:{message, signature}, method, path, body?}`; the response's first chunk is
 // JSON `{status, type}`, the next ones are body bytes as the enclave produced them.
+
+import { randomBytes } from 'node:crypto';
 import { chacha20poly1305 } from '@noble/ciphers/chacha.js';
 import { expand, extract } from '@noble/hashes/hkdf.js';
 import { sha256 } from '@noble/hashes/sha2.js';
-import { randomBytes } from '@noble/hashes/utils.js';
 import { concatBytes, utf8 } from './bytes.ts';
 import { AttestationError } from './errors.ts';
 import { type HpkeContext, setupBaseR, setupBaseS } from './hpke.ts';
@@ -69,7 +70,7 @@ export class ResponseSealer {
   /** The response_nonce: the first 32 bytes on the wire. */
   readonly head: Uint8Array;
   constructor(hpke: HpkeContext, enc: Uint8Array) {
-    // node:crypto, as hpke.ts: the image's Node 18 has no global WebCrypto for @noble's randomBytes.
+    // node:crypto, as hpke.ts: on the image's Node 18 @noble's randomBytes finds no crypto.getRandomValues.
     this.head = new Uint8Array(randomBytes(RESPONSE_NONCE_LEN));
     const k = responseKeys(hpke, enc, this.head);
     this.#key = k.key;

@@ -54,12 +54,7 @@ const call = async (method: string, path: string, body?: unknown) => {
 };
 
 describe('the sandbox image as a dstack CVM sidecar', () => {
-  // KNOWN FAILURE (open, see /work/notes/i23.md): on the image's Node 18.20 an owner-channel request
-  // does not decapsulate ("does not open with this enclave key"; the same code opens on Node 20, and
-  // plain HPKE seal/open works on 18). Until found, a CVM on this image cannot take owner orders.
-  // it.fails keeps the test running so it flags the day it passes; the no-quote-oracle check
-  // inside it therefore has not run in the image yet.
-  it.fails('quotes over the binding, opens a sealed secret from its owner; the agent cannot reach the socket', async () => {
+  it('quotes over the binding, opens a sealed secret from its owner; the agent cannot reach the socket', async () => {
     const nonce = randomBytes(32).toString('hex');
     const pk = await call('GET', `/tee/public-key?nonce=${nonce}`);
     expect(pk.status).toBe(200);
