@@ -9,9 +9,35 @@ export {
   contextString,
   keyId,
   onChainNonce,
+  parseContext,
   parseNonce,
 } from './src/binding.ts';
 export { bytesEqual, fromHex, toHex } from './src/bytes.ts';
+export {
+  CHANNEL_REQUEST_TYPE,
+  CHANNEL_RESPONSE_TYPE,
+  decapsulateRequest,
+  encapsulateRequest,
+  keyConfigId,
+  ResponseOpener,
+  ResponseSealer,
+} from './src/channel.ts';
+export {
+  ChannelClient,
+  type ChannelClientOptions,
+  type ChannelMethod,
+  type ChannelResponse,
+} from './src/channel-client.ts';
+export {
+  CHANNEL_SIWE_DOMAIN,
+  CHANNEL_WINDOW_MS,
+  ChannelEndpoint,
+  type ChannelRequest,
+  encodeHead,
+  type OwnerAuth,
+  OwnerVerifier,
+  ownerChannelMessage,
+} from './src/channel-owner.ts';
 export {
   type AttestationDocV1,
   AttestationDocV1Schema,

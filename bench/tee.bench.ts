@@ -69,7 +69,13 @@ line(
 );
 
 const kp = generateKeyPair();
-const ctx = contextString({ chainId: 1, serviceId: 1, sandboxId: 'sbx', operator: `0x${'11'.repeat(20)}` });
+const ctx = contextString({
+  chainId: 1,
+  serviceId: 1,
+  sandboxId: 'sbx',
+  operator: `0x${'11'.repeat(20)}`,
+  owner: `0x${'22'.repeat(20)}`,
+});
 const env = { K: 'v'.repeat(1024) };
 const key = new Uint8Array(randomBytes(32));
 const plain = new TextEncoder().encode(JSON.stringify({ env }));

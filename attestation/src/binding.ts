@@ -1,5 +1,6 @@
 // The sealing-key binding of spec tee.md §4: report_data commits to the context (chain, service,
-// sandbox, operator), the enclave's X25519 public key and a nonce. Also the on-chain nonce.
+// sandbox, operator, owner), the enclave's X25519 public key and a nonce. Also the on-chain nonce.
+// The owner is part of the context so a client sees which wallet the enclave takes orders from.
 import { sha256, sha512 } from '@noble/hashes/sha2.js';
 import { keccak_256 } from '@noble/hashes/sha3.js';
 import { bytesEqual, concatBytes, fromHex, toHex, utf8 } from './bytes.ts';
@@ -12,12 +13,19 @@ export interface BindingContext {
   serviceId: bigint | number;
   sandboxId: string;
   operator: string;
+  /** The wallet the enclave accepts owner operations from (the service owner). */
+  owner: string;
 }
 
-/** ASCII `chainId:serviceId:sandboxId:operatorAddrLowercase`. */
+/** ASCII `chainId:serviceId:sandboxId:operatorLowercase:ownerLowercase`. */
 export function contextString(c: BindingContext): string {
-  if (!/^0x[0-9a-fA-F]{40}$/.test(c.operator)) {
-    throw new AttestationError('BAD_INPUT', `operator ${c.operator} is not a 0x address`);
+  for (const [what, a] of [
+    ['operator', c.operator],
+    ['owner', c.owner],
+  ] as const) {
+    if (!/^0x[0-9a-fA-F]{40}$/.test(a ?? '')) {
+      throw new AttestationError('BAD_INPUT', `${what} ${a} is not a 0x address`);
+    }
   }
   if (!/^[\x21-\x7e]{1,128}$/.test(c.sandboxId) || c.sandboxId.includes(':')) {
     throw new AttestationError(
@@ -25,7 +33,33 @@ export function contextString(c: BindingContext): string {
       'sandbox id must be 1-128 printable ASCII characters without ":"',
     );
   }
-  return `${BigInt(c.chainId)}:${BigInt(c.serviceId)}:${c.sandboxId}:${c.operator.toLowerCase()}`;
+  return `${BigInt(c.chainId)}:${BigInt(c.serviceId)}:${c.sandboxId}:${c.operator.toLowerCase()}:${c.owner.toLowerCase()}`;
+}
+
+const CONTEXT = /^(\d{1,78}):(\d{1,20}):([\x21-\x39\x3b-\x7e]{1,128}):(0x[0-9a-f]{40}):(0x[0-9a-f]{40})$/;
+
+/** The parts of a context string; throws BAD_INPUT when it is not one contextString makes. */
+export function parseContext(ctx: string): {
+  chainId: bigint;
+  serviceId: bigint;
+  sandboxId: string;
+  operator: string;
+  owner: string;
+} {
+  const m = CONTEXT.exec(ctx);
+  if (!m) {
+    throw new AttestationError(
+      'BAD_INPUT',
+      'the context is not chainId:serviceId:sandboxId:0xoperator:0xowner',
+    );
+  }
+  return {
+    chainId: BigInt(m[1]!),
+    serviceId: BigInt(m[2]!),
+    sandboxId: m[3]!,
+    operator: m[4]!,
+    owner: m[5]!,
+  };
 }
 
 /** SHA-512("tangle-sandbox-tee/v1" ‖ 0x00 ‖ u16be(len ctx) ‖ ctx ‖ pk ‖ nonce): the 64-byte report_data. */

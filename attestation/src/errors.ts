@@ -9,7 +9,9 @@ export type AttestationErrorCode =
   | 'POLICY' // verified, but refused by policy (TCB status, debug, report type, VMPL)
   | 'BINDING' // report_data does not commit to (ctx, pubkey, nonce)
   | 'MEASUREMENT' // measurements not in the caller's allow-list
-  | 'SEALED'; // a sealed body could not be opened (deliberately vague)
+  | 'SEALED' // a sealed body could not be opened (deliberately vague)
+  | 'CHANNEL' // an owner-channel message does not open, is replayed, stale, reordered or cut short
+  | 'OWNER'; // the owner-channel request is not signed by the owner the enclave enforces
 
 export class AttestationError extends BaseError<AttestationErrorCode> {
   override readonly name = 'AttestationError';

@@ -93,4 +93,16 @@ describe('HPKE base mode, RFC 9180 A.2.1', () => {
     expect(() => r.ctx.open(0, fromHex(A21.encryptions[0]!.aad), ct)).toThrow();
     expect(() => r.ctx.open(0, fromHex(A21.encryptions[1]!.aad), fromHex(A21.encryptions[0]!.ct))).toThrow();
   });
+  it('exports the secrets of A.2.1.3 (the channel keys its responses with Export)', () => {
+    const r = setupBaseR(fromHex(A21.enc), fromHex(A21.skRm), fromHex(A21.info));
+    expect(toHex(r.ctx.export(new Uint8Array(0), 32))).toBe(
+      '4bbd6243b8bb54cec311fac9df81841b6fd61f56538a775e7c80a9f40160606e',
+    );
+    expect(toHex(r.ctx.export(new Uint8Array([0]), 32))).toBe(
+      '8c1df14732580e5501b00f82b10a1647b40713191b7c1240ac80e2b68808ba69',
+    );
+    expect(toHex(r.ctx.export(fromHex('54657374436f6e74657874'), 32))).toBe(
+      '5acb09211139c43b3090489a9da433e8a30ee7188ba8b0a9a1ccf0c229283e53',
+    );
+  });
 });

@@ -49,6 +49,8 @@ export interface HpkeContext {
   nonce(seq: number): Uint8Array;
   seal(seq: number, aad: Uint8Array, pt: Uint8Array): Uint8Array;
   open(seq: number, aad: Uint8Array, ct: Uint8Array): Uint8Array;
+  /** RFC 9180 §5.3 Export: LabeledExpand(exporter_secret, "sec", context, len). */
+  export(context: Uint8Array, len: number): Uint8Array;
 }
 
 function keySchedule(sharedSecret: Uint8Array, info: Uint8Array): HpkeContext {
@@ -71,6 +73,7 @@ function keySchedule(sharedSecret: Uint8Array, info: Uint8Array): HpkeContext {
     nonce,
     seal: (seq, aad, pt) => chacha20poly1305(key, nonce(seq), aad).encrypt(pt),
     open: (seq, aad, ct) => chacha20poly1305(key, nonce(seq), aad).decrypt(ct),
+    export: (context, len) => labeledExpand(HPKE_SUITE, exporterSecret, 'sec', context, len),
   };
 }
 

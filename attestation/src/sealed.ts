@@ -1,6 +1,9 @@
 // Sealed secrets (spec tee.md §5): `{"env":{K:V}}` encrypted with HPKE base mode to the enclave's
-// bound X25519 key; info = domain ‖ ctx, aad = key_id ‖ sandboxId. The opener keeps the `enc`
-// values it has seen, so a replayed body fails; every failure says the same thing.
+// bound X25519 key; info = domain ‖ ctx, aad = key_id ‖ sandboxId. The plaintext carries a
+// monotonic `version` (the sealer's clock in ms by default): the opener keeps the highest it has
+// opened and refuses any body not above it, so an operator holding back an older body cannot roll
+// the secrets back by delivering it late; it also keeps the `enc` values it has seen (a replay).
+// Every failure says the same thing.
 import { z } from 'zod';
 import { keyId } from './binding.ts';
 import { concatBytes, fromHex, toHex, utf8 } from './bytes.ts';
@@ -33,16 +36,19 @@ export function sealSecrets(
   ctx: string,
   sandboxId: string,
   env: Record<string, string>,
+  version: number = Date.now(),
 ): SealedBody {
   const kid = keyId(pubkey);
   const { enc, ctx: hpke } = setupBaseS(pubkey, info(ctx));
-  const ct = hpke.seal(0, aad(kid, sandboxId), utf8(JSON.stringify({ env })));
+  const ct = hpke.seal(0, aad(kid, sandboxId), utf8(JSON.stringify({ env, version })));
   return { v: 1, algorithm: SEALED_ALGORITHM, key_id: kid, enc: toHex(enc), ciphertext: toHex(ct) };
 }
 
 /** The TEE side: one sealing key pair and the `enc` values already used with it. */
 export class SealedSecretOpener {
   private readonly seen = new Set<string>();
+  /** The highest version opened so far: only a newer body opens. */
+  private highest = 0;
   readonly keyId: string;
   constructor(
     private readonly secretKey: Uint8Array,
@@ -67,10 +73,11 @@ export class SealedSecretOpener {
     }
     this.seen.add(b.data.enc);
     const parsed = z
-      .object({ env: z.record(z.string(), z.string()) })
+      .object({ env: z.record(z.string(), z.string()), version: z.number().int().positive() })
       .strict()
       .safeParse(safeJson(new TextDecoder().decode(plain)));
-    if (!parsed.success) throw vague();
+    if (!parsed.success || parsed.data.version <= this.highest) throw vague();
+    this.highest = parsed.data.version;
     return parsed.data.env;
   }
 }

@@ -17,6 +17,7 @@ import {
   type InstanceSupervisor,
   jobSandboxes,
   openTeeInstance,
+  readServiceOwner,
   resolveBlueprintContract,
   type TeeInstance,
   workflowSandbox,
@@ -202,15 +203,19 @@ function openTee(
   manager: SandboxManager,
   log: Logger,
 ): Promise<TeeInstance> {
-  return step(log, 'opening the TEE backend', async () =>
-    openTeeInstance({
+  return step(log, 'opening the TEE backend', async () => {
+    const pub = createPublicClient({ transport: http(env.httpRpcUrl) });
+    // The enclave takes orders from the service owner only; the binding context names it.
+    const owner = await readServiceOwner(env.httpRpcUrl, await blueprintContract(cfg, env), env.serviceId!);
+    return openTeeInstance({
       ...teeOptions(cfg.values, env.testMode),
-      chainId: BigInt(await createPublicClient({ transport: http(env.httpRpcUrl) }).getChainId()),
+      chainId: BigInt(await pub.getChainId()),
       serviceId: env.serviceId!,
       operator: key.address,
+      owner,
       injectSecrets: (id, secrets) => manager.injectSecrets(id, secrets),
-    }),
-  );
+    });
+  });
 }
 
 async function blueprintContract(cfg: OperatorConfig, env: BlueprintEnvironment): Promise<Address> {

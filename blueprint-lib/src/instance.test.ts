@@ -150,6 +150,7 @@ describe('instance mode', () => {
         },
         chainId: BigInt(devnet.chainId),
         serviceId,
+        owner: devnet.accounts.serviceOwner.address,
         operator: account.address,
         injectSecrets: (id, env) => manager.injectSecrets(id, env),
         expectedMeasurements: [],
@@ -180,7 +181,12 @@ describe('instance mode', () => {
       });
       expect(stored).toBe(keccak256(viemHex(json)));
       const doc = parseAttestationDoc(json);
-      const ctx = teeContextFor(BigInt(devnet.chainId), serviceId, account.address)(r.sandbox.id);
+      const ctx = teeContextFor(
+        BigInt(devnet.chainId),
+        serviceId,
+        account.address,
+        devnet.accounts.serviceOwner.address,
+      )(r.sandbox.id);
       expect(doc.binding.ctx).toBe(ctx);
       // collateral (the VCEK) is off chain: the client takes it from the API's evidence
       const live = await tee.service.attestation(r.sandbox.id, toHex(new Uint8Array(32).fill(7)));

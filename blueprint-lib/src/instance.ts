@@ -49,11 +49,11 @@ export interface InstanceTee {
 /** What the instance sandbox is created from (the runtime's create params). */
 export type CreateSandboxInput = RuntimeCreateParams;
 
-/** The binding context of a sandbox of this service and operator (`chainId:serviceId:sandboxId:operator`). */
+/** The binding context of a sandbox of this service and operator (`chainId:serviceId:sandboxId:operator:owner`). */
 export const teeContextFor =
-  (chainId: bigint, serviceId: bigint, operator: Address) =>
+  (chainId: bigint, serviceId: bigint, operator: Address, owner: Address) =>
   (sandboxId: string): string =>
-    contextString({ chainId, serviceId, sandboxId, operator });
+    contextString({ chainId, serviceId, sandboxId, operator, owner });
 
 export interface ProvisionedInstance {
   sandbox: SandboxFacts;
@@ -96,6 +96,20 @@ export function instanceSandboxOf(
       newest = { id: r.id, state: r.state, attempt };
   }
   return newest && newest.state !== 'failed' && newest.state !== 'expired' ? newest : undefined;
+}
+
+/** The service owner, as the blueprint contract stores it (the TEE enclave's one owner). */
+export async function readServiceOwner(
+  httpRpcUrl: string,
+  blueprint: Address,
+  serviceId: bigint,
+): Promise<Address> {
+  return (await createPublicClient({ transport: http(httpRpcUrl) }).readContract({
+    address: blueprint,
+    abi: agentSandboxBlueprintAbi,
+    functionName: 'serviceOwner' as never,
+    args: [serviceId] as never,
+  })) as Address;
 }
 
 export async function provisionInstance(o: InstanceOptions): Promise<ProvisionedInstance> {

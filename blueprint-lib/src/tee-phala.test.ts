@@ -88,6 +88,7 @@ describe('tee-instance on TEE_BACKEND=phala', () => {
       },
       chainId: BigInt(devnet.chainId),
       serviceId,
+      owner: devnet.accounts.serviceOwner.address,
       operator: account.address,
       injectSecrets: () => {
         throw new Error('secrets must stay in the CVM');
@@ -119,7 +120,12 @@ describe('tee-instance on TEE_BACKEND=phala', () => {
       tee: tee.instance,
     });
     expect(phala.cvm()).toBeDefined();
-    expect((await phala.inCvm('echo "$MODE"')).stdout.trim()).toBe('phala');
+    // The service owner gives the CVM orders (over the owner channel); the create env is not
+    // delivered by the operator (in a CVM only the owner sets env).
+    const ownerAcct = privateKeyToAccount(devnet.accounts.serviceOwner.privateKey);
+    expect(await phala.inCvm('echo "[$MODE]"', ownerAcct)).toEqual({ stdout: '[]\n', status: 200 });
+    // The operator itself, with its own wallet, is not the owner.
+    expect((await phala.inCvm('id', account)).status).toBe(403);
 
     const tx = await jobs.pub.getTransaction({ hash: r.reportTx! });
     const json = (
@@ -133,7 +139,12 @@ describe('tee-instance on TEE_BACKEND=phala', () => {
     });
     expect(stored).toBe(keccak256(viemHex(json)));
     const doc = parseAttestationDoc(json);
-    const ctx = teeContextFor(BigInt(devnet.chainId), serviceId, account.address)(r.sandbox.id);
+    const ctx = teeContextFor(
+      BigInt(devnet.chainId),
+      serviceId,
+      account.address,
+      devnet.accounts.serviceOwner.address,
+    )(r.sandbox.id);
     expect(doc).toMatchObject({ v: 1, tee: 'tdx', binding: { ctx } });
     // The quote the CVM's agent made carries the binding over the key only the CVM holds.
     const signedPosition = fromHex(doc.evidence).subarray(568, 632);

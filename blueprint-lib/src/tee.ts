@@ -23,6 +23,8 @@ export interface TeeInstanceOptions {
   chainId: bigint;
   serviceId: bigint;
   operator: Address;
+  /** The service owner: the one wallet the enclave takes orders from (part of the binding context). */
+  owner: Address;
   injectSecrets(sandboxId: string, env: Record<string, string>): Promise<unknown>;
   /** The operator's own check (a hint; clients bring their own allow-list). */
   expectedMeasurements: readonly string[];
@@ -48,7 +50,7 @@ export interface TeeInstance {
 export async function openTeeInstance(o: TeeInstanceOptions): Promise<TeeInstance> {
   const backend = await openTeeBackend(o.settings);
   const anchors = await teeTrustAnchors(o.settings);
-  const contextFor = teeContextFor(o.chainId, o.serviceId, o.operator);
+  const contextFor = teeContextFor(o.chainId, o.serviceId, o.operator, o.owner);
   /** phala: the CVM sandboxes this operator deployed (in memory, as the backend's deployments). */
   const cvms = new Map<string, SandboxRecord>();
   const service = new TeeService({

@@ -36,6 +36,8 @@ export interface OperatorHttpOptions {
 
 export interface RequestOptions {
   body?: unknown;
+  /** Opaque bytes instead of a JSON body (the TEE owner channel's encapsulated messages). */
+  raw?: { bytes: Uint8Array; type: string };
   /** Public routes send no Authorization header. */
   auth?: boolean;
   signal?: AbortSignal;
@@ -220,7 +222,10 @@ export class OperatorHttp {
       const headers: Record<string, string> = { accept: 'application/json' };
       if (auth) Object.assign(headers, await this.authHeader());
       const init: RequestInit = { method, headers };
-      if (options.body !== undefined) {
+      if (options.raw) {
+        headers['content-type'] = options.raw.type;
+        init.body = Buffer.from(options.raw.bytes);
+      } else if (options.body !== undefined) {
         headers['content-type'] = 'application/json';
         init.body = JSON.stringify(options.body);
       }

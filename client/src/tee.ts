@@ -6,11 +6,13 @@ import { randomBytes } from 'node:crypto';
 import {
   type AttestationResult,
   type BoundAttestation,
+  ChannelClient,
   contextString,
   docAsAttestation,
   type MeasurementEntry,
   onChainNonce,
   parseAttestationDoc,
+  parseContext,
   productionAnchors,
   type SealedBody,
   type SevMinTcb,
@@ -28,6 +30,7 @@ import {
   toHex as hexOf,
   http,
   keccak256,
+  type LocalAccount,
 } from 'viem';
 import { z } from 'zod';
 import { ClientError, ExitCode } from './errors.ts';
@@ -39,6 +42,8 @@ export interface TeeTarget {
   blueprint: Address;
   serviceId: bigint;
   operator: Address;
+  /** Who the enclave must take orders from: you (the signing wallet). Part of the binding context. */
+  owner: Address;
   /** Where to start looking for the TeeAttestationStored event (RPCs limit log ranges). Default 0. */
   fromBlock?: bigint;
 }
@@ -135,6 +140,32 @@ export interface TeeVerified {
   tx: Hex;
 }
 
+/**
+ * The enclave takes orders from the owner its context names: one naming another wallet (a
+ * swapped owner) would obey someone else, so it is refused before anything else is looked at.
+ */
+function refuseOtherOwner(ctx: string, me: Address, what: string): void {
+  let owner: string;
+  try {
+    owner = parseContext(ctx).owner;
+  } catch {
+    throw new ClientError(
+      'ATTESTATION',
+      `the ${what} names no owner (an enclave from before owner binding?)`,
+      {
+        exitCode: ExitCode.ATTESTATION,
+      },
+    );
+  }
+  if (owner !== me.toLowerCase()) {
+    throw new ClientError(
+      'ATTESTATION',
+      `the ${what} says the enclave takes orders from ${owner}, not from you (${me.toLowerCase()}): nothing was sent`,
+      { exitCode: ExitCode.ATTESTATION },
+    );
+  }
+}
+
 /** Both checks; throws ClientError ATTESTATION (exit 8) unless both are `verified`. */
 export async function verifyTeeInstance(
   t: TeeTarget,
@@ -162,10 +193,13 @@ export async function verifyTeeInstance(
     serviceId: t.serviceId,
     sandboxId: chainDoc.sandboxId,
     operator: t.operator,
+    owner: t.owner,
   });
+  refuseOtherOwner(doc.binding.ctx, t.owner, 'on-chain attestation');
   // A fresh nonce of ours: the operator cannot replay evidence made for anyone else.
   const nonce = new Uint8Array(randomBytes(32));
   const view = await api.json('GET', `/api/sandbox/tee/public-key?nonce=${toHex(nonce)}`, AttestationView);
+  refuseOtherOwner(view.binding.ctx, t.owner, 'live attestation');
   const policy = {
     nowMs,
     anchors,
@@ -183,21 +217,48 @@ export async function verifyTeeInstance(
   return { sandboxId: chainDoc.sandboxId, ctx, onChain, live, pubkey: live.pubkey!, tx: chainDoc.tx };
 }
 
-/** Verify, then seal `env` to the verified key and send it; the operator only forwards the body. */
+/**
+ * The owner's channel into a verified enclave: requests encrypted to the key verified over our
+ * own nonce, signed by `owner` inside, relayed by the operator API (POST /api/sandbox/tee/channel).
+ */
+export function ownerChannel(
+  verified: Pick<TeeVerified, 'pubkey' | 'ctx'>,
+  api: Pick<OperatorHttp, 'request'>,
+  owner: LocalAccount,
+): ChannelClient {
+  return new ChannelClient({
+    pubkey: verified.pubkey,
+    ctx: verified.ctx,
+    address: owner.address,
+    signMessage: (message) => owner.signMessage({ message }),
+    relay: (bytes, type) =>
+      api.request('POST', '/api/sandbox/tee/channel', { raw: { bytes, type }, timeoutMs: 600_000 }),
+  });
+}
+
+const SealedAnswer = z.looseObject({ success: z.boolean(), secrets_count: z.number().optional() });
+
+/**
+ * Verify, then seal `env` to the verified key and send it through the owner channel (phala: the
+ * CVM takes it from its owner only); where the TEE side is the operator program itself (direct,
+ * which has no channel: 409) the sealed body goes to the plain route. The operator only forwards.
+ */
 export async function sendSealedSecrets(
   t: TeeTarget,
-  api: Pick<OperatorHttp, 'json'>,
+  api: Pick<OperatorHttp, 'json' | 'request'>,
   env: Record<string, string>,
-  o: TeeVerifyOptions,
+  o: TeeVerifyOptions & { owner: LocalAccount },
 ): Promise<{ verified: TeeVerified; secrets_count: number }> {
   const verified = await verifyTeeInstance(t, api, o);
   const body: SealedBody = sealSecrets(verified.pubkey, verified.ctx, verified.sandboxId, env);
-  const r = await api.json(
-    'POST',
-    '/api/sandbox/tee/sealed-secrets',
-    z.looseObject({ success: z.boolean(), secrets_count: z.number().optional() }),
-    { body },
-  );
+  let r: z.infer<typeof SealedAnswer>;
+  try {
+    const answer = await ownerChannel(verified, api, o.owner).json('POST', '/tee/sealed-secrets', body);
+    r = SealedAnswer.parse(answer.json);
+  } catch (e) {
+    if (!(e instanceof ClientError && e.status === 409)) throw e;
+    r = await api.json('POST', '/api/sandbox/tee/sealed-secrets', SealedAnswer, { body });
+  }
   if (!r.success) {
     throw new ClientError(
       'REMOTE',

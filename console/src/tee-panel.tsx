@@ -44,6 +44,8 @@ export function Attestation({ sandbox, caps }: { sandbox: string; caps: Capabili
         serviceId: BigInt(caps.serviceId ?? '0'),
         sandboxId: sandbox,
         operator: caps.operator ?? '',
+        // The enclave must obey you: the context names the signed-in wallet as its owner.
+        owner: api.address ?? '',
       });
       const nonce = randomNonce();
       const att = await api.json<BoundAttestation>(
@@ -76,6 +78,12 @@ export function Attestation({ sandbox, caps }: { sandbox: string; caps: Capabili
         Checked in this browser against a fresh nonce of its own. SEV-SNP is verified here; TDX and Nitro
         evidence is verified by the CLI: <code>agent-sandbox tee verify</code> (which also checks the on-chain
         document).
+      </p>
+      <p class="muted" data-testid="attestation-caveat">
+        What this proves: this page, and the verifier code in it, are served by the operator, and the chain
+        id, service and operator it checks against come from the operator's <code>/api/capabilities</code>. A
+        dishonest operator could serve a page that says "verified" regardless. It is a convenience, not a
+        guarantee: the real check is <code>agent-sandbox tee verify</code>, run from code you installed.
       </p>
       <label>
         Measurements you trust (never taken from the operator): hex values, or a JSON list such as{' '}

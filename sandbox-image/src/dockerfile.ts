@@ -4,6 +4,11 @@ export const AGENT_UID = 1000;
 export const AGENT_GID = 1000;
 export const SIDECAR_PATH = '/opt/sidecar/sidecar.cjs';
 export const HARNESS_DIR = '/opt/harnesses';
+/**
+ * Root-only (0700) directory a CVM mounts the dstack agent's socket into: the sidecar (root)
+ * reaches it, the agent user (uid 1000) cannot traverse to it, so it gets no quotes or keys.
+ */
+export const TEE_SOCKET_DIR = '/run/tee';
 
 const SYSTEM_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
 
@@ -35,6 +40,7 @@ export function sandboxDockerfile(fromTag: string, opts: { withHarnesses: boolea
   return `FROM ${fromTag}
 ENV PATH=${path} LANG=C.UTF-8
 ${opts.withHarnesses ? '' : userLayer}ENV SIDECAR_PORT=8080 AGENT_WORKSPACE_ROOT=/home/agent AGENT_SUBPROCESS_UID=${AGENT_UID} AGENT_SUBPROCESS_GID=${AGENT_GID} NODE_ENV=production
+RUN install -d -m 0700 -o root -g root ${TEE_SOCKET_DIR}
 COPY sidecar.cjs ${SIDECAR_PATH}
 WORKDIR /home/agent
 EXPOSE 8080

@@ -1,4 +1,7 @@
 // Everything behind /health: auth, routes, terminal sessions and agent runs. Loaded on first use (see server.ts).
+import { randomBytes } from 'node:crypto';
+import { statSync } from 'node:fs';
+import { dirname } from 'node:path';
 import type { Logger } from 'pino';
 import { AgentRunner } from './agents/agent-runner.ts';
 import type { SidecarConfig } from './config.ts';
@@ -9,6 +12,7 @@ import { addAgentRoutes } from './routes/agents.ts';
 import { execHandler } from './routes/exec.ts';
 import { listFilesHandler, readFileHandler, writeFileHandler } from './routes/files.ts';
 import { teeAttestationHandler, teePublicKeyHandler, teeSealedSecretsHandler } from './routes/tee.ts';
+import { teeChannelHandler } from './routes/tee-channel.ts';
 import { addTerminalRoutes } from './routes/terminals.ts';
 import { putUserEnvHandler } from './routes/user-env.ts';
 import { DstackClient } from './tee/dstack-client.ts';
@@ -22,6 +26,15 @@ export interface SidecarApp {
   close(): void;
 }
 
+function refuseReachableSocket(socket: string): void {
+  const dir = statSync(dirname(socket), { throwIfNoEntry: false });
+  if (dir && (dir.mode & 0o077) !== 0) {
+    throw new Error(
+      `the dstack socket's directory ${dirname(socket)} is open to other users (mode ${(dir.mode & 0o777).toString(8)}): the agent could get quotes over its own report_data; mount the socket into a 0700 directory such as /run/tee`,
+    );
+  }
+}
+
 export function createApp(config: SidecarConfig, log: Logger): SidecarApp {
   const asRoot = process.getuid?.() === 0;
   const files = new WorkspaceFiles({
@@ -32,7 +45,11 @@ export function createApp(config: SidecarConfig, log: Logger): SidecarApp {
   const terminals = new TerminalRegistry(config);
   const agents = new AgentRunner(config, log);
   const auth = new BearerAuth(config.authToken);
-  const router = new Router(auth, log, config.maxBodyBytes);
+  // In a CVM the token above is the operator's: it reaches only health and the /tee routes below.
+  // Every other route takes the owner credential, made here and never leaving this process; only
+  // the owner channel (an owner-signed request, encrypted to the attested key) uses it.
+  const ownerToken = config.tee ? randomBytes(32).toString('hex') : undefined;
+  const router = new Router(ownerToken ? new BearerAuth(ownerToken) : auth, log, config.maxBodyBytes);
   router
     .add('GET', '/health', () => ok({ status: 'ok', timestamp: new Date().toISOString() }), { auth: false })
     .add('POST', '/terminals/commands', execHandler(config))
@@ -41,11 +58,15 @@ export function createApp(config: SidecarConfig, log: Logger): SidecarApp {
     .add('POST', '/files/list', listFilesHandler(files))
     .add('PUT', '/env', putUserEnvHandler(config, auth));
   if (config.tee) {
+    // No quote oracle: the agent user must not reach the dstack socket (its directory is root's).
+    refuseReachableSocket(config.tee.dstackSocket);
     // The sealing key is made now, in memory, and dies with this process.
     const enclave = new DstackEnclave(config.tee.context, new DstackClient(config.tee.dstackSocket));
     router
-      .add('GET', '/tee/attestation', teeAttestationHandler(enclave))
-      .add('GET', '/tee/public-key', teePublicKeyHandler(enclave))
+      .add('GET', '/tee/attestation', teeAttestationHandler(enclave), { auth })
+      .add('GET', '/tee/public-key', teePublicKeyHandler(enclave), { auth })
+      .add('POST', '/tee/channel', teeChannelHandler(enclave.channel, ownerToken!, config), { auth })
+      // Owner only (through the channel): an operator could otherwise seal its own env to the key.
       .add('POST', '/tee/sealed-secrets', teeSealedSecretsHandler(enclave, config));
     log.info({ keyId: enclave.keyId }, 'TEE sealing key made (dstack)');
   }

@@ -1,6 +1,6 @@
 // The sidecar's configuration: read once from the container env at startup, validated, with documented defaults.
 import * as z from './schema.ts';
-import { parseTeeContext } from './tee/context.ts';
+import { checkTeeEnv, parseTeeContext, TEE_CHILD_ENV_NAMES } from './tee/context.ts';
 import { UserEnv } from './user-env/user-env.ts';
 
 const intFrom = (def: number) => z._default(z.coerce.number().check(z.int(), z.positive()), def);
@@ -30,7 +30,7 @@ const EnvSchema = z.object({
   SIDECAR_TEE: z.optional(z.enum(['dstack'])),
   /** The binding context `chainId:serviceId:sandboxId:0xoperator`, set by the operator at deploy. */
   SIDECAR_TEE_CONTEXT: z.optional(z.string()),
-  SIDECAR_DSTACK_SOCKET: z._default(z.string().check(z.startsWith('/')), '/var/run/dstack.sock'),
+  SIDECAR_DSTACK_SOCKET: z._default(z.string().check(z.startsWith('/')), '/run/tee/dstack.sock'),
   SIDECAR_LOG_LEVEL: z._default(
     z.enum(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent']),
     'info',
@@ -57,7 +57,11 @@ export interface SidecarConfig {
   defaultHarness: string | undefined;
   agentCommand: string | undefined;
   logLevel: string;
-  /** TEE mode (phala): the dstack agent's socket and the binding context; undefined elsewhere. */
+  /**
+   * TEE mode (phala): the dstack agent's socket and the binding context (with the owner); undefined
+   * elsewhere. Then `authToken` (the operator's) reaches only /health and /tee/{attestation,
+   * public-key,channel}; every owner route takes only the owner channel (routes/tee-channel.ts).
+   */
   tee: { kind: 'dstack'; context: string; dstackSocket: string } | undefined;
   /** The environment every child starts from: the container's (platform) env minus the token. */
   childEnv: Record<string, string>;
@@ -90,6 +94,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   if (e.SIDECAR_TEE) {
     try {
       parseTeeContext(e.SIDECAR_TEE_CONTEXT ?? '');
+      checkTeeEnv(env);
     } catch (err) {
       throw new Error(`invalid sidecar environment: ${(err as Error).message}`);
     }
@@ -116,7 +121,10 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     tee: e.SIDECAR_TEE
       ? { kind: e.SIDECAR_TEE, context: e.SIDECAR_TEE_CONTEXT!, dstackSocket: e.SIDECAR_DSTACK_SOCKET }
       : undefined,
-    childEnv: stripPrivateEnv(env),
+    // In a CVM the rest of the env is the operator's choice: children get only the image's basics.
+    childEnv: e.SIDECAR_TEE
+      ? Object.fromEntries(TEE_CHILD_ENV_NAMES.flatMap((k) => (env[k] === undefined ? [] : [[k, env[k]!]])))
+      : stripPrivateEnv(env),
     userEnv: new UserEnv(),
   };
 }

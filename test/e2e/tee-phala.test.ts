@@ -2,8 +2,10 @@
 // tee-instance mode deploys the instance sandbox as a CVM on a local fake of the Phala Cloud API
 // (whose "CVM" is a real sidecar process with a fake dstack agent socket in the real sample's
 // shape), reports it on chain, and serves it on its API: the owner signs in, gets evidence over
-// a nonce of their own bound to the CVM's key, seals a secret the operator cannot read, and `exec`
-// in the CVM sees it. No real CVM or Phala account was reached; the quotes are not Intel-signed.
+// a nonce of their own bound to the CVM's key (and naming the owner), seals a secret over the owner
+// channel the operator relays blind, and a command sent the same way sees it; the operator's own
+// paths (its API's plain exec, its token) run nothing there. No real CVM or Phala account was
+// reached; the quotes are not Intel-signed.
 import type { ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { openSync, readFileSync } from 'node:fs';
@@ -11,7 +13,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { checkBinding, fromHex, sealSecrets } from '@agent-sandbox/attestation';
+import { ChannelClient, checkBinding, fromHex, parseContext, sealSecrets } from '@agent-sandbox/attestation';
 import { devnetOperatorEnv, operatorReady, spawnOperator } from '@agent-sandbox/blueprint-bin/testing';
 import { SANDBOX_CREATE_INPUT } from '@agent-sandbox/blueprint-lib';
 import { DevnetJobs } from '@agent-sandbox/blueprint-lib/testing';
@@ -140,13 +142,35 @@ describe('tee-instance on TEE_BACKEND=phala through the operator program', () =>
     const pk = await call('GET', `/api/sandbox/tee/public-key?nonce=${nonce}`);
     expect(pk.status, JSON.stringify(pk.json)).toBe(200);
     const ctx = pk.json.binding.ctx as string;
-    const sandboxId = ctx.split(':')[2]!;
-    expect(ctx.endsWith(`:${devnet.accounts.operator1.address.toLowerCase()}`)).toBe(true);
+    const { sandboxId, operator: ctxOperator, owner: ctxOwner } = parseContext(ctx);
+    expect(ctxOperator).toBe(devnet.accounts.operator1.address.toLowerCase());
+    // The enclave says whom it obeys: the service owner.
+    expect(ctxOwner).toBe(owner.address.toLowerCase());
     checkBinding(fromHex(pk.json.evidence).subarray(568, 632), ctx, fromHex(pk.json.pubkey), fromHex(nonce));
 
+    const relayed: Uint8Array[] = [];
+    const channel = new ChannelClient({
+      pubkey: fromHex(pk.json.pubkey),
+      ctx,
+      address: owner.address,
+      signMessage: (message) => owner.signMessage({ message }),
+      relay: async (bytes, type) => {
+        relayed.push(bytes);
+        const r = await fetch(`${operatorUrl}/api/sandbox/tee/channel`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${token}`, 'content-type': type },
+          body: Buffer.from(bytes),
+        });
+        const back = new Uint8Array(await r.arrayBuffer());
+        relayed.push(back);
+        return new Response(back, { status: r.status, headers: r.headers });
+      },
+    });
     const secret = `sealed-${randomBytes(6).toString('hex')}`;
     const body = sealSecrets(fromHex(pk.json.pubkey), ctx, sandboxId, { CVM_SECRET: secret });
-    expect((await call('POST', '/api/sandbox/tee/sealed-secrets', body)).json).toEqual({
+    // Handed to the operator's plain route, a sealed body is refused (the operator could seal its own).
+    expect((await call('POST', '/api/sandbox/tee/sealed-secrets', body)).status).toBe(409);
+    expect((await channel.json('POST', '/tee/sealed-secrets', body)).json).toEqual({
       success: true,
       secrets_count: 1,
     });
@@ -154,15 +178,35 @@ describe('tee-instance on TEE_BACKEND=phala through the operator program', () =>
     const plain = await call('POST', `/api/sandboxes/${sandboxId}/secrets`, { env: { X: 'y' } });
     expect([plain.status, JSON.stringify(plain.json)]).toEqual([409, expect.stringMatching(/Phala CVM/)]);
 
+    const run = await channel.json('POST', '/terminals/commands', {
+      command: 'printenv CVM_SECRET; echo "[$MODE]"',
+    });
+    expect(run.status).toBe(200);
+    // The chain's create env is not delivered by the operator: in a CVM only the owner sets env.
+    expect((run.json as { result: { stdout: string } }).result.stdout.trim().split('\n')).toEqual([
+      secret,
+      '[]',
+    ]);
+    expect(Buffer.concat(relayed).toString('latin1')).not.toContain(secret);
+    expect(Buffer.concat(relayed).toString('latin1')).not.toContain('printenv');
+
+    // The operator's own path into the sandbox (its API's plain exec, its sidecar token) runs nothing.
     const exec = await runCliInProcess(
-      ['exec', sandboxId, '--operator', operatorUrl, 'printenv CVM_SECRET MODE'],
+      ['exec', sandboxId, '--operator', operatorUrl, 'printenv CVM_SECRET'],
       {
         configDir: join(dir, 'cli'),
         env: { AGENT_SANDBOX_PRIVATE_KEY: devnet.accounts.serviceOwner.privateKey },
       },
     );
-    expect(exec.code, exec.err).toBe(0);
-    expect(exec.out.trim().split('\n')).toEqual([secret, 'cvm']);
+    expect(exec.code).not.toBe(0);
+    expect(exec.out + exec.err).not.toContain(secret);
+    const asOperator = await fetch(`${phala.cvm()!.sidecar.sidecar.url}/terminals/commands`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${phala.cvm()!.token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ command: 'printenv CVM_SECRET' }),
+    });
+    expect(asOperator.status).toBe(403);
+    expect(await asOperator.text()).not.toContain(secret);
     expect(operatorLog()).not.toContain(secret);
   });
 

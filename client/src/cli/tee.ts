@@ -93,6 +93,13 @@ async function target(ctx: CliContext) {
       'which operator address? pass --operator-address (its /api/capabilities has none)',
     );
   }
+  const account = await ctx.account();
+  if (!account) {
+    throw new ClientError(
+      'USAGE',
+      'tee commands need your wallet (AGENT_SANDBOX_PRIVATE_KEY, --keystore or --devnet): the enclave takes orders only from the service owner',
+    );
+  }
   const fromBlock = str(ctx, 'from-block');
   if (fromBlock !== undefined && !/^\d+$/.test(fromBlock))
     throw new ClientError('USAGE', '--from-block must be a block number');
@@ -101,9 +108,10 @@ async function target(ctx: CliContext) {
     blueprint: blueprint as Address,
     serviceId,
     operator: operator as Address,
+    owner: account.address,
     ...(fromBlock ? { fromBlock: BigInt(fromBlock) } : {}),
   };
-  return { t, api: client.http };
+  return { t, api: client.http, account };
 }
 
 export const teeVerify: Command = async (ctx) => {
@@ -142,10 +150,11 @@ export async function sealedSecretsSet(
   id: string,
   env: Record<string, string>,
 ): Promise<number> {
-  const { t, api } = await target(ctx);
+  const { t, api, account } = await target(ctx);
   const list = allowList(ctx);
   const a = anchors(ctx);
   const r = await sendSealedSecrets(t, api, env, {
+    owner: account,
     allowList: list,
     ...minTcb(ctx),
     ...(a ? { anchors: a } : {}),

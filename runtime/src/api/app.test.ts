@@ -366,6 +366,12 @@ describe('operator API: tee-instance mode', () => {
             seen.push(body);
             return { status: 'sealed_secrets_configured' };
           },
+          channel: (_sbx, message) => {
+            seen.push(Buffer.from(message).toString('hex'));
+            return new Response(new Uint8Array([1, 2, 3]), {
+              headers: { 'content-type': 'message/ohttp-chunked-res' },
+            });
+          },
         },
       },
     });
@@ -385,6 +391,18 @@ describe('operator API: tee-instance mode', () => {
       const body = { v: 1, algorithm: 'a', key_id: 'k', enc: 'e', ciphertext: 'abcd' };
       const sealed = await h.call('POST', '/api/sandbox/tee/sealed-secrets', { token: o.token, body });
       expect(sealed.json.status).toBe('sealed_secrets_configured');
+      // The owner channel: opaque bytes relayed both ways, untouched.
+      const relayed = await fetch(`${h.url}/api/sandbox/tee/channel`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${o.token}`, 'content-type': 'message/ohttp-req' },
+        body: Buffer.from([9, 8, 7]),
+      });
+      expect([relayed.status, relayed.headers.get('content-type')]).toEqual([
+        200,
+        'message/ohttp-chunked-res',
+      ]);
+      expect([...new Uint8Array(await relayed.arrayBuffer())]).toEqual([1, 2, 3]);
+      expect(seen.at(-1)).toBe('090807');
       for (const q of ['?nonce=zz', '?nonce=00112233445566778899', '']) {
         expect((await h.call('GET', `/api/sandbox/tee/attestation${q}`, { token: o.token })).status).toBe(
           400,
@@ -401,7 +419,7 @@ describe('operator API: tee-instance mode', () => {
           })
         ).status,
       ).toBe(403);
-      expect(seen).toEqual([body]);
+      expect(seen).toEqual([body, '090807']);
     } finally {
       await h.close();
     }

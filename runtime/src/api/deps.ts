@@ -111,6 +111,8 @@ export interface ApiTee {
   attestation(sandboxId: string, nonce: string): Awaitable<unknown>;
   publicKey(sandboxId: string, nonce: string): Awaitable<unknown>;
   sealedSecrets(sandboxId: string, body: unknown): Awaitable<unknown>;
+  /** Relays an owner-channel message (opaque bytes) to the enclave; its sealed answer streams back. */
+  channel(sandboxId: string, message: Uint8Array): Awaitable<Response>;
 }
 
 export type HealthCheck = () => Awaitable<unknown>;

@@ -37,7 +37,7 @@ export interface TeeDeployParams {
   cpuCores: number;
   memoryMb: number;
   diskGb: number;
-  /** The user's env for the sandbox; it travels encrypted to the CVM only. */
+  /** The user's env for the sandbox (not delivered to a CVM: only the owner may set env there). */
   env: Record<string, string>;
 }
 
@@ -60,8 +60,12 @@ export interface SandboxTeeBackend extends TeeBackendBase {
   ): Promise<Record<string, unknown>>;
   /** The sandbox's sidecar (URL and bearer token) for the operator API's sidecar client. */
   endpoint(sandboxId: string): { url: string; token: string };
-  /** The sidecar's answer to POST /tee/sealed-secrets with this body, untouched. */
-  forwardSealed(sandboxId: string, body: unknown): Promise<Record<string, unknown>>;
+  /**
+   * Relays one owner-channel message (encrypted to the sidecar's key, signed inside by the owner)
+   * to the sidecar's POST /tee/channel and returns its streamed, sealed answer. The only way an
+   * owner operation reaches a CVM: the operator's token opens no owner route there.
+   */
+  forwardChannel(sandboxId: string, message: Uint8Array): Promise<Response>;
   stop(sandboxId: string): Promise<void>;
   destroy(sandboxId: string): Promise<void>;
 }

@@ -111,7 +111,14 @@ describe('configfs-tsm client', () => {
 
 describe('TeeService on the direct backend (malicious-operator)', () => {
   const OP = `0x${'ab'.repeat(20)}`;
-  const ctxOf = (id: string) => contextString({ chainId: 31337, serviceId: 7, sandboxId: id, operator: OP });
+  const ctxOf = (id: string) =>
+    contextString({
+      chainId: 31337,
+      serviceId: 7,
+      sandboxId: id,
+      operator: OP,
+      owner: `0x${'0d'.repeat(20)}`,
+    });
   const setup = async (name: string) => {
     const root = await tree(name);
     const injected: Array<[string, Record<string, string>]> = [];
@@ -167,7 +174,13 @@ describe('TeeService on the direct backend (malicious-operator)', () => {
       verifyBoundAttestation(view, { ...opts, expect: { ctx: ctxOf('sbx-a'), nonce: fresh } }).verification
         .verdict,
     ).toBe('unverified');
-    const other = contextString({ chainId: 31337, serviceId: 8, sandboxId: 'sbx-a', operator: OP });
+    const other = contextString({
+      chainId: 31337,
+      serviceId: 8,
+      sandboxId: 'sbx-a',
+      operator: OP,
+      owner: `0x${'0d'.repeat(20)}`,
+    });
     expect(
       verifyBoundAttestation(view, { ...opts, expect: { ctx: other, nonce } }).verification.verdict,
     ).toBe('unverified');

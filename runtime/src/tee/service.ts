@@ -151,9 +151,12 @@ export class TeeService {
     body: unknown,
   ): Promise<{ success: boolean; secrets_count: number }> {
     if (this.o.backend.keyHolder === 'sandbox') {
-      // Opened inside the CVM only; the operator never holds the plaintext.
-      const r = await this.o.backend.forwardSealed(sandboxId, body);
-      return { success: r.success === true, secrets_count: Number(r.secrets_count ?? 0) };
+      // The CVM takes sealed secrets from its owner only, through the owner channel: one delivered
+      // by the operator could be the operator's own env sealed to the (public) key.
+      throw new RuntimeError(
+        'CONFLICT',
+        'this sandbox runs in a CVM that takes sealed secrets only through the owner channel (POST …/tee/channel); update agent-sandbox',
+      );
     }
     let env: Record<string, string>;
     try {
@@ -163,6 +166,17 @@ export class TeeService {
     }
     await this.o.injectSecrets(sandboxId, env);
     return { success: true, secrets_count: Object.keys(env).length };
+  }
+
+  /** Relays an owner-channel message to the CVM (phala); the answer streams back sealed. */
+  async channel(sandboxId: string, message: Uint8Array): Promise<Response> {
+    if (this.o.backend.keyHolder !== 'sandbox') {
+      throw new RuntimeError(
+        'CONFLICT',
+        `the ${this.o.backend.name} backend has no owner channel: its TEE side is this operator program (use the plain routes)`,
+      );
+    }
+    return this.o.backend.forwardChannel(sandboxId, message);
   }
 
   /** The v1 document for reportProvisioned, over the on-chain nonce. */

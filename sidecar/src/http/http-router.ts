@@ -26,7 +26,8 @@ interface Route {
   method: string;
   parts: string[];
   handler: Handler;
-  auth: boolean;
+  /** false: open; true: the router's auth; a BearerAuth: that credential instead (TEE mode). */
+  auth: boolean | BearerAuth;
   sse: boolean;
 }
 
@@ -92,7 +93,12 @@ export class Router {
     private readonly maxBodyBytes: number,
   ) {}
 
-  add(method: string, path: string, handler: Handler, opts: { auth?: boolean; sse?: boolean } = {}): this {
+  add(
+    method: string,
+    path: string,
+    handler: Handler,
+    opts: { auth?: boolean | BearerAuth; sse?: boolean } = {},
+  ): this {
     this.#routes.push({
       method,
       parts: path.split('/').filter(Boolean),
@@ -169,7 +175,8 @@ export class Router {
     if (m === 'wrong-method') {
       throw new SidecarError('METHOD_NOT_ALLOWED', `${req.method} is not allowed on ${url.pathname}`, 405);
     }
-    if (m.route.auth) this.auth.check(req, url.searchParams, m.route.sse);
+    if (m.route.auth === true) this.auth.check(req, url.searchParams, m.route.sse);
+    else if (m.route.auth) m.route.auth.check(req, url.searchParams, m.route.sse);
     let bodyPromise: Promise<unknown> | undefined;
     const ctx: RequestContext = {
       req,

@@ -6,7 +6,8 @@ import { SidecarError } from '../errors.ts';
 
 const fail = (message: string) => new SidecarError('TEE_UNAVAILABLE', message, 503);
 
-export const DSTACK_SOCKET = '/var/run/dstack.sock';
+/** Where the compose mounts it: the image's root-only /run/tee (the agent user cannot reach it). */
+export const DSTACK_SOCKET = '/run/tee/dstack.sock';
 
 export interface DstackQuote {
   quote: Uint8Array;

@@ -7,15 +7,24 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { checkBinding, contextString, fromHex, sealSecrets } from '@agent-sandbox/attestation';
+import { privateKeyToAccount } from 'viem/accounts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../config.ts';
 import { type FakeDstack, startFakeDstack } from '../testing/fake-dstack.ts';
+import { ownerChannel } from '../testing/owner-channel.ts';
 import { type SidecarFixture, startSidecarFixture } from '../testing/sidecar-fixture.ts';
 import { DstackClient } from './dstack-client.ts';
 
 const operator = `0x${'ab'.repeat(20)}`;
+const owner = privateKeyToAccount(`0x${'c3'.repeat(32)}`);
 const sandboxId = `sbx-${'1'.repeat(32)}`;
-const ctx = contextString({ chainId: 31337, serviceId: 7, sandboxId, operator });
+const ctx = contextString({
+  chainId: 31337,
+  serviceId: 7,
+  sandboxId,
+  operator,
+  owner: owner.address,
+});
 const nonce = () => randomBytes(32).toString('hex');
 /** The report_data inside a TD 1.0 quote (header 48 + body offset 520). */
 const quoteReportData = (quoteHex: string) => fromHex(quoteHex).subarray(568, 632);
@@ -66,38 +75,57 @@ describe('sidecar in a dstack CVM (SIDECAR_TEE=dstack)', () => {
   it('opens a body sealed to its key into the agent env; refuses a replay and another sandbox’s body', async () => {
     const pk = await fx.call('GET', `/tee/public-key?nonce=${nonce()}`);
     const pub = fromHex(pk.json.pubkey);
+    const ch = ownerChannel({
+      url: fx.sidecar.url,
+      operatorToken: fx.token,
+      pubkeyHex: pk.json.pubkey,
+      ctx,
+      owner,
+    });
+    // biome-ignore lint/suspicious/noExplicitAny: test-only convenience
+    const call = async (
+      method: 'GET' | 'POST' | 'PUT',
+      path: string,
+      body?: unknown,
+    ): Promise<{ status: number; json: any }> => ch.client.json(method, path, body);
     const body = sealSecrets(pub, ctx, sandboxId, { SEALED_TOKEN: 'only-the-enclave-sees-this' });
-    expect((await fx.call('POST', '/tee/sealed-secrets', body)).json).toEqual({
+    expect((await call('POST', '/tee/sealed-secrets', body)).json).toEqual({
       success: true,
       secrets_count: 1,
     });
-    const run = await fx.call('POST', '/terminals/commands', { command: 'echo "$SEALED_TOKEN"' });
+    const run = await call('POST', '/terminals/commands', { command: 'echo "$SEALED_TOKEN"' });
     expect(run.json.result.stdout.trim()).toBe('only-the-enclave-sees-this');
-    // An operator delivery (PUT /env replaces the user env) does not wipe what was sealed.
-    await fx.call('PUT', '/env', { env: { OTHER: 'x' } });
-    const after = await fx.call('POST', '/terminals/commands', { command: 'echo "$SEALED_TOKEN $OTHER"' });
+    // The owner's PUT /env (it replaces the user env) does not wipe what was sealed.
+    await call('PUT', '/env', { env: { OTHER: 'x' } });
+    const after = await call('POST', '/terminals/commands', { command: 'echo "$SEALED_TOKEN $OTHER"' });
     expect(after.json.result.stdout.trim()).toBe('only-the-enclave-sees-this x');
 
     const refused = { success: false, secrets_count: 0 };
     // Replayed: the same enc again.
-    expect((await fx.call('POST', '/tee/sealed-secrets', body)).json).toEqual(refused);
+    expect((await call('POST', '/tee/sealed-secrets', body)).json).toEqual(refused);
     // Sealed to this key but for another sandbox (its context and aad), e.g. by a confused client.
     const otherId = `sbx-${'2'.repeat(32)}`;
-    const otherCtx = contextString({ chainId: 31337, serviceId: 7, sandboxId: otherId, operator });
+    const otherCtx = contextString({
+      chainId: 31337,
+      serviceId: 7,
+      sandboxId: otherId,
+      operator,
+      owner: owner.address,
+    });
     expect(
-      (await fx.call('POST', '/tee/sealed-secrets', sealSecrets(pub, otherCtx, otherId, { A: 'b' }))).json,
+      (await call('POST', '/tee/sealed-secrets', sealSecrets(pub, otherCtx, otherId, { A: 'b' }))).json,
     ).toEqual(refused);
     // Sealed to a key the operator swapped in: it cannot open here either.
     const swapped = fromHex(randomBytes(32).toString('hex'));
     expect(
-      (await fx.call('POST', '/tee/sealed-secrets', sealSecrets(swapped, ctx, sandboxId, { A: 'b' }))).json,
+      (await call('POST', '/tee/sealed-secrets', sealSecrets(swapped, ctx, sandboxId, { A: 'b' }))).json,
     ).toEqual(refused);
     // A platform-owned name inside a valid body is refused too (it would configure the sidecar).
     expect(
-      (await fx.call('POST', '/tee/sealed-secrets', sealSecrets(pub, ctx, sandboxId, { LD_PRELOAD: '/x' })))
+      (await call('POST', '/tee/sealed-secrets', sealSecrets(pub, ctx, sandboxId, { LD_PRELOAD: '/x' })))
         .json,
     ).toEqual(refused);
-    expect((await fx.call('POST', '/tee/sealed-secrets', { v: 1 })).json).toEqual(refused);
+    expect((await call('POST', '/tee/sealed-secrets', { v: 1 })).json).toEqual(refused);
   });
 
   it('fails closed when the agent lies about report_data or is not there', async () => {
@@ -121,7 +149,7 @@ describe('sidecar in a dstack CVM (SIDECAR_TEE=dstack)', () => {
     expect(loadConfig({ ...env, SIDECAR_TEE_CONTEXT: ctx }).tee).toEqual({
       kind: 'dstack',
       context: ctx,
-      dstackSocket: '/var/run/dstack.sock',
+      dstackSocket: '/run/tee/dstack.sock',
     });
   });
 });

@@ -5,6 +5,7 @@
 // sandbox, service or operator cannot open. The operator only forwards.
 import {
   bindingReportData,
+  ChannelEndpoint,
   generateKeyPair,
   keyId,
   parseNonce,
@@ -31,6 +32,8 @@ export class DstackEnclave {
   readonly #publicKey: Uint8Array;
   readonly #opener: SealedSecretOpener;
   readonly sandboxId: string;
+  /** The owner channel's end here: requests encrypted to this key, signed by the context's owner. */
+  readonly channel: ChannelEndpoint;
   constructor(
     private readonly ctx: string,
     private readonly dstack: DstackClient,
@@ -39,6 +42,7 @@ export class DstackEnclave {
     const kp = generateKeyPair();
     this.#publicKey = kp.publicKey;
     this.#opener = new SealedSecretOpener(kp.secretKey, kp.publicKey, ctx, this.sandboxId);
+    this.channel = new ChannelEndpoint(kp.secretKey, kp.publicKey, ctx);
   }
 
   get keyId(): string {

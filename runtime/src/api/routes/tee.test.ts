@@ -16,7 +16,8 @@ import { type Harness, startHarness } from '../testing/harness.ts';
 const pki = await createSevTestPki();
 const anchors = { sev: { ark: pki.arkPem, ask: pki.askPem }, nitroRoot: pki.arkPem };
 const OP = `0x${'cd'.repeat(20)}`;
-const ctxOf = (id: string) => contextString({ chainId: 31337, serviceId: 9, sandboxId: id, operator: OP });
+const ctxOf = (id: string) =>
+  contextString({ chainId: 31337, serviceId: 9, sandboxId: id, operator: OP, owner: `0x${'0d'.repeat(20)}` });
 let dir: string;
 let fw: FakeTsmFirmware;
 let h: Harness;

@@ -57,6 +57,34 @@ const sealedRoute = createRoute({
   responses: { 200: json(PassThroughSchema, 'Accepted'), ...E },
 });
 
+const channelRoute = createRoute({
+  method: 'post',
+  path: '/tee/channel',
+  tags: ['tee'],
+  summary: "The owner's end-to-end channel into the enclave (this operator relays it blind)",
+  description:
+    'An Oblivious-HTTP-shaped message (RFC 9458 encapsulation, our JSON framing inside) encrypted to the ' +
+    "enclave's attested key and signed inside by the owner (EIP-4361). The answer is a chunked, sealed " +
+    'stream only the sender opens. See attestation/README.md.',
+  security: [{ bearer: [] }],
+  request: {
+    body: {
+      required: true,
+      content: { 'message/ohttp-req': { schema: z.string().openapi({ format: 'binary' }) } },
+    },
+  },
+  responses: {
+    200: {
+      description: 'The sealed response stream',
+      content: { 'message/ohttp-chunked-res': { schema: z.string().openapi({ format: 'binary' }) } },
+    },
+    ...E,
+  },
+});
+
+/** An owner-channel message is small (one request; big files go in several). */
+const MAX_CHANNEL_BYTES = 48 * 1024 * 1024;
+
 const asObject = (v: unknown): Record<string, unknown> =>
   v && typeof v === 'object' ? { ...(v as Record<string, unknown>) } : { value: v };
 
@@ -70,4 +98,25 @@ export function registerTee(app: OpenAPIHono<ApiEnv>, tee: ApiTee): void {
   app.openapi(sealedRoute, async (c) =>
     c.json(asObject(await tee.sealedSecrets(c.get('sandbox').id, c.req.valid('json'))), 200),
   );
+  // Bytes in, bytes out: nothing here can read either (no body validation beyond the size).
+  app.openapi(channelRoute, async (c) => {
+    const message = new Uint8Array(await c.req.arrayBuffer());
+    if (message.length === 0 || message.length > MAX_CHANNEL_BYTES) {
+      return c.json(
+        {
+          success: false,
+          error: { code: 'VALIDATION', message: 'an owner-channel message is 1 byte to 48 MiB' },
+        },
+        400,
+      );
+    }
+    const up = await tee.channel(c.get('sandbox').id, message);
+    return new Response(up.body, {
+      status: up.status,
+      headers: {
+        'content-type': up.headers.get('content-type') ?? 'application/json',
+        'cache-control': 'no-store',
+      },
+    }) as never;
+  });
 }

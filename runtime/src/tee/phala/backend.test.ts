@@ -8,6 +8,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
+  ChannelClient,
   checkBinding,
   contextString,
   fromHex,
@@ -16,6 +17,7 @@ import {
   sealSecrets,
 } from '@agent-sandbox/attestation';
 import { type FakeDstack, startFakeDstack } from '@agent-sandbox/sidecar/testing';
+import { privateKeyToAccount } from 'viem/accounts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openTeeBackend } from '../config.ts';
 import { TeeService } from '../service.ts';
@@ -23,7 +25,9 @@ import { FAKE_PHALA_API_KEY, type FakePhala, startFakePhala } from '../testing/f
 import type { PhalaTeeBackend } from './backend.ts';
 
 const operator = `0x${'cd'.repeat(20)}`;
-const contextFor = (id: string) => contextString({ chainId: 31337, serviceId: 9, sandboxId: id, operator });
+const owner = privateKeyToAccount(`0x${'d4'.repeat(32)}`);
+const contextFor = (id: string) =>
+  contextString({ chainId: 31337, serviceId: 9, sandboxId: id, operator, owner: owner.address });
 const sandboxId = `sbx-${'a'.repeat(32)}`;
 const quoteReportData = (hex: string) => fromHex(hex).subarray(568, 632);
 const nonceHex = () => randomBytes(32).toString('hex');
@@ -67,7 +71,7 @@ afterAll(async () => {
 });
 
 describe('TEE_BACKEND=phala (fake Phala Cloud, real sidecar as the CVM, fake dstack socket)', () => {
-  it('deploys the CVM with only ciphertext env, waits for it to run, then delivers the user env', async () => {
+  it('deploys the CVM with only ciphertext env, waits for it to run, and delivers no env of its own', async () => {
     const d = await backend.deploy({
       sandboxId,
       ctx: contextFor(sandboxId),
@@ -89,7 +93,17 @@ describe('TEE_BACKEND=phala (fake Phala Cloud, real sidecar as the CVM, fake dst
     expect(JSON.parse(create.body).compose_manifest.docker_compose_file).toContain(
       `reg.example/sandbox@sha256:${'e'.repeat(64)}`,
     );
-    expect((await phala.inCvm('echo "$GREETING"')).stdout.trim()).toBe('hello');
+    // The operator delivers nothing over PUT /env: in the CVM only the owner sets env.
+    expect(calls().some((c) => c.url.endsWith('/env'))).toBe(false);
+    expect((await phala.inCvm('echo "[$GREETING]"', owner)).stdout.trim()).toBe('[]');
+    // And the operator's own token runs nothing there.
+    const asOperator = await cvm.sidecar.call(
+      'POST',
+      '/terminals/commands',
+      { command: 'id' },
+      { token: cvmToken },
+    );
+    expect(asOperator.status).toBe(403);
   });
 
   it('forwards evidence bound to the client nonce and the CVM’s key; the operator cannot swap it', async () => {
@@ -131,19 +145,46 @@ describe('TEE_BACKEND=phala (fake Phala Cloud, real sidecar as the CVM, fake dst
     ).toThrow(/does not commit/);
   });
 
-  it('forwards sealed bodies untouched: opened in the CVM only, replays and other sandboxes refused', async () => {
+  it('relays the owner channel blind: sealed secrets opened in the CVM only; the operator route refuses them', async () => {
     const v = (await service.publicKey(sandboxId, nonceHex())) as unknown as { pubkey: string };
     const body = sealSecrets(fromHex(v.pubkey), contextFor(sandboxId), sandboxId, {
       API_KEY: 'sealed-value-42',
     });
-    const before = calls().length;
-    expect(await service.sealedSecrets(sandboxId, body)).toEqual({ success: true, secrets_count: 1 });
-    expect(JSON.stringify(calls().slice(before))).not.toContain('sealed-value-42');
-    expect((await phala.inCvm('echo "$API_KEY"')).stdout.trim()).toBe('sealed-value-42');
-    expect(await service.sealedSecrets(sandboxId, body)).toEqual({ success: false, secrets_count: 0 });
+    // A sealed body handed to the operator is refused: it could as well be the operator's own.
+    await expect(service.sealedSecrets(sandboxId, body)).rejects.toThrow(/owner channel/);
+    const wire: Uint8Array[] = [];
+    const client = new ChannelClient({
+      pubkey: fromHex(v.pubkey),
+      ctx: contextFor(sandboxId),
+      address: owner.address,
+      signMessage: (message) => owner.signMessage({ message }),
+      relay: async (m) => {
+        wire.push(m);
+        const r = await service.channel(sandboxId, m);
+        const bytes = new Uint8Array(await r.arrayBuffer());
+        wire.push(bytes);
+        return new Response(bytes, { status: r.status });
+      },
+    });
+    expect((await client.json('POST', '/tee/sealed-secrets', body)).json).toEqual({
+      success: true,
+      secrets_count: 1,
+    });
+    expect((await phala.inCvm('echo "$API_KEY"', owner)).stdout.trim()).toBe('sealed-value-42');
+    const r = await client.json('POST', '/terminals/commands', { command: 'echo "$API_KEY"' });
+    expect((r.json as { result: { stdout: string } }).result.stdout.trim()).toBe('sealed-value-42');
+    expect(Buffer.concat(wire).toString('latin1')).not.toContain('sealed-value-42');
+    expect(JSON.stringify(calls())).not.toContain('sealed-value-42');
+    expect((await client.json('POST', '/tee/sealed-secrets', body)).json).toEqual({
+      success: false,
+      secrets_count: 0,
+    });
     const other = `sbx-${'c'.repeat(32)}`;
     const forOther = sealSecrets(fromHex(v.pubkey), contextFor(other), other, { A: 'b' });
-    expect(await service.sealedSecrets(sandboxId, forOther)).toEqual({ success: false, secrets_count: 0 });
+    expect((await client.json('POST', '/tee/sealed-secrets', forOther)).json).toEqual({
+      success: false,
+      secrets_count: 0,
+    });
   });
 
   it('makes the v1 on-chain document over the on-chain nonce from the CVM’s quote, then destroys the CVM', async () => {

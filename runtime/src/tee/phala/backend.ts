@@ -65,7 +65,8 @@ export class PhalaTeeBackend implements SandboxTeeBackend {
       memoryMb: p.memoryMb,
       diskGb: p.diskGb,
       httpPort: port,
-      // Platform env only, encrypted to the CVM: the user's env goes over PUT /env once it is up.
+      // Platform env only, encrypted to the CVM; the sidecar refuses to boot on anything that
+      // would decide what runs (sidecar/src/tee/context.ts).
       env: {
         SIDECAR_AUTH_TOKEN: token,
         SIDECAR_PORT: String(port),
@@ -76,7 +77,8 @@ export class PhalaTeeBackend implements SandboxTeeBackend {
     const url = await this.#waitReady(d.id);
     const entry = { deploymentId: d.id, url, token };
     this.#deployed.set(p.sandboxId, entry);
-    if (Object.keys(p.env).length > 0) await this.#sidecar(entry, 'PUT', '/env', { env: p.env });
+    // The create env is not delivered: in the CVM only the owner sets env (through the owner
+    // channel); an operator-delivered env could point the agent elsewhere (OPENAI_BASE_URL …).
     return { sandboxId: p.sandboxId, deploymentId: d.id, sidecarUrl: url };
   }
 
@@ -192,8 +194,19 @@ export class PhalaTeeBackend implements SandboxTeeBackend {
     }
     return r;
   }
-  forwardSealed(sandboxId: string, body: unknown) {
-    return this.#sidecar(this.#entry(sandboxId), 'POST', '/tee/sealed-secrets', body);
+  async forwardChannel(sandboxId: string, message: Uint8Array): Promise<Response> {
+    const e = this.#entry(sandboxId);
+    try {
+      return await (this.o.fetch ?? fetch)(`${e.url}/tee/channel`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${e.token}`, 'content-type': 'message/ohttp-req' },
+        body: Buffer.from(message),
+      });
+    } catch (err) {
+      throw new RuntimeError('SIDECAR_ERROR', "the CVM's sidecar is unreachable (POST /tee/channel)", {
+        cause: err,
+      });
+    }
   }
   async stop(sandboxId: string): Promise<void> {
     await this.o.api.stop(this.#entry(sandboxId).deploymentId);

@@ -1,5 +1,5 @@
 // Phala Cloud REST client (header x-api-key) for the `phala` backend's deployment half: a
-// one-service compose (`sidecar`, with /var/run/dstack.sock mounted) created as a dstack CVM,
+// one-service compose (`sidecar`, with /var/run/dstack.sock mounted at /run/tee/dstack.sock) created as a dstack CVM,
 // its env encrypted to the CVM's env key; state, network, stored attestation, start, shutdown,
 // delete. Endpoints per spec tee.md §2; exact body fields follow the reference, not a live API.
 import { RuntimeError } from '../../errors.ts';
@@ -70,7 +70,8 @@ export class PhalaCloudApi {
       `    image: ${spec.image}`,
       '    restart: always',
       '    volumes:',
-      '      - /var/run/dstack.sock:/var/run/dstack.sock',
+      // Into the image's root-only /run/tee: the agent user cannot reach the quote/key socket.
+      '      - /var/run/dstack.sock:/run/tee/dstack.sock',
       '    ports:',
       `      - "${spec.httpPort}:${spec.httpPort}"`,
       ...(env ? ['    environment:', env] : []),

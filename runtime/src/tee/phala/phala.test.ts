@@ -86,7 +86,7 @@ describe('Phala Cloud REST client (fake API)', () => {
     expect(create.app_id_salt).toBe('salt1');
     expect(decryptEnvForCvm(create.encrypted_env as string, cvmKey.privateKey)).toEqual(spec.env);
     const compose = (create.compose_manifest as { docker_compose_file: string }).docker_compose_file;
-    expect(compose).toContain('/var/run/dstack.sock:/var/run/dstack.sock');
+    expect(compose).toContain('/var/run/dstack.sock:/run/tee/dstack.sock');
     expect(compose).toContain(`SIDECAR_AUTH_TOKEN=\${SIDECAR_AUTH_TOKEN}`);
     expect(await api.network('42')).toEqual({ appUrl: 'https://app42.example', internalIp: '10.0.0.2' });
     await api.stop('42');

@@ -4,7 +4,8 @@
 // dstack agent socket. No real CVM or Phala account is involved.
 import { generateKeyPairSync } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
-import { type SidecarFixture, startSidecarFixture } from '@agent-sandbox/sidecar/testing';
+import { ownerChannel, type SidecarFixture, startSidecarFixture } from '@agent-sandbox/sidecar/testing';
+import type { LocalAccount } from 'viem';
 import { decryptEnvForCvm } from '../phala/env-encryption.ts';
 
 export const FAKE_PHALA_API_KEY = 'phala-test-key';
@@ -14,8 +15,8 @@ export interface FakePhala {
   calls: Array<{ method: string; url: string; body: string }>;
   /** The booted CVM's sidecar and the token the operator gave it (decrypted). */
   cvm(): { sidecar: SidecarFixture; token: string; id: string } | undefined;
-  /** Runs a command in the CVM's sandbox as the agent (exec). */
-  inCvm(command: string): Promise<{ stdout: string }>;
+  /** Runs a command in the CVM's sandbox as the agent (exec), ordered by `owner` over the channel. */
+  inCvm(command: string, owner: LocalAccount): Promise<{ stdout: string; status: number }>;
   /** How many GET …/state calls answered before `running`. */
   statePolls: number;
   close(): Promise<void>;
@@ -31,9 +32,21 @@ export async function startFakePhala(o: { dstackSocket: string; bootPolls?: numb
     calls: [],
     cvm: () => cvm,
     statePolls: 0,
-    async inCvm(command) {
-      const r = await cvm!.sidecar.call('POST', '/terminals/commands', { command }, { token: cvm!.token });
-      return { stdout: String(r.json?.result?.stdout ?? '') };
+    async inCvm(command, owner) {
+      const c = cvm!;
+      const pk = await c.sidecar.call('GET', `/tee/public-key?nonce=${'00'.repeat(32)}`, undefined, {
+        token: c.token,
+      });
+      const ch = ownerChannel({
+        url: c.sidecar.sidecar.url,
+        operatorToken: c.token,
+        pubkeyHex: pk.json.pubkey,
+        ctx: pk.json.binding.ctx,
+        owner,
+      });
+      const r = await ch.client.json('POST', '/terminals/commands', { command });
+      const j = r.json as { result?: { stdout?: string } } | undefined;
+      return { stdout: String(j?.result?.stdout ?? ''), status: r.status };
     },
     close: async () => {},
   };
@@ -52,7 +65,7 @@ export async function startFakePhala(o: { dstackSocket: string; bootPolls?: numb
           encrypted_env: string;
           compose_manifest: { docker_compose_file: string };
         };
-        if (!b.compose_manifest.docker_compose_file.includes('/var/run/dstack.sock:/var/run/dstack.sock'))
+        if (!b.compose_manifest.docker_compose_file.includes('/var/run/dstack.sock:/run/tee/dstack.sock'))
           return send({ detail: 'compose must mount the dstack socket' }, 422);
         const env = decryptEnvForCvm(b.encrypted_env, cvmKey.privateKey);
         const id = String(++next);
