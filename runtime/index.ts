@@ -70,6 +70,16 @@ export { mergeEnv, PROTECTED_ENV_KEYS } from './src/sandbox/env.ts';
 export type { SandboxManagerOptions } from './src/sandbox/manager.ts';
 export { SandboxManager } from './src/sandbox/manager.ts';
 export { SandboxMetrics } from './src/sandbox/metrics.ts';
+export type { NetworkPolicy } from './src/sandbox/network-policy.ts';
+export {
+  DEFAULT_IMPLICIT_DOMAINS,
+  DomainSchema,
+  domainAllowed,
+  effectiveDomains,
+  NetworkPolicySchema,
+  NOT_ENFORCED as NETWORK_POLICY_NOT_ENFORCED,
+  resolveNetworkPolicy,
+} from './src/sandbox/network-policy.ts';
 export type { ProvisionPhase, ProvisionProgress } from './src/sandbox/provision-progress.ts';
 export { PROVISION_PHASES } from './src/sandbox/provision-progress.ts';
 export type { ProvisionHooks } from './src/sandbox/provisioner.ts';
@@ -94,16 +104,6 @@ export {
 } from './src/sandbox/record.ts';
 export type { CreateSandboxParams } from './src/sandbox/request.ts';
 export { CreateSandboxParamsSchema } from './src/sandbox/request.ts';
-export type { NetworkPolicy } from './src/sandbox/network-policy.ts';
-export {
-  DEFAULT_IMPLICIT_DOMAINS,
-  DomainSchema,
-  domainAllowed,
-  effectiveDomains,
-  NetworkPolicySchema,
-  NOT_ENFORCED as NETWORK_POLICY_NOT_ENFORCED,
-  resolveNetworkPolicy,
-} from './src/sandbox/network-policy.ts';
 export type { Shape, ShapeAsk, ShapeCatalog } from './src/sandbox/shapes.ts';
 export { fitsCeiling, parseShapeList, resolveShape } from './src/sandbox/shapes.ts';
 export type {

@@ -5,8 +5,8 @@ import { z } from 'zod';
 import { RuntimeError } from '../errors.ts';
 import { type SandboxRuntimeConfig, shapeCatalog } from './config.ts';
 import { parseUserEnv } from './env.ts';
-import type { SandboxTimers } from './record.ts';
 import { resolveNetworkPolicy } from './network-policy.ts';
+import type { SandboxTimers } from './record.ts';
 import { resolveShape } from './shapes.ts';
 
 /** The user's own agent program (the sidecar's USER_AGENT_COMMAND_KEY). */
