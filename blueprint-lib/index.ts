@@ -35,6 +35,7 @@ export {
   instanceAttempt,
   instanceCallId,
   instanceSandboxOf,
+  readServiceConfig,
   type ProvisionedInstance,
   provisionInstance,
   reportProvisioned,
