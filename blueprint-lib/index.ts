@@ -35,9 +35,9 @@ export {
   instanceAttempt,
   instanceCallId,
   instanceSandboxOf,
-  readServiceConfig,
   type ProvisionedInstance,
   provisionInstance,
+  readServiceConfig,
   reportProvisioned,
 } from './src/instance.ts';
 export {

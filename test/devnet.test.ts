@@ -3,7 +3,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'no
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { readServiceConfig } from '@agent-sandbox/blueprint-lib';
-import { agentSandboxBlueprintAbi, localTangleAbi } from '@agent-sandbox/contracts';
+import { agentSandboxBlueprintAbi, describeRevert, localTangleAbi } from '@agent-sandbox/contracts';
 import {
   devnetAccounts,
   encodeCreateOutput,
@@ -19,8 +19,6 @@ import {
 import {
   type Abi,
   type Address,
-  BaseError,
-  ContractFunctionRevertedError,
   createPublicClient,
   createWalletClient,
   decodeAbiParameters,
@@ -65,9 +63,10 @@ async function refusal(role: Role, functionName: 'submitJob' | 'submitResult', a
       args,
     });
   } catch (err) {
-    const reverted =
-      err instanceof BaseError ? err.walk((e) => e instanceof ContractFunctionRevertedError) : null;
-    if (reverted instanceof ContractFunctionRevertedError) return reverted.data?.errorName ?? '(undecoded)';
+    // The shared decoder: a manager's refusal arrives wrapped in Tangle's ManagerReverted.
+    const r = describeRevert(err);
+    if (r === 'no-data') return '(no data)';
+    if (r) return r.errorName;
     throw err;
   }
   throw new Error(`${functionName} was accepted`);
@@ -165,7 +164,8 @@ describe('devnet: refusals carry the contract error by name', () => {
   const inputs = encodeSandboxCreateRequest(sampleSandboxCreateRequest({ name: 'refused' }), 'flat');
 
   it('refuses a job index the blueprint does not have', async () => {
-    expect(await refusal('serviceOwner', 'submitJob', [cloud, 9, inputs])).toBe('UnknownJob');
+    // Tangle refuses it before the manager: the definition lists jobs 0-4.
+    expect(await refusal('serviceOwner', 'submitJob', [cloud, 9, inputs])).toBe('InvalidJobIndex');
   });
 
   it('refuses a sandbox create on an instance-mode service', async () => {

@@ -1,11 +1,10 @@
 // SandboxChain: the owner's side of jobs 0/1 on Tangle with viem — submit from the owner's
 // account, find the call id and the assigned operator in the receipt, and wait for the
 // operator's posted result. ABIs come only from forge's output ('@agent-sandbox/contracts').
-import { agentSandboxBlueprintAbi, iTangleAbi } from '@agent-sandbox/contracts';
+import { agentSandboxBlueprintAbi, describeRevert, iTangleAbi } from '@agent-sandbox/contracts';
 import {
   type Address,
   BaseError,
-  ContractFunctionRevertedError,
   createPublicClient,
   createWalletClient,
   getAbiItem,
@@ -78,17 +77,24 @@ const jobSubmittedTopic = toEventSelector(getAbiItem({ abi: iTangleAbi, name: 'J
 /** Errors from both contracts, so a revert inside the blueprint's onJobCall decodes by name. */
 const revertAbi = [...iTangleAbi, ...agentSandboxBlueprintAbi.filter((i) => i.type === 'error')];
 
-/** A viem failure as a CHAIN ClientError naming the revert, without dumping request internals. */
+/**
+ * A viem failure as a CHAIN ClientError naming the revert, without dumping request internals. A
+ * refusal by the blueprint's manager arrives from Tangle wrapped in ManagerReverted; the shared
+ * decoder (contracts' describeRevert) names the manager's own error.
+ */
 export function chainError(e: unknown, what: string): ClientError {
   if (e instanceof ClientError) return e;
   if (e instanceof BaseError) {
-    const revert = e.walk((x) => x instanceof ContractFunctionRevertedError);
-    if (revert instanceof ContractFunctionRevertedError) {
-      const name = revert.data?.errorName ?? revert.reason ?? 'unknown reason';
-      const args = revert.data?.args?.map(String).join(', ');
-      return new ClientError('CHAIN', `${what} reverted: ${name}${args ? `(${args})` : ''}`, {
+    const revert = describeRevert(e);
+    if (revert) {
+      const name = revert === 'no-data' ? 'reverted without a reason' : revert.errorName;
+      const text = revert === 'no-data' ? name : revert.text;
+      return new ClientError('CHAIN', `${what} reverted: ${text}`, {
         cause: e,
-        details: { revert: name },
+        details: {
+          revert: name,
+          ...(revert !== 'no-data' && revert.manager ? { manager: revert.manager } : {}),
+        },
       });
     }
     return new ClientError('CHAIN', `${what} failed: ${e.shortMessage}`, { cause: e });
