@@ -7,9 +7,10 @@
 // (JobSubmitted as the core emits it: jobIndex NOT indexed) and ServicesRequests.sol
 // (TooManyPermittedCallers). A change to ITangle.sol, ITangleTypes.sol, LocalTangle*.sol or
 // IBlueprintServiceManager.sol that drifts from the real router fails here.
-import { iBlueprintServiceManagerAbi, iTangleAbi, localTangleAbi } from '@agent-sandbox/contracts';
-import { readFileSync, readdirSync, statSync } from 'node:fs';
+
+import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
+import { iBlueprintServiceManagerAbi, iTangleAbi, localTangleAbi } from '@agent-sandbox/contracts';
 import {
   type AbiParameter,
   toEventSelector,

@@ -256,21 +256,63 @@ export class SandboxChain {
     }
   }
 
-  /** The `rpcAddress` an operator registered with (Tangle's OperatorRegistered), latest first. */
+  /**
+   * The `rpcAddress` an operator announced for this service's blueprint: its latest
+   * OperatorRegistered or OperatorPreferencesUpdated there (Tangle never stores it), undefined
+   * when it never registered or has left. Per blueprint: an operator of several blueprints may
+   * serve each at another URL.
+   */
   async operatorRpcAddress(operator: Address): Promise<string | undefined> {
     try {
-      const logs = await this.publicClient.getContractEvents({
+      const blueprintId = await this.blueprintId();
+      const read = (
+        eventName: 'OperatorRegistered' | 'OperatorPreferencesUpdated' | 'OperatorUnregistered',
+      ) =>
+        this.publicClient.getContractEvents({
+          address: this.tangle,
+          abi: iTangleAbi,
+          eventName,
+          args: { blueprintId, operator },
+          fromBlock: 0n,
+          toBlock: 'latest',
+        });
+      const logs = (
+        await Promise.all([
+          read('OperatorRegistered'),
+          read('OperatorPreferencesUpdated'),
+          read('OperatorUnregistered'),
+        ])
+      ).flat();
+      logs.sort((x, y) =>
+        x.blockNumber === y.blockNumber ? x.logIndex - y.logIndex : x.blockNumber < y.blockNumber ? -1 : 1,
+      );
+      let url: string | undefined;
+      for (const l of logs) {
+        url =
+          l.eventName === 'OperatorUnregistered' ? undefined : (l.args as { rpcAddress?: string }).rpcAddress;
+      }
+      return url;
+    } catch (e) {
+      throw chainError(e, "reading the operator's announced rpcAddress");
+    }
+  }
+
+  #blueprintId: bigint | undefined;
+  /** The service's blueprint (Tangle's getService). */
+  async blueprintId(): Promise<bigint> {
+    if (this.#blueprintId === undefined) {
+      const s = await this.publicClient.readContract({
         address: this.tangle,
         abi: iTangleAbi,
-        eventName: 'OperatorRegistered',
-        args: { operator },
-        fromBlock: 0n,
-        toBlock: 'latest',
+        functionName: 'getService',
+        args: [this.serviceId],
       });
-      return logs.at(-1)?.args.rpcAddress;
-    } catch (e) {
-      throw chainError(e, 'reading OperatorRegistered');
+      if (/^0x0{40}$/i.test(s.owner)) {
+        throw new ClientError('CHAIN', `service ${this.serviceId} does not exist on ${this.tangle}`);
+      }
+      this.#blueprintId = s.blueprintId;
     }
+    return this.#blueprintId;
   }
 
   /** The service's operators (Tangle's getServiceOperators). */
