@@ -37,6 +37,7 @@ export {
   instanceSandboxOf,
   type ProvisionedInstance,
   provisionInstance,
+  readServiceConfig,
   readServiceOwner,
   reportProvisioned,
 } from './src/instance.ts';

@@ -1,4 +1,6 @@
 // Deploys the devnet's contracts with forge's output and sets up blueprints, operators and services.
+
+import { agentSandboxDefinition, type BlueprintMode } from '@agent-sandbox/blueprint-lib/definition';
 import {
   agentSandboxBlueprintAbi,
   agentSandboxBlueprintBytecode,
@@ -7,6 +9,7 @@ import {
   localTangleAbi,
   localTangleBytecode,
 } from '@agent-sandbox/contracts';
+import { type BlueprintDefinition, containerSource, defineBlueprint, defineJob } from '@agent-sandbox/sdk';
 import {
   type Abi,
   type Address,
@@ -39,6 +42,42 @@ const OPERATOR_RPC: Record<'operator1' | 'operator2', string> = {
   operator1: 'http://127.0.0.1:9090',
   operator2: 'http://127.0.0.1:9091',
 };
+/**
+ * The sandbox image as the devnet's blueprints name it. Each devnet operator builds the image
+ * itself (content-hash tagged), so there is no registry digest: the sha256 names the devnet's
+ * stand-in image, not a pullable one (a real deployment passes the image's digest).
+ */
+const DEVNET_IMAGE = {
+  registry: 'local',
+  image: 'agent-sandbox',
+  tag: 'devnet',
+  sha256: '5d5a3c6f2e0b4f1f9a7e3c2d1b0a99887766554433221100ffeeddccbbaa0001',
+};
+const MODE: Record<Exclude<DevnetKind, 'toy'>, BlueprintMode> = {
+  cloud: 'cloud',
+  instance: 'instance',
+  teeInstance: 'tee-instance',
+};
+
+/** The definition each devnet blueprint is created with: ours for the three managers, a toy one. */
+export function devnetDefinition(kind: DevnetKind, manager: Address): BlueprintDefinition {
+  if (kind !== 'toy') return agentSandboxDefinition({ manager, mode: MODE[kind], image: DEVNET_IMAGE });
+  return defineBlueprint({
+    metadataUri: 'devnet://agent-sandbox/toy',
+    manager,
+    metadata: { name: 'toy', description: 'accepts any job of its 16 and any input' },
+    jobs: Array.from({ length: 16 }, (_, i) =>
+      defineJob({
+        name: `job${i}`,
+        description: 'any input',
+        params: [{ type: 'bytes' }],
+        result: [{ type: 'bytes' }],
+      }),
+    ),
+    sources: [containerSource({ ...DEVNET_IMAGE, image: 'toy' })],
+  });
+}
+
 /** Tangle's confidentiality policy per service: TEE instance asks for TEE (1), the rest any (0). */
 const CONFIDENTIALITY: Record<DevnetKind, number> = { cloud: 0, instance: 0, teeInstance: 1, toy: 0 };
 
@@ -111,10 +150,7 @@ export async function deployDevnet(
   });
   const created = await sender.phase(
     DEVNET_KINDS.map((k) =>
-      tangle(`createBlueprint(${k})`, 'deployer', 'createBlueprint', [
-        `devnet://agent-sandbox/${k}`,
-        contracts[k],
-      ]),
+      tangle(`createBlueprint(${k})`, 'deployer', 'createBlueprint', [devnetDefinition(k, contracts[k])]),
     ),
   );
   const blueprints = idsByManager(created, 'BlueprintCreated', contracts, (a) => ({
@@ -339,8 +375,9 @@ class TxSender {
     }
     const wallet = createWalletClient({ account, chain: this.chain, transport: http(this.rpcUrl) });
     const to = 'deploy' in tx ? undefined : tx.to;
-    // The estimate as the limit, no margin: LocalTangle refuses to run a best-effort hook with less
-    // than its budget, so the estimate already covers it.
+    // The estimate as the limit, no margin: Tangle forwards 63/64 of the gas left to a hook, and
+    // a starved hook leaves too little (1/64) to finish the call, so estimates land where the
+    // hooks ran; a best-effort hook that failed anyway is caught from ManagerHookFailed below.
     return {
       send: () => wallet.sendTransaction({ to, data, gas, nonce, chain: this.chain }),
     };

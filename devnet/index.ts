@@ -3,6 +3,9 @@ import { mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { startAnvil } from './anvil.ts';
 import { deployDevnet } from './deploy.ts';
+
+export { devnetDefinition } from './deploy.ts';
+
 import { DEFAULT_STATE_FILE, DevnetError, REPO_ROOT } from './errors.ts';
 import {
   type DevnetInfo,

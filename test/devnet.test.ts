@@ -2,7 +2,8 @@
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { agentSandboxBlueprintAbi, localTangleAbi } from '@agent-sandbox/contracts';
+import { readServiceConfig } from '@agent-sandbox/blueprint-lib';
+import { agentSandboxBlueprintAbi, describeRevert, localTangleAbi } from '@agent-sandbox/contracts';
 import {
   devnetAccounts,
   encodeCreateOutput,
@@ -17,14 +18,14 @@ import {
 } from '@agent-sandbox/devnet';
 import {
   type Abi,
-  BaseError,
-  ContractFunctionRevertedError,
+  type Address,
   createPublicClient,
   createWalletClient,
   decodeAbiParameters,
   type Hex,
   http,
   keccak256,
+  type PublicClient,
   parseEventLogs,
   toBytes,
 } from 'viem';
@@ -62,9 +63,10 @@ async function refusal(role: Role, functionName: 'submitJob' | 'submitResult', a
       args,
     });
   } catch (err) {
-    const reverted =
-      err instanceof BaseError ? err.walk((e) => e instanceof ContractFunctionRevertedError) : null;
-    if (reverted instanceof ContractFunctionRevertedError) return reverted.data?.errorName ?? '(undecoded)';
+    // The shared decoder: a manager's refusal arrives wrapped in Tangle's ManagerReverted.
+    const r = describeRevert(err);
+    if (r === 'no-data') return '(no data)';
+    if (r) return r.errorName;
     throw err;
   }
   throw new Error(`${functionName} was accepted`);
@@ -162,7 +164,8 @@ describe('devnet: refusals carry the contract error by name', () => {
   const inputs = encodeSandboxCreateRequest(sampleSandboxCreateRequest({ name: 'refused' }), 'flat');
 
   it('refuses a job index the blueprint does not have', async () => {
-    expect(await refusal('serviceOwner', 'submitJob', [cloud, 9, inputs])).toBe('UnknownJob');
+    // Tangle refuses it before the manager: the definition lists jobs 0-4.
+    expect(await refusal('serviceOwner', 'submitJob', [cloud, 9, inputs])).toBe('InvalidJobIndex');
   });
 
   it('refuses a sandbox create on an instance-mode service', async () => {
@@ -242,8 +245,9 @@ describe('devnet: what it set up', () => {
         const prefs = (await read('getOperatorPreferences', [
           BigInt(devnet.blueprints[kind]),
           devnet.accounts[op].address,
-        ])) as readonly unknown[];
-        expect(prefs).toContain(uncompressedPublicKey(devnet.accounts[op].privateKey));
+        ])) as { ecdsaPublicKey: Hex; rpcAddress: string };
+        expect(prefs.ecdsaPublicKey).toBe(uncompressedPublicKey(devnet.accounts[op].privateKey));
+        expect(prefs.rpcAddress).toBe(''); // never stored, as on the real router: read the event
       }
     }
   });
@@ -253,12 +257,11 @@ describe('devnet: what it set up', () => {
       ['instance', 'devnet-instance'],
       ['teeInstance', 'devnet-tee-instance'],
     ] as const) {
-      const config = (await pub.readContract({
-        address: devnet.contracts[kind],
-        abi: agentSandboxBlueprintAbi as Abi,
-        functionName: 'getServiceConfig',
-        args: [BigInt(devnet.services[kind])],
-      })) as Hex;
+      const config = await readServiceConfig(
+        pub as PublicClient,
+        devnet.contracts[kind] as Address,
+        BigInt(devnet.services[kind]),
+      );
       const decoded = decodeAbiParameters(sandboxCreateRequestComponents(), config);
       expect(decoded[0]).toBe(name);
     }

@@ -2,6 +2,7 @@
 import { randomBytes } from 'node:crypto';
 import { chmod, mkdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
+import { agentSandboxErrorAbi } from '@agent-sandbox/contracts';
 import type { EncryptedStore } from '@agent-sandbox/runtime';
 import { createKeystore, KEYSTORE_DEV_FILE, loadKeystore, register } from '@agent-sandbox/sdk';
 import { encodeAbiParameters, type Hex } from 'viem';
@@ -83,6 +84,7 @@ export async function cmdRegister(opts: {
     key,
     rpcAddress,
     registrationInputs,
+    managerErrors: agentSandboxErrorAbi,
     captureOnlyPath: env.registrationCaptureOnly ? env.registrationOutputPath : undefined,
     logger: log,
   });

@@ -2,6 +2,7 @@
 // output). The operator's side is played by hand with the assigned operator's real key: it posts
 // results with submitResult, and the spec-speaking test server answers the operator API.
 import { agentSandboxBlueprintAbi, iTangleAbi } from '@agent-sandbox/contracts';
+import { devnetDefinition } from '@agent-sandbox/devnet';
 import {
   createWalletClient,
   decodeAbiParameters,
@@ -11,6 +12,7 @@ import {
   http,
   parseEventLogs,
   toEventSelector,
+  zeroAddress,
 } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
@@ -97,6 +99,35 @@ afterAll(async () => {
 });
 
 describe('SandboxChain', () => {
+  it('reads an operator’s rpcAddress for this service’s blueprint, not its latest on another one', async () => {
+    // operator1 serves the cloud blueprint at :9090; it joins a second blueprint, announced
+    // later at another URL. The old reader took the latest OperatorRegistered of any blueprint.
+    const deployer = privateKeyToAccount(devnet.accounts.deployer.privateKey as Hex);
+    const op1 = privateKeyToAccount(devnet.accounts.operator1.privateKey as Hex);
+    const pub = chainFor().publicClient;
+    const send = async (account: typeof deployer, functionName: string, args: readonly unknown[]) => {
+      const w = createWalletClient({ account, transport: http(devnet.rpcUrl) });
+      const hash = await w.writeContract({
+        address: tangle,
+        abi: iTangleAbi,
+        functionName: functionName as never,
+        args: args as never,
+        chain: null,
+      });
+      return pub.waitForTransactionReceipt({ hash });
+    };
+    const created = await send(deployer, 'createBlueprint', [devnetDefinition('toy', zeroAddress)]);
+    const [ev] = parseEventLogs({ abi: iTangleAbi, eventName: 'BlueprintCreated', logs: created.logs });
+    await send(op1, 'registerOperator', [
+      ev!.args.blueprintId,
+      op1.publicKey,
+      'http://127.0.0.1:1/elsewhere',
+    ]);
+    expect(await chainFor().operatorRpcAddress(op1.address)).toBe('http://127.0.0.1:9090');
+    const other = new SandboxChain({ rpcUrl: devnet.rpcUrl, tangle, serviceId: 999_999n, account: user });
+    await expect(other.operatorRpcAddress(op1.address)).rejects.toThrow(/does not exist/);
+  });
+
   it('trusts only the assigned operator: a co-operator answering first is ignored, the assigned one’s settled outcome counts', async () => {
     const chain = chainFor();
     const job = await chain.submitCreate(buildCreateRequest({ name: 'client-test-chosen' }));

@@ -1,11 +1,10 @@
 // SandboxChain: the owner's side of jobs 0/1 on Tangle with viem — submit from the owner's
 // account, find the call id and the assigned operator in the receipt, and wait for the
 // operator's posted result. ABIs come only from forge's output ('@agent-sandbox/contracts').
-import { agentSandboxBlueprintAbi, iTangleAbi } from '@agent-sandbox/contracts';
+import { agentSandboxBlueprintAbi, describeRevert, iTangleAbi } from '@agent-sandbox/contracts';
 import {
   type Address,
   BaseError,
-  ContractFunctionRevertedError,
   createPublicClient,
   createWalletClient,
   getAbiItem,
@@ -78,17 +77,24 @@ const jobSubmittedTopic = toEventSelector(getAbiItem({ abi: iTangleAbi, name: 'J
 /** Errors from both contracts, so a revert inside the blueprint's onJobCall decodes by name. */
 const revertAbi = [...iTangleAbi, ...agentSandboxBlueprintAbi.filter((i) => i.type === 'error')];
 
-/** A viem failure as a CHAIN ClientError naming the revert, without dumping request internals. */
+/**
+ * A viem failure as a CHAIN ClientError naming the revert, without dumping request internals. A
+ * refusal by the blueprint's manager arrives from Tangle wrapped in ManagerReverted; the shared
+ * decoder (contracts' describeRevert) names the manager's own error.
+ */
 export function chainError(e: unknown, what: string): ClientError {
   if (e instanceof ClientError) return e;
   if (e instanceof BaseError) {
-    const revert = e.walk((x) => x instanceof ContractFunctionRevertedError);
-    if (revert instanceof ContractFunctionRevertedError) {
-      const name = revert.data?.errorName ?? revert.reason ?? 'unknown reason';
-      const args = revert.data?.args?.map(String).join(', ');
-      return new ClientError('CHAIN', `${what} reverted: ${name}${args ? `(${args})` : ''}`, {
+    const revert = describeRevert(e);
+    if (revert) {
+      const name = revert === 'no-data' ? 'reverted without a reason' : revert.errorName;
+      const text = revert === 'no-data' ? name : revert.text;
+      return new ClientError('CHAIN', `${what} reverted: ${text}`, {
         cause: e,
-        details: { revert: name },
+        details: {
+          revert: name,
+          ...(revert !== 'no-data' && revert.manager ? { manager: revert.manager } : {}),
+        },
       });
     }
     return new ClientError('CHAIN', `${what} failed: ${e.shortMessage}`, { cause: e });
@@ -250,21 +256,63 @@ export class SandboxChain {
     }
   }
 
-  /** The `rpcAddress` an operator registered with (Tangle's OperatorRegistered), latest first. */
+  /**
+   * The `rpcAddress` an operator announced for this service's blueprint: its latest
+   * OperatorRegistered or OperatorPreferencesUpdated there (Tangle never stores it), undefined
+   * when it never registered or has left. Per blueprint: an operator of several blueprints may
+   * serve each at another URL.
+   */
   async operatorRpcAddress(operator: Address): Promise<string | undefined> {
     try {
-      const logs = await this.publicClient.getContractEvents({
+      const blueprintId = await this.blueprintId();
+      const read = (
+        eventName: 'OperatorRegistered' | 'OperatorPreferencesUpdated' | 'OperatorUnregistered',
+      ) =>
+        this.publicClient.getContractEvents({
+          address: this.tangle,
+          abi: iTangleAbi,
+          eventName,
+          args: { blueprintId, operator },
+          fromBlock: 0n,
+          toBlock: 'latest',
+        });
+      const logs = (
+        await Promise.all([
+          read('OperatorRegistered'),
+          read('OperatorPreferencesUpdated'),
+          read('OperatorUnregistered'),
+        ])
+      ).flat();
+      logs.sort((x, y) =>
+        x.blockNumber === y.blockNumber ? x.logIndex - y.logIndex : x.blockNumber < y.blockNumber ? -1 : 1,
+      );
+      let url: string | undefined;
+      for (const l of logs) {
+        url =
+          l.eventName === 'OperatorUnregistered' ? undefined : (l.args as { rpcAddress?: string }).rpcAddress;
+      }
+      return url;
+    } catch (e) {
+      throw chainError(e, "reading the operator's announced rpcAddress");
+    }
+  }
+
+  #blueprintId: bigint | undefined;
+  /** The service's blueprint (Tangle's getService). */
+  async blueprintId(): Promise<bigint> {
+    if (this.#blueprintId === undefined) {
+      const s = await this.publicClient.readContract({
         address: this.tangle,
         abi: iTangleAbi,
-        eventName: 'OperatorRegistered',
-        args: { operator },
-        fromBlock: 0n,
-        toBlock: 'latest',
+        functionName: 'getService',
+        args: [this.serviceId],
       });
-      return logs.at(-1)?.args.rpcAddress;
-    } catch (e) {
-      throw chainError(e, 'reading OperatorRegistered');
+      if (/^0x0{40}$/i.test(s.owner)) {
+        throw new ClientError('CHAIN', `service ${this.serviceId} does not exist on ${this.tangle}`);
+      }
+      this.#blueprintId = s.blueprintId;
     }
+    return this.#blueprintId;
   }
 
   /** The service's operators (Tangle's getServiceOperators). */

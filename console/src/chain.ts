@@ -7,7 +7,7 @@ import {
   JOB_SANDBOX_CREATE,
   JOB_SANDBOX_DELETE,
 } from '@agent-sandbox/client/browser';
-import { agentSandboxBlueprintAbi, iTangleAbi } from '@agent-sandbox/contracts';
+import { agentSandboxBlueprintAbi, describeRevert, iTangleAbi } from '@agent-sandbox/contracts';
 import {
   type Address,
   createPublicClient,
@@ -28,6 +28,15 @@ export interface ChainInfo {
 
 const jobSubmitted = toEventSelector(getAbiItem({ abi: iTangleAbi, name: 'JobSubmitted' }));
 
+/** A refused job as a readable Error: the manager's own error, unwrapped from ManagerReverted. */
+export function refusal(e: unknown): Error {
+  const r = describeRevert(e);
+  if (r === undefined) return e instanceof Error ? e : new Error(String(e));
+  return new Error(`the job was refused: ${r === 'no-data' ? 'reverted without a reason' : r.text}`, {
+    cause: e,
+  });
+}
+
 async function submit(
   info: ChainInfo,
   account: Address,
@@ -38,13 +47,17 @@ async function submit(
   const transport = custom(provider);
   const pub = createPublicClient({ transport });
   const wallet = createWalletClient({ account, transport });
-  const { request } = await pub.simulateContract({
-    account,
-    address: info.tangle,
-    abi: iTangleAbi,
-    functionName: 'submitJob',
-    args: [info.serviceId, jobIndex, inputs],
-  });
+  const { request } = await pub
+    .simulateContract({
+      account,
+      address: info.tangle,
+      abi: iTangleAbi,
+      functionName: 'submitJob',
+      args: [info.serviceId, jobIndex, inputs],
+    })
+    .catch((e: unknown) => {
+      throw refusal(e);
+    });
   const txHash = await wallet.writeContract({ ...request, chain: null });
   const receipt = await pub.waitForTransactionReceipt({ hash: txHash, pollingInterval: 250 });
   if (receipt.status !== 'success') throw new Error(`transaction ${txHash} reverted`);

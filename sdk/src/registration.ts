@@ -1,11 +1,11 @@
 // Operator registration for a blueprint: idempotent `registerOperator`, or capture-only output of
 // what would be sent (REGISTRATION_CAPTURE_ONLY).
-import { iTangleAbi } from '@agent-sandbox/contracts';
+import { describeRevert, iTangleAbi } from '@agent-sandbox/contracts';
 import type { Logger } from 'pino';
 import {
+  type Abi,
   type Address,
   BaseError,
-  ContractFunctionRevertedError,
   createPublicClient,
   createWalletClient,
   type Hex,
@@ -25,6 +25,8 @@ export interface RegisterOptions {
   rpcAddress: string;
   /** Blueprint-specific bytes for the BSM's onRegister; selects the 4-argument registerOperator. */
   registrationInputs?: Hex | undefined;
+  /** The blueprint manager's errors, to name its refusal inside Tangle's ManagerReverted. */
+  managerErrors?: Abi | undefined;
   /** Write the registration payload to this file as JSON instead of sending it. */
   captureOnlyPath?: string | undefined;
   logger?: Logger;
@@ -112,15 +114,15 @@ export async function register(opts: RegisterOptions): Promise<RegisterResult> {
     return { status: 'registered', txHash };
   } catch (e) {
     if (e instanceof SdkError) throw e;
-    const rev =
-      e instanceof BaseError
-        ? (e.walk((x) => x instanceof ContractFunctionRevertedError) as ContractFunctionRevertedError | null)
-        : null;
-    if (rev?.data?.errorName === 'OperatorAlreadyRegistered') {
+    const rev = describeRevert(e, opts.managerErrors ?? []);
+    const decoded = typeof rev === 'object' ? rev : undefined;
+    if (decoded?.errorName === 'OperatorAlreadyRegistered' && !decoded.manager) {
       log.info('operator already registered for this blueprint (raced)');
       return { status: 'already-registered' };
     }
-    const reason = rev?.data?.errorName ?? (e instanceof BaseError ? e.shortMessage : String(e));
+    const reason =
+      decoded?.text ??
+      (rev === 'no-data' ? 'reverted without a reason' : e instanceof BaseError ? e.shortMessage : String(e));
     throw new SdkError(
       'REGISTRATION',
       `registerOperator for blueprint ${opts.blueprintId} failed: ${reason}. ` +

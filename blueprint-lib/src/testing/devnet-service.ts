@@ -135,11 +135,7 @@ export class DevnetJobs {
       method: 'anvil_setBalance' as never,
       params: [other.address, `0x${parseEther('100').toString(16)}`] as never,
     });
-    await this.send(this.account('serviceOwner'), 'setPermittedCaller', [
-      this.serviceId,
-      other.address,
-      true,
-    ]);
+    await this.send(this.account('serviceOwner'), 'addPermittedCaller', [this.serviceId, other.address]);
     return other;
   }
 
