@@ -186,6 +186,13 @@ describe('the demo path through the CLI', () => {
     expect(await containersOf(id)).toHaveLength(1);
   }, 150_000);
 
+  it('a create naming a platform-owned env key is refused: the CLI names the key and why, exit 5', async () => {
+    const r = await cli(['create', '--name', 'refused', '--env', 'SIDECAR_AGENT_COMMAND=echo hi']);
+    expect(r.code, r.stderr).toBe(5);
+    expect(r.stderr).toContain('env_json.SIDECAR_AGENT_COMMAND');
+    expect(r.stderr).toMatch(/owned by the platform/);
+  }, 120_000);
+
   it('login caches a session (0600) without printing the token; list shows the sandbox', async () => {
     const r = ok(await cli(['login']));
     expect(r.stdout).toContain(`signed in to ${operatorUrl} as ${owner.address}`);

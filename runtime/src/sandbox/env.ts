@@ -3,7 +3,7 @@
 // delivered to the sidecar over its authenticated API and reaches only the agent's children.
 import { platformOwnedReason } from '@agent-sandbox/sidecar';
 import { z } from 'zod';
-import { RuntimeError } from '../errors.ts';
+import { invalidField, RuntimeError } from '../errors.ts';
 
 export const WORKSPACE_ROOT = '/home/agent';
 export const AGENT_UID = '1000';
@@ -44,9 +44,11 @@ export function parseUserEnv(
   const r = UserEnvSchema.safeParse(input ?? {});
   if (!r.success) {
     const i = r.error.issues[0];
-    const where = i?.path.length ? ` "${String(i.path[0])}"` : '';
+    const key = i?.path.length ? String(i.path[0]).slice(0, 64) : undefined;
+    const where = key ? ` "${key}"` : '';
     // Never echo a value: it may be a secret.
-    throw new RuntimeError('VALIDATION', `${what}${where}: ${i?.message ?? 'invalid'}`);
+    const reason = i?.message ?? 'invalid';
+    throw invalidField(key ? `${what}.${key}` : what, reason, `${what}${where}: ${reason}`);
   }
   for (const k of Object.keys(r.data)) {
     const bad =
@@ -57,13 +59,21 @@ export function parseUserEnv(
           : PROTECTED_ENV_KEYS.has(k)
             ? 'is set by the operator and cannot be overridden'
             : platformOwnedReason(k);
-    if (bad) throw new RuntimeError('VALIDATION', `${what} "${k.slice(0, 64)}": ${bad}`);
+    if (bad) throw invalidField(`${what}.${k.slice(0, 64)}`, bad, `${what} "${k.slice(0, 64)}": ${bad}`);
   }
   const n = Object.keys(r.data).length;
   if (n > MAX_SECRET_KEYS)
-    throw new RuntimeError('VALIDATION', `${what} has ${n} keys; at most ${MAX_SECRET_KEYS}`);
+    throw invalidField(
+      what,
+      `has ${n} keys; at most ${MAX_SECRET_KEYS}`,
+      `${what} has ${n} keys; at most ${MAX_SECRET_KEYS}`,
+    );
   if (opts.minKeys && n < opts.minKeys) {
-    throw new RuntimeError('VALIDATION', `${what} needs at least ${opts.minKeys} key`);
+    throw invalidField(
+      what,
+      `needs at least ${opts.minKeys} key`,
+      `${what} needs at least ${opts.minKeys} key`,
+    );
   }
   return r.data;
 }
