@@ -176,6 +176,45 @@ describe.each(HARNESSES)(
   240_000,
 );
 
+describe('the agents on PATH where the user works', () => {
+  async function run(command: string) {
+    const r = await call('POST', '/terminals/commands', { command });
+    return { exit: r.json.result.exitCode as number, out: `${r.json.result.stdout}${r.json.result.stderr}` };
+  }
+
+  it('exec (bash -lc, as `agent-sandbox exec` and command workflows run): each CLI answers --version', async () => {
+    for (const h of HARNESSES) {
+      const r = await run(`${h} --version`);
+      expect(r, h).toMatchObject({ exit: 0 });
+      expect(r.out.trim(), h).toMatch(/\d+\.\d+/);
+    }
+    // The CLIs run on the image's Node 24, not Debian's.
+    expect((await run('node --version')).out).toMatch(/^v2[4-9]\./);
+  });
+
+  it('a login shell (terminals) and a login shell started from one keep them', async () => {
+    const which = 'command -v codex claude opencode gemini';
+    for (const command of [`bash -lic '${which}'`, `env -i HOME=/home/agent bash -lc '${which}'`]) {
+      const r = await run(command);
+      expect(r.exit, `${command}: ${r.out}`).toBe(0);
+      // (An interactive shell without a tty also says "no job control" on stderr.)
+      const found = r.out.split('\n').filter((l) => l.startsWith('/opt/harnesses/node_modules/.bin/'));
+      expect(found, `${command}: ${r.out}`).toHaveLength(4);
+    }
+  });
+
+  it('an agent program (SANDBOX_AGENT_COMMAND, run with bash -lc) finds them too', async () => {
+    await putEnv({ ...env, SANDBOX_AGENT_COMMAND: 'claude --version && codex --version' });
+    try {
+      const frames = await stream({ message: 'versions' });
+      expect(frames.at(-1)?.event).toBe('result');
+      expect(data(frames.at(-1)!).finalText).toMatch(/\d+\.\d+/);
+    } finally {
+      await putEnv(env);
+    }
+  });
+});
+
 describe('cancel', () => {
   it('also ends what an agent started in a session of its own (as harnesses start their tools)', async () => {
     const marker = `detached-${randomBytes(3).toString('hex')}`;
