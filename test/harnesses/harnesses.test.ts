@@ -81,6 +81,12 @@ function stream(body: unknown, stop?: (f: SseFrame) => boolean): Promise<SseFram
 
 // biome-ignore lint/suspicious/noExplicitAny: SSE payloads
 const data = (f: SseFrame): any => JSON.parse(f.data);
+const usageOf = (frames: SseFrame[]) => data(frames.find((f) => f.event === 'result')!).usage;
+const asUsage = (c: { input: number; output: number; cached: number }) => ({
+  inputTokens: c.input,
+  outputTokens: c.output,
+  ...(c.cached ? { cachedInputTokens: c.cached } : {}),
+});
 const parts = (frames: SseFrame[]) =>
   frames.filter((f) => f.event === 'message.part.updated').map((f) => data(f).part);
 
@@ -114,12 +120,7 @@ describe.each(HARNESSES)(
       const result = data(frames.find((f) => f.event === 'result')!);
       expect(result.finalText).toBe(`I wrote ${harness}.txt for you.`);
       expect(result.metadata).toMatchObject({ sessionId: session, harness, model: 'scripted-model' });
-      const charged = server.charged(mark);
-      expect(result.usage).toEqual({
-        inputTokens: charged.input,
-        outputTokens: charged.output,
-        cachedInputTokens: charged.cached,
-      });
+      expect(result.usage).toEqual(asUsage(server.charged(mark)));
       expect(result.timing.totalMs).toBeGreaterThan(0);
       expect(await sh(`cat /home/agent/${harness}.txt`)).toBe(`${harness}-wrote-this\n`);
 
@@ -141,6 +142,23 @@ describe.each(HARNESSES)(
       const turn = server.requests.slice(mark).find((r) => r.raw.includes(`second turn for ${harness}`));
       expect(turn?.raw).toContain(`first turn for ${harness}`);
       expect(turn?.raw).toContain(`I wrote ${harness}.txt for you.`);
+      expect(usageOf(frames)).toEqual(asUsage(server.charged(mark)));
+    });
+
+    it('counts a follow-up as what that run cost, not the conversation so far (resumed twice)', async () => {
+      server.script = { command: 'echo third', finalText: 'Third answer.' };
+      const mark = server.requests.length;
+      const frames = await stream({
+        identifier: harness,
+        message: `third turn for ${harness}`,
+        sessionId: session,
+        backend: { model: 'scripted-model' },
+      });
+      expect(frames.find((f) => f.event === 'error')?.data).toBeUndefined();
+      expect(server.requests.slice(mark).some((r) => r.raw.includes(`second turn for ${harness}`))).toBe(
+        true,
+      );
+      expect(usageOf(frames)).toEqual(asUsage(server.charged(mark)));
     });
 
     it("cancel mid-run kills the harness's process group, its tool included", async () => {
