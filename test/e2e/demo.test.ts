@@ -336,8 +336,9 @@ describe('the demo path through the CLI', () => {
   }, 150_000);
 
   it('delete (job 1) removes the sandbox: no container remains and get exits 3', async () => {
-    const r = ok(await cli(['delete', id]));
-    expect(r.stdout).toContain(`deleted ${id}`);
+    const r = ok(await cli(['delete', '--json', id]));
+    // The operator's result, decoded from the tuple it posts (not raw bytes).
+    expect(JSON.parse(r.stdout).result).toMatchObject({ sandboxId: id, deleted: true, state: 'deleted' });
     expect(await containersOf(id)).toHaveLength(0);
     const gone = await cli(['get', id]);
     expect(gone.code).toBe(3);
