@@ -8,7 +8,7 @@ export {
   PLATFORM_ENV_NAMES,
   PLATFORM_ENV_PREFIXES,
   platformOwnedReason,
-} from './src/user-env/platform-env.ts';
+} from '@agent-sandbox/platform-names';
 
 /** The sidecar program's entry file, which the image builder bundles into the container. */
 export const SIDECAR_ENTRY = fileURLToPath(new URL('./src/main.ts', import.meta.url));

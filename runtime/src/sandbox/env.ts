@@ -1,7 +1,7 @@
 // The sandbox's environments. The container's (seen by tini and the root sidecar) holds only the
 // platform's variables; the user's (base config merged with phase-2 secrets, secrets win) is
 // delivered to the sidecar over its authenticated API and reaches only the agent's children.
-import { platformOwnedReason } from '@agent-sandbox/sidecar';
+import { platformOwnedReason } from '@agent-sandbox/platform-names';
 import { z } from 'zod';
 import { invalidField, RuntimeError } from '../errors.ts';
 
@@ -20,8 +20,12 @@ export const PROTECTED_ENV_KEYS: ReadonlySet<string> = new Set([
 
 // Names the platform owns (they configure the sidecar or load code into processes) are refused in
 // every user env with the key named, so a user learns at once instead of setting something that
-// never takes effect. The list is the sidecar's, which refuses the same names again.
-export { PLATFORM_ENV_NAMES, PLATFORM_ENV_PREFIXES, platformOwnedReason } from '@agent-sandbox/sidecar';
+// never takes effect. The sidecar refuses the same names again (one list: @agent-sandbox/platform-names).
+export {
+  PLATFORM_ENV_NAMES,
+  PLATFORM_ENV_PREFIXES,
+  platformOwnedReason,
+} from '@agent-sandbox/platform-names';
 
 const ENV_KEY_RE = /^[A-Za-z_][A-Za-z0-9_]*$/;
 export const MAX_SECRET_KEYS = 256;

@@ -3,8 +3,9 @@ import { accessSync, constants } from 'node:fs';
 import { join } from 'node:path';
 import { SidecarError } from '../errors.ts';
 
-export const HARNESSES = ['codex', 'claude', 'opencode', 'gemini'] as const;
-export type HarnessName = (typeof HARNESSES)[number];
+import { HARNESSES, type HarnessName } from '@agent-sandbox/platform-names';
+
+export { HARNESSES, type HarnessName };
 
 export interface AgentDescriptor {
   identifier: string;
