@@ -1,7 +1,7 @@
 // Harness choice (identifier, backend.type, default rules) and each harness's argv.
 import { describe, expect, it } from 'vitest';
-import { CUMULATIVE_USAGE, usageSince } from './harness-events.ts';
 import { assertCredentials, chooseHarness, HARNESS_SUPPORTS, harnessArgv, harnessEnv } from './harness.ts';
+import { CUMULATIVE_USAGE, usageSince } from './harness-events.ts';
 
 describe('chooseHarness', () => {
   it('takes identifier first, then backend.type', () => {

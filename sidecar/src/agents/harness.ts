@@ -1,9 +1,8 @@
 // Which coding-agent CLI a run uses and how it is invoked (codex, claude, opencode, gemini, or SIDECAR_AGENT_COMMAND).
 import { accessSync, constants } from 'node:fs';
 import { join } from 'node:path';
-import { SidecarError } from '../errors.ts';
-
 import { HARNESSES, type HarnessName } from '@agent-sandbox/platform-names';
+import { SidecarError } from '../errors.ts';
 
 export { HARNESSES, type HarnessName };
 

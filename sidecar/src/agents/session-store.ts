@@ -6,8 +6,8 @@ import { join } from 'node:path';
 import type { Logger } from 'pino';
 import type { SidecarConfig } from '../config.ts';
 import { readAsAgent, writeAsAgent } from './agent-files.ts';
-import type { RunUsage } from './harness-events.ts';
 import { HARNESSES, type HarnessName } from './harness.ts';
+import type { RunUsage } from './harness-events.ts';
 
 export const SESSIONS_FILE = '.config/agent-sandbox/agent-sessions.json';
 /** The newest sessions kept (the whole map is one argv string: at most ~90 KB, under Linux's 128 KiB). */
