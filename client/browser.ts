@@ -2,6 +2,7 @@
 // web console: job 0/1 inputs encoded exactly as the CLI encodes them.
 export {
   buildCreateRequest,
+  decodeCreateOutput,
   encodeCreateInput,
   encodeDeleteInput,
   JOB_SANDBOX_CREATE,

@@ -58,7 +58,7 @@ export type { ManagedContainer } from './src/docker/driver.ts';
 export { DockerDriver } from './src/docker/driver.ts';
 export { loopDisksUnavailable } from './src/docker/loop-disk.ts';
 export type { RuntimeErrorCode } from './src/errors.ts';
-export { isRuntimeError, RuntimeError, RuntimeErrorCodes } from './src/errors.ts';
+export { invalidField, isRuntimeError, RuntimeError, RuntimeErrorCodes } from './src/errors.ts';
 export type { SandboxRuntimeConfig, SandboxRuntimeConfigInput } from './src/sandbox/config.ts';
 export {
   parseSandboxRuntimeConfig,

@@ -6,6 +6,7 @@ import { describe, expect, it } from 'vitest';
 
 const packages = [
   'contracts',
+  'platform-names',
   'devnet',
   'sdk',
   'attestation',
@@ -127,6 +128,16 @@ describe('workspace', () => {
       }
     }
     expect(bad).toEqual([]);
+  });
+
+  it('runtime and the sidecar share names through platform-names (no dependencies), not through each other', () => {
+    expect(Object.keys(manifest('runtime').dependencies ?? {})).not.toContain('@agent-sandbox/sidecar');
+    expect(Object.keys(manifest('sidecar').dependencies ?? {})).not.toContain('@agent-sandbox/runtime');
+    for (const dir of ['runtime', 'sidecar'])
+      expect(manifest(dir).dependencies).toHaveProperty(['@agent-sandbox/platform-names']);
+    expect(manifest('platform-names').dependencies ?? {}).toEqual({});
+    const imports = sourceFiles('platform-names').flatMap(specifiers);
+    expect(imports.filter((s) => !s.startsWith('.'))).toEqual([]);
   });
 
   it('no package imports a sibling through a relative path, tests included', () => {

@@ -21,7 +21,8 @@ import { blueprintRouter } from './blueprint-router.ts';
 import { BlueprintChain } from './chain.ts';
 import { BlueprintWriter } from './chain-writes.ts';
 import { afterJob, GoneReporter } from './follow-ups.ts';
-import { JOB_SANDBOX_CREATE, SANDBOX_CREATE_INPUT, SANDBOX_CREATE_OUTPUT } from './jobs.ts';
+import { JOB_SANDBOX_CREATE, SANDBOX_CREATE_OUTPUT } from './jobs.ts';
+import { testCreateInput } from './testing/create-input.ts';
 import { DevnetJobs } from './testing/devnet-service.ts';
 import { openTestRuntime, type TestRuntime } from './testing/test-runtime.ts';
 
@@ -35,27 +36,7 @@ let rt: TestRuntime;
 let store: EncryptedStore;
 let manager: SandboxManager;
 
-const createIn = (name: string) =>
-  encodeAbiParameters(SANDBOX_CREATE_INPUT, [
-    name,
-    '',
-    '',
-    '',
-    '{}',
-    '{}',
-    false,
-    '',
-    false,
-    600n,
-    300n,
-    1n,
-    256n,
-    1n,
-    false,
-    0,
-    '',
-    '',
-  ]);
+const createIn = (name: string) => testCreateInput({ name });
 
 function writerFor(op: Address): BlueprintWriter {
   const role = [devnet.accounts.operator1, devnet.accounts.operator2].find(

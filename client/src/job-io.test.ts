@@ -158,7 +158,17 @@ describe('outputs', () => {
     expect(() => decodeDeleteOutput('0x1234')).toThrow(/cannot decode/);
   });
 
-  it('decodes the delete output (string json)', () => {
+  it('decodes the delete output as operators post it: one tuple (string json), no NUL bytes', () => {
+    const data = encodeAbiParameters(
+      [{ type: 'tuple', components: [{ name: 'json', type: 'string' }] }],
+      [{ json: '{"deleted":true,"sandboxId":"sbx-1"}' }],
+    );
+    const out = decodeDeleteOutput(data);
+    expect(out).toEqual({ deleted: true, sandboxId: 'sbx-1' });
+    expect(JSON.stringify(out)).not.toContain('\\u0000');
+  });
+
+  it('decodes the delete output (flat string json)', () => {
     const data = encodeAbiParameters([{ type: 'string' }], ['{"deleted":true}']);
     expect(decodeDeleteOutput(data)).toEqual({ deleted: true });
   });

@@ -33,10 +33,7 @@ export function sandboxCreateRequestComponents(): readonly AbiParameter[] {
 }
 
 // Job 0's output is posted as one tuple `abi.encode((string sandboxId, string json))`.
-const CREATE_OUTPUT = [{ type: 'tuple', components: sandboxCreateOutputParams }] as const;
-const CREATE_OUTPUT_FLAT = sandboxCreateOutputParams;
 const DELETE_INPUT = sandboxDeleteInputParams;
-const DELETE_OUTPUT = jsonOutputParams;
 
 /** Env names that look like credentials: they belong in `secrets set`, never on chain. */
 const SECRET_NAME = /(SECRET|TOKEN|PASSWORD|PASSWD|PRIVATE|CREDENTIAL|API_?KEY|ACCESS_?KEY|_KEY$)/i;
@@ -168,35 +165,45 @@ function parseResultJson(text: string): Record<string, unknown> {
  * Decodes the create output: a single tuple per the spec; a flat pair is accepted too. Each form
  * must re-encode to the same bytes, so one form is never misread as the other.
  */
-export function decodeCreateOutput(output: Hex): CreateOutput {
-  const same = (a: Hex, b: Hex) => a.toLowerCase() === b.toLowerCase();
+/**
+ * A job output's fields, whether posted as one tuple (as operators post results) or flat: the
+ * encoding that re-encodes to the same bytes wins, so neither is misread as the other.
+ */
+function decodeOutput<const P extends readonly AbiParameter[]>(
+  params: P,
+  output: Hex,
+): Record<string, unknown> | undefined {
+  const same = (a: Hex) => a.toLowerCase() === output.toLowerCase();
+  const tuple = [{ type: 'tuple', components: params }] as const;
   try {
-    const [v] = decodeAbiParameters(CREATE_OUTPUT, output);
-    if (same(encodeAbiParameters(CREATE_OUTPUT, [v]), output))
-      return { sandboxId: v.sandboxId, json: parseResultJson(v.json) };
+    const [v] = decodeAbiParameters(tuple, output) as unknown as [Record<string, unknown>];
+    if (same(encodeAbiParameters(tuple, [v as never]))) return v;
   } catch {
     // not the tuple form
   }
   try {
-    const [sandboxId, json] = decodeAbiParameters(CREATE_OUTPUT_FLAT, output);
-    if (same(encodeAbiParameters(CREATE_OUTPUT_FLAT, [sandboxId, json]), output)) {
-      return { sandboxId, json: parseResultJson(json) };
+    const values = decodeAbiParameters(params, output);
+    if (same(encodeAbiParameters(params, values as never))) {
+      return Object.fromEntries(params.map((p, i) => [p.name ?? `${i}`, values[i]]));
     }
   } catch {
     // not the flat form either
   }
-  throw new ClientError('CHAIN', 'the operator posted a create result this client cannot decode');
+  return undefined;
+}
+
+export function decodeCreateOutput(output: Hex): CreateOutput {
+  const v = decodeOutput(sandboxCreateOutputParams, output);
+  if (!v || typeof v['sandboxId'] !== 'string' || typeof v['json'] !== 'string')
+    throw new ClientError('CHAIN', 'the operator posted a create result this client cannot decode');
+  return { sandboxId: v['sandboxId'], json: parseResultJson(v['json']) };
 }
 
 export function decodeDeleteOutput(output: Hex): Record<string, unknown> {
-  try {
-    const [json] = decodeAbiParameters(DELETE_OUTPUT, output);
-    return parseResultJson(json);
-  } catch (e) {
-    throw new ClientError('CHAIN', 'the operator posted a delete result this client cannot decode', {
-      cause: e,
-    });
-  }
+  const v = decodeOutput(jsonOutputParams, output);
+  if (!v || typeof v['json'] !== 'string')
+    throw new ClientError('CHAIN', 'the operator posted a delete result this client cannot decode');
+  return parseResultJson(v['json']);
 }
 
 /** The operator API URL a create result names (field spellings vary between writers). */

@@ -2,6 +2,7 @@
 // with the same encoding the CLI uses (client's pure job-io module). Loaded on demand.
 import {
   buildCreateRequest,
+  decodeCreateOutput,
   encodeCreateInput,
   encodeDeleteInput,
   JOB_SANDBOX_CREATE,
@@ -42,7 +43,7 @@ async function submit(
   account: Address,
   jobIndex: number,
   inputs: Hex,
-): Promise<{ callId: bigint; txHash: Hex; operator: Address | undefined }> {
+): Promise<{ callId: bigint; txHash: Hex; blockNumber: bigint; operator: Address | undefined }> {
   const provider = injected();
   const transport = custom(provider);
   const pub = createPublicClient({ transport });
@@ -78,7 +79,12 @@ async function submit(
         eventName: ['OperatorAssigned', 'OperatorRouted'],
         strict: false,
       }).find((e) => (e.args as { callId?: bigint }).callId === callId);
-      return { callId, txHash, operator: (assigned?.args as { operator?: Address } | undefined)?.operator };
+      return {
+        callId,
+        txHash,
+        blockNumber: receipt.blockNumber,
+        operator: (assigned?.args as { operator?: Address } | undefined)?.operator,
+      };
     }
   }
   throw new Error(`transaction ${txHash} emitted no JobSubmitted for service ${info.serviceId}`);
@@ -113,4 +119,30 @@ export function submitCreate(info: ChainInfo, account: Address, form: CreateForm
 /** Job 1 (only the owner may; the blueprint reverts for anyone else). */
 export function submitDelete(info: ChainInfo, account: Address, sandboxId: string) {
   return submit(info, account, JOB_SANDBOX_DELETE, encodeDeleteInput(sandboxId));
+}
+
+/**
+ * The reason a create call was refused, once its result is on chain with no sandbox (a refusal at
+ * admission leaves no provision record to follow); undefined while there is none.
+ */
+export async function createRefusal(
+  info: ChainInfo,
+  callId: bigint,
+  fromBlock: bigint,
+): Promise<string | undefined> {
+  const pub = createPublicClient({ transport: custom(injected()) });
+  const logs = await pub.getContractEvents({
+    address: info.tangle,
+    abi: iTangleAbi,
+    eventName: 'JobResultSubmitted',
+    args: { serviceId: info.serviceId, callId },
+    fromBlock,
+    toBlock: 'latest',
+  });
+  const output = logs[0]?.args.output;
+  if (!output) return undefined;
+  const r = decodeCreateOutput(output);
+  if (r.sandboxId) return undefined;
+  const phase = typeof r.json['phase'] === 'string' ? ` at ${r.json['phase']}` : '';
+  return `create refused${phase}: ${typeof r.json['error'] === 'string' ? r.json['error'] : 'the operator gave no reason'}`;
 }

@@ -77,20 +77,24 @@ function CreateForm({ caps, onCreated }: { caps: Capabilities; onCreated: () => 
     setError(undefined);
     setPhase(['submitting job 0 through your wallet']);
     try {
-      const { submitCreate } = await import('./chain.ts');
+      const { createRefusal, submitCreate } = await import('./chain.ts');
       const ports = String(f.get('ports') ?? '')
         .split(/[ ,]+/)
         .filter(Boolean)
         .map(Number);
-      const { callId, operator } = await submitCreate(chainInfo(caps), api.address as `0x${string}`, {
-        name: String(f.get('name') ?? ''),
-        shape: String(f.get('shape') ?? ''),
-        cpuCores: num(f.get('cpu')),
-        memoryMb: num(f.get('memory')),
-        diskGb: num(f.get('disk')),
-        ports,
-        envJson: String(f.get('env') ?? ''),
-      });
+      const { callId, blockNumber, operator } = await submitCreate(
+        chainInfo(caps),
+        api.address as `0x${string}`,
+        {
+          name: String(f.get('name') ?? ''),
+          shape: String(f.get('shape') ?? ''),
+          cpuCores: num(f.get('cpu')),
+          memoryMb: num(f.get('memory')),
+          diskGb: num(f.get('disk')),
+          ports,
+          envJson: String(f.get('env') ?? ''),
+        },
+      );
       setPhase((p) => [...p, `call ${callId} submitted`]);
       if (operator && caps.operator && operator.toLowerCase() !== caps.operator.toLowerCase()) {
         throw new Error(
@@ -112,6 +116,10 @@ function CreateForm({ caps, onCreated }: { caps: Capabilities; onCreated: () => 
           if (pv.phase === 'failed')
             throw new Error(`provisioning failed: ${pv.error ?? 'see the operator log'}`);
           if (pv.phase === 'ready' || pv.phase === 'running') break;
+        } else if (res.status === 404) {
+          // Refused before provisioning began (e.g. a field the runtime refuses): the chain says why.
+          const refused = await createRefusal(chainInfo(caps), callId, blockNumber);
+          if (refused) throw new Error(refused);
         }
         await new Promise((r) => setTimeout(r, 500));
       }

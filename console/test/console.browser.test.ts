@@ -209,6 +209,14 @@ describe('web console in Chromium', () => {
     expect(await page.evaluate('Object.keys(localStorage).length')).toBe(0);
   });
 
+  it('a create the runtime refuses shows which field and why (read from the chain result)', async () => {
+    await page.getByTestId('create-env').fill(JSON.stringify({ SIDECAR_AGENT_COMMAND: 'echo hi' }));
+    await page.getByTestId('create').click();
+    const alert = page.locator('form[aria-label="Create a sandbox"] [role="alert"]');
+    await alert.waitFor({ timeout: 60_000 });
+    expect(await alert.textContent()).toMatch(/env_json\.SIDECAR_AGENT_COMMAND: .*owned by the platform/);
+  }, 90_000);
+
   it('creates a sandbox on chain (job 0) and follows its phases until ready', async () => {
     await page.getByTestId('create-env').fill(JSON.stringify({ SANDBOX_AGENT_COMMAND: AGENT }));
     await page.getByLabel('Ports to expose').fill('3000');

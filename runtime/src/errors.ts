@@ -59,6 +59,15 @@ export class RuntimeError extends BaseError<RuntimeErrorCode> {
   }
 }
 
+/**
+ * A request field refused, and why, in our own words: safe to show the user (the API's answer, a
+ * job's result on chain). `field` is the request's path (`env.LD_PRELOAD`, `memoryMb`); the reason
+ * never holds a value (it may be a secret) nor an engine's or library's text.
+ */
+export function invalidField(field: string, reason: string, message = `${field}: ${reason}`): RuntimeError {
+  return new RuntimeError('VALIDATION', message, { details: { field, reason } });
+}
+
 export function isRuntimeError(e: unknown, code?: RuntimeErrorCode): e is RuntimeError {
   return e instanceof RuntimeError && (code === undefined || e.code === code);
 }

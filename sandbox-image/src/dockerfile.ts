@@ -36,7 +36,13 @@ ${userLayer}COPY harnesses/ ${HARNESS_DIR}/
  */
 export function sandboxDockerfile(fromTag: string, opts: { withHarnesses: boolean }): string {
   // node_modules/.bin holds `node` (the registry's Node 24) ahead of Debian's, and the four CLIs.
-  const path = opts.withHarnesses ? `${HARNESS_DIR}/node_modules/.bin:${SYSTEM_PATH}` : SYSTEM_PATH;
+  const bin = `${HARNESS_DIR}/node_modules/.bin`;
+  const path = opts.withHarnesses ? `${bin}:${SYSTEM_PATH}` : SYSTEM_PATH;
+  // Every command, terminal and agent program runs in a login shell (bash -l), and Debian's
+  // /etc/profile resets PATH: profile.d puts the CLIs (and their Node) back in front.
+  const loginPath = opts.withHarnesses
+    ? `RUN printf '%s\\n' 'case ":$PATH:" in *":${bin}:"*) ;; *) PATH="${bin}:$PATH" ;; esac' > /etc/profile.d/agent-harnesses.sh\n`
+    : '';
   return `FROM ${fromTag}
 ENV PATH=${path} LANG=C.UTF-8
 ${opts.withHarnesses ? '' : userLayer}ENV SIDECAR_PORT=8080 AGENT_WORKSPACE_ROOT=/home/agent AGENT_SUBPROCESS_UID=${AGENT_UID} AGENT_SUBPROCESS_GID=${AGENT_GID} NODE_ENV=production

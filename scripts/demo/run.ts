@@ -113,10 +113,11 @@ async function main(): Promise<number> {
   takeLock();
   const ops: RunningOperator[] = [];
   let devnet: StartedDevnet | undefined;
+  let tee: Awaited<ReturnType<typeof teeWalkthrough>> | undefined;
   const stopAll = (why: string) => {
     stopping ??= (async () => {
       say(`\n${why}: stopping the operators, their sandboxes and the devnet…`);
-      await Promise.all(ops.map((op) => stopOperator(op)));
+      await Promise.all([...ops.map((op) => stopOperator(op)), tee?.stop()]);
       const removed = await removeDemoContainers().catch(() => 0);
       if (removed) say(`removed ${removed} sandbox container(s) the operators had created`);
       if (devnet && !devnet.reused) await devnet.stop();
@@ -176,9 +177,22 @@ async function main(): Promise<number> {
         port: 9092,
         image: process.env.SANDBOX_IMAGE,
         label: DEMO_LABEL,
+        // Kept running with the rest until Ctrl-C, unless the demo exits at the end.
+        keep: !values.exit,
       });
+      tee = r;
       if (!r.secretSeen) throw new Error('the sealed secret did not reach the TEE sandbox');
       header(`TEE-instance step done: sealed secret visible in ${r.sandboxId}, ${secs()} after the builds`);
+      if (!values.exit) {
+        say(`TEE operator (service ${r.serviceId}, test firmware) keeps running at ${r.url}:`);
+        say(
+          `  AGENT_SANDBOX_TEST_MODE=true npx agent-sandbox tee verify --operator ${r.url} --devnet ${rel(STATE_FILE)} --account serviceOwner --rpc ${devnet.info.rpcUrl} \\`,
+        );
+        say(`    --blueprint ${devnet.info.contracts.teeInstance} --service ${r.serviceId} \\`);
+        say(
+          `    --measurement ${'a5'.repeat(48)} --test-anchors ${rel(join(DEMO_DIR, 'tee', 'pki'))}  # AGENT_SANDBOX_TEST_MODE=true`,
+        );
+      }
     }
   } catch (e) {
     if (interrupted) return 130;

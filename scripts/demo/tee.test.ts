@@ -39,9 +39,14 @@ describe('demo --tee step', () => {
       port: await freePort(),
       image: inject('sandboxImage'),
       label: `agent-sandbox.test=1,${LABEL}`,
+      keep: true,
     });
     expect(r.secretSeen).toBe(true);
     expect(r.sandboxId).toMatch(/\S/);
+    // Kept: the operator still answers (its instance check included) until stop().
+    expect((await fetch(`${r.url}/health`)).status).toBe(200);
+    await r.stop();
+    await expect(fetch(`${r.url}/health`)).rejects.toThrow();
     // One call is the whole demo step: a service, an operator that provisions a container, and
     // three CLI processes; the default 60 s is for single operations.
   }, 180_000);

@@ -23,6 +23,21 @@ export interface TeeDemoOptions {
   port: number;
   image: string | undefined;
   label: string;
+  /**
+   * Leave the TEE operator and its test firmware running after a successful step (the demo's
+   * foreground mode): the result's `stop()` ends both. Otherwise both stop before it returns.
+   */
+  keep?: boolean;
+}
+
+export interface TeeDemoResult {
+  sandboxId: string;
+  secretSeen: boolean;
+  serviceId: bigint;
+  /** The TEE operator's API (still answering only with `keep`). */
+  url: string;
+  /** Stops the TEE operator and the test firmware (a no-op once stopped). */
+  stop(): Promise<void>;
 }
 
 const MEASUREMENT = 'a5'.repeat(48);
@@ -98,8 +113,8 @@ function startTeeOperator(
   return operatorReady(child, { name: 'the TEE operator', log }).then((url) => ({ url, child }));
 }
 
-/** Runs the step; always stops the TEE operator and the test firmware it started. */
-export async function teeWalkthrough(o: TeeDemoOptions): Promise<{ sandboxId: string; secretSeen: boolean }> {
+/** Runs the step; stops the TEE operator and the test firmware it started unless `keep` (and it worked). */
+export async function teeWalkthrough(o: TeeDemoOptions): Promise<TeeDemoResult> {
   // Each run makes a new TEE service, PKI and firmware: the last run's tree (its FIFOs) and operator
   // data would only get in the way.
   rmSync(o.dir, { recursive: true, force: true });
@@ -114,6 +129,19 @@ export async function teeWalkthrough(o: TeeDemoOptions): Promise<{ sandboxId: st
   }).start();
   const logFile = join(o.dir, 'tee-operator.log');
   let child: ChildProcess | undefined;
+  let stopped: Promise<void> | undefined;
+  const stop = () => {
+    stopped ??= (async () => {
+      if (child?.pid && child.exitCode === null) {
+        const gone = new Promise((r) => child!.once('exit', r));
+        process.kill(-child.pid, 'SIGTERM');
+        await gone;
+      }
+      await fw.stop();
+    })();
+    return stopped;
+  };
+  let kept = false;
   try {
     const serviceId = await newTeeService(o.devnet);
     say(`TEE-instance service ${serviceId} (tee_type 3, SEV) served by operator1; log: ${logFile}`);
@@ -151,13 +179,9 @@ export async function teeWalkthrough(o: TeeDemoOptions): Promise<{ sandboxId: st
       cli(['exec', sandboxId, '--operator', op.url, 'printenv DEMO_TEE_SECRET'], { env }),
       'exec',
     );
-    return { sandboxId, secretSeen: e.stdout.trim() === secret };
+    kept = o.keep === true;
+    return { sandboxId, secretSeen: e.stdout.trim() === secret, serviceId, url: op.url, stop };
   } finally {
-    if (child?.pid && child.exitCode === null) {
-      const gone = new Promise((r) => child!.once('exit', r));
-      process.kill(-child.pid, 'SIGTERM');
-      await gone;
-    }
-    await fw.stop();
+    if (!kept) await stop();
   }
 }

@@ -186,6 +186,13 @@ describe('the demo path through the CLI', () => {
     expect(await containersOf(id)).toHaveLength(1);
   }, 150_000);
 
+  it('a create naming a platform-owned env key is refused: the CLI names the key and why, exit 5', async () => {
+    const r = await cli(['create', '--name', 'refused', '--env', 'SIDECAR_AGENT_COMMAND=echo hi']);
+    expect(r.code, r.stderr).toBe(5);
+    expect(r.stderr).toContain('env_json.SIDECAR_AGENT_COMMAND');
+    expect(r.stderr).toMatch(/owned by the platform/);
+  }, 120_000);
+
   it('login caches a session (0600) without printing the token; list shows the sandbox', async () => {
     const r = ok(await cli(['login']));
     expect(r.stdout).toContain(`signed in to ${operatorUrl} as ${owner.address}`);
@@ -329,8 +336,9 @@ describe('the demo path through the CLI', () => {
   }, 150_000);
 
   it('delete (job 1) removes the sandbox: no container remains and get exits 3', async () => {
-    const r = ok(await cli(['delete', id]));
-    expect(r.stdout).toContain(`deleted ${id}`);
+    const r = ok(await cli(['delete', '--json', id]));
+    // The operator's result, decoded from the tuple it posts (not raw bytes).
+    expect(JSON.parse(r.stdout).result).toMatchObject({ sandboxId: id, deleted: true, state: 'deleted' });
     expect(await containersOf(id)).toHaveLength(0);
     const gone = await cli(['get', id]);
     expect(gone.code).toBe(3);

@@ -81,6 +81,12 @@ function stream(body: unknown, stop?: (f: SseFrame) => boolean): Promise<SseFram
 
 // biome-ignore lint/suspicious/noExplicitAny: SSE payloads
 const data = (f: SseFrame): any => JSON.parse(f.data);
+const usageOf = (frames: SseFrame[]) => data(frames.find((f) => f.event === 'result')!).usage;
+const asUsage = (c: { input: number; output: number; cached: number }) => ({
+  inputTokens: c.input,
+  outputTokens: c.output,
+  ...(c.cached ? { cachedInputTokens: c.cached } : {}),
+});
 const parts = (frames: SseFrame[]) =>
   frames.filter((f) => f.event === 'message.part.updated').map((f) => data(f).part);
 
@@ -114,12 +120,7 @@ describe.each(HARNESSES)(
       const result = data(frames.find((f) => f.event === 'result')!);
       expect(result.finalText).toBe(`I wrote ${harness}.txt for you.`);
       expect(result.metadata).toMatchObject({ sessionId: session, harness, model: 'scripted-model' });
-      const charged = server.charged(mark);
-      expect(result.usage).toEqual({
-        inputTokens: charged.input,
-        outputTokens: charged.output,
-        cachedInputTokens: charged.cached,
-      });
+      expect(result.usage).toEqual(asUsage(server.charged(mark)));
       expect(result.timing.totalMs).toBeGreaterThan(0);
       expect(await sh(`cat /home/agent/${harness}.txt`)).toBe(`${harness}-wrote-this\n`);
 
@@ -141,6 +142,23 @@ describe.each(HARNESSES)(
       const turn = server.requests.slice(mark).find((r) => r.raw.includes(`second turn for ${harness}`));
       expect(turn?.raw).toContain(`first turn for ${harness}`);
       expect(turn?.raw).toContain(`I wrote ${harness}.txt for you.`);
+      expect(usageOf(frames)).toEqual(asUsage(server.charged(mark)));
+    });
+
+    it('counts a follow-up as what that run cost, not the conversation so far (resumed twice)', async () => {
+      server.script = { command: 'echo third', finalText: 'Third answer.' };
+      const mark = server.requests.length;
+      const frames = await stream({
+        identifier: harness,
+        message: `third turn for ${harness}`,
+        sessionId: session,
+        backend: { model: 'scripted-model' },
+      });
+      expect(frames.find((f) => f.event === 'error')?.data).toBeUndefined();
+      expect(server.requests.slice(mark).some((r) => r.raw.includes(`second turn for ${harness}`))).toBe(
+        true,
+      );
+      expect(usageOf(frames)).toEqual(asUsage(server.charged(mark)));
     });
 
     it("cancel mid-run kills the harness's process group, its tool included", async () => {
@@ -175,6 +193,45 @@ describe.each(HARNESSES)(
   },
   240_000,
 );
+
+describe('the agents on PATH where the user works', () => {
+  async function run(command: string) {
+    const r = await call('POST', '/terminals/commands', { command });
+    return { exit: r.json.result.exitCode as number, out: `${r.json.result.stdout}${r.json.result.stderr}` };
+  }
+
+  it('exec (bash -lc, as `agent-sandbox exec` and command workflows run): each CLI answers --version', async () => {
+    for (const h of HARNESSES) {
+      const r = await run(`${h} --version`);
+      expect(r, h).toMatchObject({ exit: 0 });
+      expect(r.out.trim(), h).toMatch(/\d+\.\d+/);
+    }
+    // The CLIs run on the image's Node 24, not Debian's.
+    expect((await run('node --version')).out).toMatch(/^v2[4-9]\./);
+  });
+
+  it('a login shell (terminals) and a login shell started from one keep them', async () => {
+    const which = 'command -v codex claude opencode gemini';
+    for (const command of [`bash -lic '${which}'`, `env -i HOME=/home/agent bash -lc '${which}'`]) {
+      const r = await run(command);
+      expect(r.exit, `${command}: ${r.out}`).toBe(0);
+      // (An interactive shell without a tty also says "no job control" on stderr.)
+      const found = r.out.split('\n').filter((l) => l.startsWith('/opt/harnesses/node_modules/.bin/'));
+      expect(found, `${command}: ${r.out}`).toHaveLength(4);
+    }
+  });
+
+  it('an agent program (SANDBOX_AGENT_COMMAND, run with bash -lc) finds them too', async () => {
+    await putEnv({ ...env, SANDBOX_AGENT_COMMAND: 'claude --version && codex --version' });
+    try {
+      const frames = await stream({ message: 'versions' });
+      expect(frames.at(-1)?.event).toBe('result');
+      expect(data(frames.at(-1)!).finalText).toMatch(/\d+\.\d+/);
+    } finally {
+      await putEnv(env);
+    }
+  });
+});
 
 describe('cancel', () => {
   it('also ends what an agent started in a session of its own (as harnesses start their tools)', async () => {

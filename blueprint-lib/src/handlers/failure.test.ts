@@ -1,6 +1,6 @@
 // What a failure result says on chain: a stable code and our own short text, never the engine's or
 // a library's message (they can carry host paths, image internals, or the request's secrets).
-import { RuntimeError } from '@agent-sandbox/runtime';
+import { invalidField, RuntimeError } from '@agent-sandbox/runtime';
 import { describe, expect, it } from 'vitest';
 import { BlueprintError } from '../errors.ts';
 import { describeFailure } from './failure.ts';
@@ -37,6 +37,35 @@ describe('describeFailure', () => {
     expect(f).toEqual({ code: 'INVALID_REQUEST', message: 'name must be 1..64 characters' });
     const long = describeFailure(new BlueprintError('INVALID_REQUEST', `x${'y'.repeat(500)}`));
     expect(long.message.length).toBeLessThanOrEqual(200);
+  });
+
+  it('publishes a refused field and why (the runtime’s validation is ours), in the job’s field names', () => {
+    const f = describeFailure(
+      new RuntimeError(
+        'VALIDATION',
+        'env "SIDECAR_AGENT_COMMAND": SIDECAR_ names are owned by the platform',
+        {
+          details: { field: 'env.SIDECAR_AGENT_COMMAND', reason: 'SIDECAR_ names are owned by the platform' },
+        },
+      ),
+    );
+    expect(f.code).toBe('VALIDATION');
+    expect(f.message).toBe('env_json.SIDECAR_AGENT_COMMAND: SIDECAR_ names are owned by the platform');
+    expect(describeFailure(invalidField('memoryMb', 'is below the 128 MB a sandbox needs')).message).toBe(
+      'memory_mb: is below the 128 MB a sandbox needs',
+    );
+  });
+
+  it('a VALIDATION that names no field of ours (a sidecar’s or a library’s text) keeps the fixed line', () => {
+    const f = describeFailure(
+      new RuntimeError('VALIDATION', `sidecar said: ${engineText}`, { details: { sidecar_status: 400 } }),
+    );
+    expect(f.message).toBe('the runtime refused the request; check its fields against the operator’s limits');
+    // A field whose reason is not a string (a library's object) is not published either.
+    const odd = describeFailure(
+      new RuntimeError('VALIDATION', engineText, { details: { field: 'env', reason: { engineText } } }),
+    );
+    expect(odd.message).not.toMatch(/daemon|sk-live/);
   });
 
   it('anything else is INTERNAL with a fixed text', () => {

@@ -1,7 +1,8 @@
 // What a failure result posts on chain: `{ code, message }` with a stable code and a short text of
 // our own. Engine and library messages never go on chain (they can carry host paths, image
-// internals or request values); the operator logs them. Only the blueprint's own request errors,
-// written for the user, keep their text. Errors are recognised by class, never by name.
+// internals or request values); the operator logs them. Only request errors written for the user
+// keep their text: the blueprint's own, and the runtime's refused fields (`invalidField`: a field
+// and a reason of ours, never a value). Errors are recognised by class, never by name.
 import { RuntimeError } from '@agent-sandbox/runtime';
 import { SdkError } from '@agent-sandbox/sdk';
 import { BlueprintError } from '../errors.ts';
@@ -28,6 +29,27 @@ const RUNTIME_TEXT: Readonly<Record<string, string>> = {
   SIDECAR_TIMEOUT: 'the sandbox’s agent server did not answer in time',
   CIRCUIT_OPEN: 'the sandbox’s agent server is failing; try again later',
 };
+
+/** The runtime's request fields under the job's names (`SandboxCreateRequest`). */
+const JOB_FIELD: Readonly<Record<string, string>> = {
+  env: 'env_json',
+  metadata: 'metadata_json',
+  exposedPorts: 'metadata_json.ports',
+  cpuCores: 'cpu_cores',
+  memoryMb: 'memory_mb',
+  diskGb: 'disk_gb',
+  idleTimeoutSeconds: 'idle_timeout_seconds',
+  maxLifetimeSeconds: 'max_lifetime_seconds',
+};
+
+/** `field: reason` of a runtime field refusal, in the job's field names; else undefined. */
+function refusedField(e: RuntimeError): string | undefined {
+  const d = e.details;
+  if (e.code !== 'VALIDATION' || typeof d?.field !== 'string' || typeof d.reason !== 'string')
+    return undefined;
+  const [root = '', ...rest] = d.field.split('.');
+  return short(`${[JOB_FIELD[root] ?? root, ...rest].join('.')}: ${d.reason}`);
+}
 
 const INTERNAL = { code: 'INTERNAL', message: 'the operator failed unexpectedly; its logs have the details' };
 
@@ -57,6 +79,8 @@ export function describeFailure(e: unknown): { code: string; message: string } {
     };
   }
   if (e instanceof RuntimeError || e instanceof SdkError) {
+    const field = e instanceof RuntimeError ? refusedField(e) : undefined;
+    if (field) return { code, message: field };
     return {
       code,
       message:

@@ -249,6 +249,19 @@ describe('SANDBOX_CREATE and SANDBOX_DELETE', () => {
     expect(main.manager.list()).toHaveLength(0);
   });
 
+  it('a create naming a platform-owned env key is refused with the key and why in the chain result', async () => {
+    for (const key of ['SIDECAR_AGENT_COMMAND', 'LD_PRELOAD', 'NODE_OPTIONS']) {
+      const o = createOutput(
+        (await create(flat(request({ env_json: JSON.stringify({ [key]: 'x' }) })))).outcome,
+      );
+      expect(o.sandboxId, key).toBe('');
+      expect(o.json, key).toMatchObject({ code: 'VALIDATION', phase: 'admission' });
+      expect(String(o.json['error']), key).toContain(`env_json.${key}`);
+      expect(String(o.json['error']), key).toMatch(/owned by the platform/);
+    }
+    expect(main.manager.list()).toHaveLength(0);
+  });
+
   it('posts a failed provision with its phase, and the provision record keeps the reason', async () => {
     const { call, outcome } = await create(flat(request({ image: 'agent-sandbox-allowed-but-absent:1' })));
     const o = createOutput(outcome);

@@ -23,11 +23,11 @@ import {
   JOB_WORKFLOW_CREATE,
   JOB_WORKFLOW_TRIGGER,
   JSON_OUTPUT,
-  SANDBOX_CREATE_INPUT,
   SANDBOX_CREATE_OUTPUT,
   WORKFLOW_CREATE_INPUT,
   WORKFLOW_ID_INPUT,
 } from '../jobs.ts';
+import { testCreateInput } from '../testing/create-input.ts';
 import { DevnetJobs } from '../testing/devnet-service.ts';
 import { openTestRuntime, type TestRuntime } from '../testing/test-runtime.ts';
 
@@ -114,6 +114,34 @@ async function run(r: ReturnType<typeof router>, jobIndex: number, input: Hex, p
 }
 const opOf = new Map<ReturnType<typeof router>, Address>();
 
+/** Dispatches a submitted call to `r` and posts its result as `operator`; the result's bytes. */
+async function answer(
+  r: ReturnType<typeof router>,
+  operator: Address,
+  call: Awaited<ReturnType<DevnetJobs['submit']>>,
+  jobIndex: number,
+  input: Hex,
+): Promise<Hex> {
+  const o = await r.router.dispatch({ jobIndex, input }, ctx(call, jobIndex));
+  if (o.kind !== 'result') throw new Error(`job ${jobIndex} did not answer: ${JSON.stringify(o)}`);
+  await jobs.submitResult(operator, call.callId, o.output);
+  return o.output;
+}
+
+/** A sandbox on chain (job 0 submitted, answered and posted), held by the operator it was assigned to. */
+async function sandboxOnChain(name: string) {
+  const input = testCreateInput({ name });
+  const call = await jobs.submit(JOB_SANDBOX_CREATE, input);
+  const me = call.operator!;
+  const mine = router(me);
+  opOf.set(mine, me);
+  const sandboxId = decodeJobResult(
+    SANDBOX_CREATE_OUTPUT,
+    await answer(mine, me, call, JOB_SANDBOX_CREATE, input),
+  ).sandboxId;
+  return { me, mine, sandboxId, sbCall: call };
+}
+
 beforeAll(async () => {
   jobs = new DevnetJobs(devnet);
   await jobs.newCloudService();
@@ -132,35 +160,8 @@ afterAll(async () => {
 describe('workflow jobs', () => {
   it('create, trigger (exec in the sandbox), cancel — answered by the sandbox holder, skipped by the other', async () => {
     // A sandbox on chain, held by the assigned operator.
-    const createIn = encodeAbiParameters(SANDBOX_CREATE_INPUT, [
-      'wf',
-      '',
-      '',
-      '',
-      '{}',
-      '{}',
-      false,
-      '',
-      false,
-      600n,
-      300n,
-      1n,
-      256n,
-      1n,
-      false,
-      0,
-      '',
-      '',
-    ]);
-    const sbCall = await jobs.submit(JOB_SANDBOX_CREATE, createIn);
-    const me = sbCall.operator!;
-    const mine = router(me);
-    opOf.set(mine, me);
+    const { me, mine, sandboxId } = await sandboxOnChain('wf');
     const other = router(jobs.otherOperator(me), { store: otherStore, manager: otherManager });
-    const created = await mine.router.dispatch({ jobIndex: 0, input: createIn }, ctx(sbCall, 0));
-    if (created.kind !== 'result') throw new Error('sandbox create did not answer');
-    await jobs.submitResult(me, sbCall.callId, created.output);
-    const sandboxId = decodeJobResult(SANDBOX_CREATE_OUTPUT, created.output).sandboxId;
 
     const wfIn = encodeAbiParameters(WORKFLOW_CREATE_INPUT, [
       'nightly',
@@ -176,10 +177,7 @@ describe('workflow jobs', () => {
     // The non-holder skips (its own view: it does not hold the sandbox; the chain names the holder).
     const skipped = await other.router.dispatch({ jobIndex: 2, input: wfIn }, ctx(wfCall, 2));
     expect(skipped).toEqual({ kind: 'skip', reason: 'handler-skipped' });
-    const wf = await mine.router.dispatch({ jobIndex: 2, input: wfIn }, ctx(wfCall, 2));
-    if (wf.kind !== 'result') throw new Error('workflow create did not answer');
-    await jobs.submitResult(me, wfCall.callId, wf.output);
-    const wfJson = JSON.parse(decodeJobResult(JSON_OUTPUT, wf.output).json);
+    const wfJson = JSON.parse(decodeJobResult(JSON_OUTPUT, await answer(mine, me, wfCall, 2, wfIn)).json);
     expect(wfJson).toMatchObject({ workflowId: `${wfCall.callId}`, stored: true, trigger: 'manual' });
     const stored = await wfOf(mine).get(`${jobs.serviceId}`, `${wfCall.callId}`);
     expect(stored).toMatchObject({ name: 'nightly', targetSandboxId: sandboxId, active: true });
@@ -231,33 +229,7 @@ describe('workflow jobs', () => {
   });
 
   it('a second account never reaches another user’s sandbox: refused on chain, refused again by the handler, the command never runs', async () => {
-    const createIn = encodeAbiParameters(SANDBOX_CREATE_INPUT, [
-      'victim',
-      '',
-      '',
-      '',
-      '{}',
-      '{}',
-      false,
-      '',
-      false,
-      600n,
-      300n,
-      1n,
-      256n,
-      1n,
-      false,
-      0,
-      '',
-      '',
-    ]);
-    const sbCall = await jobs.submit(JOB_SANDBOX_CREATE, createIn);
-    const me = sbCall.operator!;
-    const mine = router(me);
-    const created = await mine.router.dispatch({ jobIndex: 0, input: createIn }, ctx(sbCall, 0));
-    if (created.kind !== 'result') throw new Error('sandbox create did not answer');
-    await jobs.submitResult(me, sbCall.callId, created.output);
-    const sandboxId = decodeJobResult(SANDBOX_CREATE_OUTPUT, created.output).sandboxId;
+    const { me, mine, sandboxId, sbCall } = await sandboxOnChain('victim');
     expect(sandboxId).not.toBe('');
 
     const attacker = await jobs.addCaller();
@@ -299,9 +271,7 @@ describe('workflow jobs', () => {
       0n,
     ]);
     const wfCall = await jobs.submit(JOB_WORKFLOW_CREATE, own);
-    const wf = await mine.router.dispatch({ jobIndex: 2, input: own }, ctx(wfCall, 2));
-    if (wf.kind !== 'result') throw new Error('workflow create did not answer');
-    await jobs.submitResult(me, wfCall.callId, wf.output);
+    await answer(mine, me, wfCall, 2, own);
     const idIn = encodeAbiParameters(WORKFLOW_ID_INPUT, [wfCall.callId]);
     const notWfOwner = toFunctionSelector('NotWorkflowOwner(address,address)').slice(2);
     await expect(jobs.submit(JOB_WORKFLOW_TRIGGER, idIn, attacker)).rejects.toThrow(
@@ -328,34 +298,7 @@ describe('workflow jobs', () => {
   });
 
   it('a cron workflow fires at its one-minute slot (test clock), a canceled one never again; fields it cannot honour are refused', async () => {
-    const createIn = encodeAbiParameters(SANDBOX_CREATE_INPUT, [
-      'cron',
-      '',
-      '',
-      '',
-      '{}',
-      '{}',
-      false,
-      '',
-      false,
-      600n,
-      300n,
-      1n,
-      256n,
-      1n,
-      false,
-      0,
-      '',
-      '',
-    ]);
-    const sbCall = await jobs.submit(JOB_SANDBOX_CREATE, createIn);
-    const me = sbCall.operator!;
-    const mine = router(me);
-    opOf.set(mine, me);
-    const created = await mine.router.dispatch({ jobIndex: 0, input: createIn }, ctx(sbCall, 0));
-    if (created.kind !== 'result') throw new Error('sandbox create did not answer');
-    await jobs.submitResult(me, sbCall.callId, created.output);
-    const sandboxId = decodeJobResult(SANDBOX_CREATE_OUTPUT, created.output).sandboxId;
+    const { me, mine, sandboxId, sbCall } = await sandboxOnChain('cron');
     const wfInput = (over: { trigger?: string; config?: string; sandboxConfig?: string; service?: bigint }) =>
       encodeAbiParameters(WORKFLOW_CREATE_INPUT, [
         'every-minute',

@@ -62,6 +62,7 @@ export function createOperatorApi(deps: OperatorApiDeps, configInput?: ApiConfig
     logger,
     ...(deps.workflowSandbox ? { resolveSandbox: deps.workflowSandbox } : {}),
     touch: (id) => deps.sandboxes.touch(id),
+    sandboxMetadata: async (id) => (await deps.sandboxes.get(id))?.metadata,
     defaultTimeoutMs: config.workflows.defaultTimeoutMs,
     maxTimeoutMs: config.workflows.maxTimeoutMs,
   });

@@ -10,7 +10,7 @@ import type { EncryptedStore } from '../store/index.ts';
 import type { WorkflowRecord } from '../workflows/records.ts';
 import type { ApiConfigInput } from './config.ts';
 
-type Awaitable<T> = T | Promise<T>;
+export type Awaitable<T> = T | Promise<T>;
 
 /** Wallet sign-in and PASETO sessions (runtime/src/auth). */
 export interface ApiSessions {

@@ -6,7 +6,7 @@ const INFO = {
   title: 'Agent Sandbox operator API',
   version: '1.0.0',
   description:
-    'Wallet sign-in (EIP-191 → PASETO v4.local), then a sandbox owner’s operations. Errors are ' +
+    'Wallet sign-in (EIP-4361 message for {address} → PASETO v4.local), then a sandbox owner’s operations. Errors are ' +
     '{error:{code, message, request_id}}. Instance modes serve the sandbox routes under /api/sandbox/….',
 };
 

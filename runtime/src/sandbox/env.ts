@@ -1,9 +1,9 @@
 // The sandbox's environments. The container's (seen by tini and the root sidecar) holds only the
 // platform's variables; the user's (base config merged with phase-2 secrets, secrets win) is
 // delivered to the sidecar over its authenticated API and reaches only the agent's children.
-import { platformOwnedReason } from '@agent-sandbox/sidecar';
+import { platformOwnedReason } from '@agent-sandbox/platform-names';
 import { z } from 'zod';
-import { RuntimeError } from '../errors.ts';
+import { invalidField, RuntimeError } from '../errors.ts';
 
 export const WORKSPACE_ROOT = '/home/agent';
 export const AGENT_UID = '1000';
@@ -20,8 +20,12 @@ export const PROTECTED_ENV_KEYS: ReadonlySet<string> = new Set([
 
 // Names the platform owns (they configure the sidecar or load code into processes) are refused in
 // every user env with the key named, so a user learns at once instead of setting something that
-// never takes effect. The list is the sidecar's, which refuses the same names again.
-export { PLATFORM_ENV_NAMES, PLATFORM_ENV_PREFIXES, platformOwnedReason } from '@agent-sandbox/sidecar';
+// never takes effect. The sidecar refuses the same names again (one list: @agent-sandbox/platform-names).
+export {
+  PLATFORM_ENV_NAMES,
+  PLATFORM_ENV_PREFIXES,
+  platformOwnedReason,
+} from '@agent-sandbox/platform-names';
 
 const ENV_KEY_RE = /^[A-Za-z_][A-Za-z0-9_]*$/;
 export const MAX_SECRET_KEYS = 256;
@@ -44,9 +48,11 @@ export function parseUserEnv(
   const r = UserEnvSchema.safeParse(input ?? {});
   if (!r.success) {
     const i = r.error.issues[0];
-    const where = i?.path.length ? ` "${String(i.path[0])}"` : '';
+    const key = i?.path.length ? String(i.path[0]).slice(0, 64) : undefined;
+    const where = key ? ` "${key}"` : '';
     // Never echo a value: it may be a secret.
-    throw new RuntimeError('VALIDATION', `${what}${where}: ${i?.message ?? 'invalid'}`);
+    const reason = i?.message ?? 'invalid';
+    throw invalidField(key ? `${what}.${key}` : what, reason, `${what}${where}: ${reason}`);
   }
   for (const k of Object.keys(r.data)) {
     const bad =
@@ -57,13 +63,21 @@ export function parseUserEnv(
           : PROTECTED_ENV_KEYS.has(k)
             ? 'is set by the operator and cannot be overridden'
             : platformOwnedReason(k);
-    if (bad) throw new RuntimeError('VALIDATION', `${what} "${k.slice(0, 64)}": ${bad}`);
+    if (bad) throw invalidField(`${what}.${k.slice(0, 64)}`, bad, `${what} "${k.slice(0, 64)}": ${bad}`);
   }
   const n = Object.keys(r.data).length;
   if (n > MAX_SECRET_KEYS)
-    throw new RuntimeError('VALIDATION', `${what} has ${n} keys; at most ${MAX_SECRET_KEYS}`);
+    throw invalidField(
+      what,
+      `has ${n} keys; at most ${MAX_SECRET_KEYS}`,
+      `${what} has ${n} keys; at most ${MAX_SECRET_KEYS}`,
+    );
   if (opts.minKeys && n < opts.minKeys) {
-    throw new RuntimeError('VALIDATION', `${what} needs at least ${opts.minKeys} key`);
+    throw invalidField(
+      what,
+      `needs at least ${opts.minKeys} key`,
+      `${what} needs at least ${opts.minKeys} key`,
+    );
   }
   return r.data;
 }

@@ -2,7 +2,7 @@
 // operator's defaults and caps (0 or absent = default; resources above a cap are refused,
 // timers above a cap are clamped).
 import { z } from 'zod';
-import { RuntimeError } from '../errors.ts';
+import { invalidField, RuntimeError } from '../errors.ts';
 import { type SandboxRuntimeConfig, shapeCatalog } from './config.ts';
 import { parseUserEnv } from './env.ts';
 import { resolveNetworkPolicy } from './network-policy.ts';
@@ -72,16 +72,15 @@ export function resolveCreate(input: unknown, cfg: SandboxRuntimeConfig): Resolv
   const r = CreateSandboxParamsSchema.safeParse(input);
   if (!r.success) {
     const i = r.error.issues[0];
-    throw new RuntimeError(
-      'VALIDATION',
-      `invalid create request at ${i?.path.join('.') || '(root)'}: ${i?.message}`,
-    );
+    const field = i?.path.join('.') || '(root)';
+    throw invalidField(field, i?.message ?? 'invalid', `invalid create request at ${field}: ${i?.message}`);
   }
   const p = r.data;
   const { cpuCores, memoryMb, diskGb } = resolveShape(p, shapeCatalog(cfg));
   if (memoryMb < cfg.minMemoryMb) {
-    throw new RuntimeError(
-      'VALIDATION',
+    throw invalidField(
+      'memoryMb',
+      `${memoryMb} is below the ${cfg.minMemoryMb} MB a sandbox needs to run its sidecar`,
       `memory_mb ${memoryMb} is below the ${cfg.minMemoryMb} MB a sandbox needs to run its sidecar`,
     );
   }
@@ -89,7 +88,11 @@ export function resolveCreate(input: unknown, cfg: SandboxRuntimeConfig): Resolv
   const baseEnv = parseUserEnv(p.env, 'env');
   if (!p.agent) refuseAgentProgram(baseEnv, 'env');
   if (cpuCores < 0.1)
-    throw new RuntimeError('VALIDATION', `cpu_cores ${cpuCores} is below the minimum of 0.1`);
+    throw invalidField(
+      'cpuCores',
+      `${cpuCores} is below the minimum of 0.1`,
+      `cpu_cores ${cpuCores} is below the minimum of 0.1`,
+    );
   return {
     owner: p.owner,
     serviceId: String(p.serviceId),
@@ -118,24 +121,22 @@ export function refuseAgentProgram(env: Record<string, string>, what: 'env' | 's
   }
 }
 
+// The port errors' text is the API's as it was: the reason alone.
+const refusePorts = (why: string) => invalidField('exposedPorts', why, why);
+
 /** The request's ports plus the operator's defaults, de-duplicated and sorted. */
 export function resolveExposedPorts(asked: readonly number[], cfg: SandboxRuntimeConfig): number[] {
   const ports = [...new Set([...asked, ...cfg.defaultExposedPorts])].sort((a, b) => a - b);
   if (cfg.egress === 'none' && ports.length > 0) {
-    throw new RuntimeError(
-      'VALIDATION',
+    throw refusePorts(
       `this operator runs sandboxes with no network (SANDBOX_EGRESS=none), so port ${ports[0]} cannot be exposed; create the sandbox without exposed ports`,
     );
   }
   if (ports.includes(cfg.sidecarPort)) {
-    throw new RuntimeError(
-      'VALIDATION',
-      `port ${cfg.sidecarPort} is the sidecar's and cannot be exposed; pick another port`,
-    );
+    throw refusePorts(`port ${cfg.sidecarPort} is the sidecar's and cannot be exposed; pick another port`);
   }
   if (ports.length > MAX_EXPOSED_PORTS) {
-    throw new RuntimeError(
-      'VALIDATION',
+    throw refusePorts(
       `a sandbox exposes at most ${MAX_EXPOSED_PORTS} ports (asked ${ports.length} with the operator's defaults)`,
     );
   }

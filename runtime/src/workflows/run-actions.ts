@@ -1,6 +1,7 @@
 // The two kinds of workflow action, run in a sandbox: a command through the sidecar (its output's
 // tail kept), or an agent run through the API's run service, cancelled when it passes its budget.
-import type { ApiSidecars } from '../api/deps.ts';
+import type { ApiSidecars, Awaitable } from '../api/deps.ts';
+import { runBackend } from '../api/runs/backend.ts';
 import type { RunLog } from '../api/runs/run-log.ts';
 import type { RunService } from '../api/runs/run-service.ts';
 import type { WorkflowAction } from './actions.ts';
@@ -35,21 +36,27 @@ export async function runCommand(
 }
 
 /**
- * An agent run through the API's run service: the same run record and events as POST …/prompt.
+ * An agent run through the API's run service: the same run record and events as POST …/prompt,
+ * on the same backend (the harness the sandbox was created for).
  * `started` records the agent run's id on the workflow run as soon as it exists.
  */
 export async function runAgent(
-  o: { runs: Pick<RunService, 'start' | 'cancel'>; runLog: Pick<RunLog, 'follow' | 'get'> },
+  o: {
+    runs: Pick<RunService, 'start' | 'cancel'>;
+    runLog: Pick<RunLog, 'follow' | 'get'>;
+    sandboxMetadata?: ((sandboxId: string) => Awaitable<Record<string, unknown> | undefined>) | undefined;
+  },
   sandboxId: string,
   a: Extract<WorkflowAction, { kind: 'prompt' | 'task' }>,
   timeoutMs: number,
   requestId: string,
   started: (agentRunId: string) => Promise<void>,
 ): Promise<Partial<WorkflowRunRecord>> {
+  const metadata = await o.sandboxMetadata?.(sandboxId);
   const rec = await o.runs.start({
     sandboxId,
     kind: a.kind,
-    request: { message: a.message },
+    request: { message: a.message, backend: runBackend(metadata) },
     timeoutMs,
     requestId,
   });

@@ -47,12 +47,24 @@ afterAll(async () => {
   await rm(root, { recursive: true, force: true });
 });
 
-function service(s: EncryptedStore, clock: { now: number }) {
+function service(
+  s: EncryptedStore,
+  clock: { now: number },
+  extra: Partial<ConstructorParameters<typeof WorkflowService>[0]> = {},
+) {
   const client = new SidecarClient({ sandboxId: 'sbx-wf', baseUrl: fx.sidecar.url, token: fx.token });
   const sidecars = { client: async () => client };
   const runLog = new RunLog(s);
   const runs = new RunService(runLog, sidecars, silent);
-  return new WorkflowService({ store: s, sidecars, runs, runLog, logger: silent, now: () => clock.now });
+  return new WorkflowService({
+    store: s,
+    sidecars,
+    runs,
+    runLog,
+    logger: silent,
+    now: () => clock.now,
+    ...extra,
+  });
 }
 
 function def(over: Partial<NewWorkflow> = {}): NewWorkflow {
@@ -205,6 +217,36 @@ describe('the cron schedule', () => {
     expect(names[0]).toBe('run.queued');
     expect(names.slice(-1)).toEqual(['run.completed']);
     expect(texts.join('\n')).toContain('agent got: water the plants');
+  });
+
+  it('a prompt workflow runs the harness the sandbox was created for (its agent_identifier), as prompt does', async () => {
+    const runLog = new RunLog(store);
+    const client = new SidecarClient({ sandboxId: 'sbx-wf', baseUrl: fx.sidecar.url, token: fx.token });
+    const real = new RunService(runLog, { client: async () => client }, silent);
+    const asked: unknown[] = [];
+    const runs = {
+      start: (o: Parameters<RunService['start']>[0]) => {
+        asked.push(o.request.backend);
+        return real.start(o);
+      },
+      cancel: real.cancel.bind(real),
+    };
+    const metadata: Record<string, Record<string, unknown>> = {
+      'sbx-wf': { agent_identifier: 'claude' },
+    };
+    const s = service(store, { now: T0 }, { runs, sandboxMetadata: (id) => metadata[id] });
+    for (const json of ['{"prompt":"hi"}', '{"task":"do it"}']) {
+      const w = await s.create(def({ triggerType: 'manual', triggerConfig: '', workflowJson: json }));
+      await s.settled((await s.trigger('7', w.workflowId, `${200 + seq}`)).runId);
+    }
+    expect(asked).toEqual([{ type: 'claude' }, { type: 'claude' }]);
+    // A sandbox created for no harness leaves the choice to the sidecar, as prompt does.
+    metadata['sbx-wf'] = { agent_identifier: 'default' };
+    const w = await s.create(
+      def({ triggerType: 'manual', triggerConfig: '', workflowJson: '{"prompt":"x"}' }),
+    );
+    await s.settled((await s.trigger('7', w.workflowId, '300')).runId);
+    expect(asked[2]).toBeUndefined();
   });
 });
 

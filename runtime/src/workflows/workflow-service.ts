@@ -4,7 +4,7 @@
 // never a burst. The next slot is stored before a run starts, so a restart never fires a slot twice.
 import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
-import type { ApiSidecars, ApiStore } from '../api/deps.ts';
+import type { ApiSidecars, ApiStore, Awaitable } from '../api/deps.ts';
 import { asRuntimeError } from '../api/error-handler.ts';
 import type { RunLog } from '../api/runs/run-log.ts';
 import type { RunService } from '../api/runs/run-service.ts';
@@ -23,6 +23,8 @@ export interface WorkflowServiceOptions {
   logger: Logger;
   /** The sandbox a workflow runs in; the operator resolves instance targets (runtime knows no service). */
   resolveSandbox?: (w: WorkflowRecord) => string | undefined;
+  /** The sandbox's create metadata (its agent_identifier picks a prompt action's harness). */
+  sandboxMetadata?: (sandboxId: string) => Awaitable<Record<string, unknown> | undefined>;
   /** Counts a run as activity for the idle timer. */
   touch?: (sandboxId: string) => unknown;
   /** Run timeout when the workflow states none, and the cap on what it states. */

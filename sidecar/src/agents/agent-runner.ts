@@ -16,7 +16,7 @@ import {
   harnessArgv,
   harnessEnv,
 } from './harness.ts';
-import type { RunUsage } from './harness-events.ts';
+import { CUMULATIVE_USAGE, type RunUsage, usageSince } from './harness-events.ts';
 import { prepareHarnessHome } from './harness-home.ts';
 import { terminateTree } from './process-tree.ts';
 import { StreamRedactor, secretRedactor } from './redact.ts';
@@ -96,7 +96,7 @@ export class AgentRunner {
         SIDECAR_AGENT_SESSION_ID: sessionId,
         SIDECAR_AGENT_TRACE_ID: traceId,
       });
-      return { harness: 'custom' as const, argv: ['/bin/bash', '-lc', agentCommand], env };
+      return { harness: 'custom' as const, argv: ['/bin/bash', '-lc', agentCommand], env, prior: undefined };
     }
     const base = childEnv(this.config);
     const harness = chooseHarness(req.identifier, req.backend?.type, base, this.config.defaultHarness);
@@ -104,18 +104,19 @@ export class AgentRunner {
     const meta = req.metadata ?? {};
     const systemPrompt = typeof meta['system_prompt'] === 'string' ? meta['system_prompt'] : undefined;
     const maxTurns = typeof meta['max_turns'] === 'number' ? meta['max_turns'] : undefined;
-    const prior = await this.#sessions.get(sessionId);
+    const saved = await this.#sessions.get(sessionId);
+    const prior = saved?.harness === harness ? saved : undefined;
     const argv = harnessArgv(harness, req.message, {
       model,
       env,
       systemPrompt,
       maxTurns,
-      ...(prior?.harness === harness ? { resumeId: prior.id } : {}),
+      ...(prior ? { resumeId: prior.id } : {}),
     });
     assertInstalled(harness, argv[0]!, env['PATH']);
     assertCredentials(harness, env);
     await prepareHarnessHome(harness, env, this.config);
-    return { harness, argv, env };
+    return { harness, argv, env, prior };
   }
 
   async run(req: AgentRunRequest, hooks: AgentRunHooks = {}): Promise<AgentRunResult> {
@@ -172,8 +173,18 @@ export class AgentRunner {
       // The harness's conversation continues with the next turn of this session, even after a failure.
       // Only a plain id goes back into an argv (never one that could read as a flag).
       const resumable = out.harnessSessionId && HARNESS_SESSION_ID.test(out.harnessSessionId);
+      // A harness that reports the conversation's running total: this run cost the difference.
+      const cumulative = inv.harness !== 'custom' && CUMULATIVE_USAGE.has(inv.harness);
+      const reported = out.usage;
+      if (cumulative && inv.prior?.total && inv.prior.id === out.harnessSessionId) {
+        out.usage = usageSince(reported, inv.prior.total);
+      }
       if (resumable && out.harnessSessionId && inv.harness !== 'custom') {
-        await this.#sessions.set(sessionId, { harness: inv.harness, id: out.harnessSessionId });
+        await this.#sessions.set(sessionId, {
+          harness: inv.harness,
+          id: out.harnessSessionId,
+          ...(cumulative ? { total: reported } : {}),
+        });
       }
       if (r.cancelled) throw new SidecarError('AGENT_EXECUTION_FAILED', 'agent run cancelled', 500);
       if (r.timedOut) {

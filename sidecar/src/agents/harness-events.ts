@@ -271,3 +271,21 @@ export function addUsage(a: RunUsage, b: RunUsage): RunUsage {
   const reasoning = (a.reasoningTokens ?? 0) + (b.reasoningTokens ?? 0);
   return usage(a.inputTokens + b.inputTokens, a.outputTokens + b.outputTokens, cached, reasoning);
 }
+
+/**
+ * Harnesses whose usage on a resumed conversation is the conversation's running total, not the
+ * run's: codex `exec … resume` reports the thread's total in `turn.completed` (claude, opencode and
+ * gemini report what the run itself cost; test/harnesses checks all four over two follow-ups).
+ */
+export const CUMULATIVE_USAGE: ReadonlySet<HarnessName> = new Set(['codex']);
+
+/** What a run cost, from the total after it and the total before it (never below zero). */
+export function usageSince(total: RunUsage, before: RunUsage): RunUsage {
+  const d = (a: number | undefined, b: number | undefined) => Math.max(0, (a ?? 0) - (b ?? 0));
+  return usage(
+    d(total.inputTokens, before.inputTokens),
+    d(total.outputTokens, before.outputTokens),
+    d(total.cachedInputTokens, before.cachedInputTokens),
+    d(total.reasoningTokens, before.reasoningTokens),
+  );
+}

@@ -1,6 +1,7 @@
 // Harness choice (identifier, backend.type, default rules) and each harness's argv.
 import { describe, expect, it } from 'vitest';
 import { assertCredentials, chooseHarness, HARNESS_SUPPORTS, harnessArgv, harnessEnv } from './harness.ts';
+import { CUMULATIVE_USAGE, usageSince } from './harness-events.ts';
 
 describe('chooseHarness', () => {
   it('takes identifier first, then backend.type', () => {
@@ -106,5 +107,20 @@ describe('assertCredentials', () => {
   it('names the variable to set when a harness has no credentials', () => {
     expect(() => assertCredentials('claude', {})).toThrow(/ANTHROPIC_API_KEY.*secrets set/);
     expect(() => assertCredentials('gemini', { GEMINI_API_KEY: 'k' })).not.toThrow();
+  });
+});
+
+describe('usageSince (a harness reporting running totals: what this run cost)', () => {
+  it('subtracts the total before the run, field by field, never below zero', () => {
+    const before = { inputTokens: 2411, outputTokens: 113, cachedInputTokens: 192 };
+    const after = { inputTokens: 3822, outputTokens: 186, cachedInputTokens: 384 };
+    expect(usageSince(after, before)).toEqual({
+      inputTokens: 1411,
+      outputTokens: 73,
+      cachedInputTokens: 192,
+    });
+    // A total that went down (another thread, an edited session file) counts nothing, not negative.
+    expect(usageSince(before, after)).toEqual({ inputTokens: 0, outputTokens: 0 });
+    expect(CUMULATIVE_USAGE.has('codex')).toBe(true);
   });
 });

@@ -1,10 +1,10 @@
 // Which coding-agent CLI a run uses and how it is invoked (codex, claude, opencode, gemini, or SIDECAR_AGENT_COMMAND).
 import { accessSync, constants } from 'node:fs';
 import { join } from 'node:path';
+import { HARNESSES, type HarnessName } from '@agent-sandbox/platform-names';
 import { SidecarError } from '../errors.ts';
 
-export const HARNESSES = ['codex', 'claude', 'opencode', 'gemini'] as const;
-export type HarnessName = (typeof HARNESSES)[number];
+export { HARNESSES, type HarnessName };
 
 export interface AgentDescriptor {
   identifier: string;

@@ -7,6 +7,7 @@ import type { Logger } from 'pino';
 import type { SidecarConfig } from '../config.ts';
 import { readAsAgent, writeAsAgent } from './agent-files.ts';
 import { HARNESSES, type HarnessName } from './harness.ts';
+import type { RunUsage } from './harness-events.ts';
 
 export const SESSIONS_FILE = '.config/agent-sandbox/agent-sessions.json';
 /** The newest sessions kept (the whole map is one argv string: at most ~90 KB, under Linux's 128 KiB). */
@@ -17,6 +18,19 @@ export const HARNESS_SESSION_ID = /^[A-Za-z0-9][\w.:-]{0,199}$/;
 export interface HarnessSession {
   harness: HarnessName;
   id: string;
+  /** The conversation's usage so far, for a harness that reports running totals (CUMULATIVE_USAGE). */
+  total?: RunUsage;
+}
+
+const count = (v: unknown) => typeof v === 'number' && Number.isSafeInteger(v) && v >= 0;
+
+/** A saved running total, if it is one (the file is the user's: anything else is dropped). */
+function savedTotal(v: unknown): RunUsage | undefined {
+  const u = v as Partial<Record<keyof RunUsage, unknown>> | null;
+  if (!u || typeof u !== 'object' || !count(u.inputTokens) || !count(u.outputTokens)) return undefined;
+  for (const k of ['cachedInputTokens', 'reasoningTokens'] as const)
+    if (u[k] !== undefined && !count(u[k])) return undefined;
+  return u as RunUsage;
 }
 
 export class SessionStore {
@@ -63,8 +77,10 @@ export class SessionStore {
             typeof v.id === 'string' &&
             HARNESS_SESSION_ID.test(v.id) &&
             (HARNESSES as readonly string[]).includes(v.harness as string)
-          )
-            this.#map.set(k, { harness: v.harness as HarnessName, id: v.id });
+          ) {
+            const total = savedTotal(v.total);
+            this.#map.set(k, { harness: v.harness as HarnessName, id: v.id, ...(total ? { total } : {}) });
+          }
         }
       })
       .catch(() => {});

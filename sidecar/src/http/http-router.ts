@@ -93,6 +93,11 @@ export class Router {
     private readonly maxBodyBytes: number,
   ) {}
 
+  /** Every route as added (`method`, `path`): what sidecar/API.md documents. */
+  get routes(): Array<{ method: string; path: string }> {
+    return this.#routes.map((r) => ({ method: r.method, path: `/${r.parts.join('/')}` }));
+  }
+
   add(
     method: string,
     path: string,

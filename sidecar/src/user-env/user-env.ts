@@ -2,9 +2,13 @@
 // authenticated PUT /env and kept in this process's memory only: it is handed to the agent's
 // children, never applied to the sidecar (root) nor written to the container's config or disk.
 
-import { platformOwnedReason } from './platform-env.ts';
+import { platformOwnedReason } from '@agent-sandbox/platform-names';
 
-export { PLATFORM_ENV_NAMES, PLATFORM_ENV_PREFIXES, platformOwnedReason } from './platform-env.ts';
+export {
+  PLATFORM_ENV_NAMES,
+  PLATFORM_ENV_PREFIXES,
+  platformOwnedReason,
+} from '@agent-sandbox/platform-names';
 
 /** The first platform-owned key of `env` with its reason, or undefined. */
 export function firstPlatformOwned(env: Record<string, string>): { key: string; reason: string } | undefined {

@@ -2,12 +2,12 @@
 // a retry of the same request answers 200 with the original run, a changed one 409); its state,
 // its event stream (SSE ids `<run_id>:<n>`, Last-Event-ID resumes exclusively after one of this
 // run's ids) and an idempotent cancel of exactly that run.
-import { HARNESSES } from '@agent-sandbox/sidecar';
 import { createRoute, type OpenAPIHono, z } from '@hono/zod-openapi';
 import { streamSSE } from 'hono/streaming';
 import { RuntimeError } from '../../errors.ts';
 import type { ApiEnv } from '../context.ts';
 import { assertRunning } from '../middleware/session.ts';
+import { runBackend } from '../runs/backend.ts';
 import type { Admission } from '../runs/run-service.ts';
 import {
   errors,
@@ -162,20 +162,6 @@ function idempotencyKey(header: string | undefined, body: string | undefined): s
   return header ?? body;
 }
 
-/**
- * The run's backend: the request's, else the harness the sandbox was created for (its
- * `agent_identifier`, e.g. `create --agent claude`), so its prompts need no backend of their own.
- */
-function backendOf(
-  metadata: Record<string, unknown>,
-  type: string | undefined,
-  model: string | undefined,
-): { type: string | undefined; model: string | undefined } | undefined {
-  const agent = metadata['agent_identifier'];
-  const t = type || (HARNESSES.find((h) => h === agent) ?? undefined);
-  return t || model ? { type: t, model } : undefined;
-}
-
 export function registerRuns(app: OpenAPIHono<ApiEnv>, d: SandboxRouteDeps): void {
   const assertAgent = (r: { id: string; agent?: boolean | undefined }) => {
     if (r.agent === false) {
@@ -207,7 +193,7 @@ export function registerRuns(app: OpenAPIHono<ApiEnv>, d: SandboxRouteDeps): voi
       request: {
         message: b.message,
         sessionId: b.session_id,
-        backend: backendOf(record.metadata, b.backend_type, b.model),
+        backend: runBackend(record.metadata, b.backend_type, b.model),
       },
       timeoutMs: Math.min(b.timeout_ms ?? d.config.timeouts.agent, d.config.timeouts.agent),
       requestId: c.get('requestId'),
@@ -231,7 +217,7 @@ export function registerRuns(app: OpenAPIHono<ApiEnv>, d: SandboxRouteDeps): voi
       request: {
         message: b.prompt,
         sessionId: b.session_id,
-        backend: backendOf(record.metadata, b.backend_type, b.model),
+        backend: runBackend(record.metadata, b.backend_type, b.model),
         metadata,
       },
       timeoutMs: Math.min(b.timeout_ms ?? d.config.timeouts.task, d.config.timeouts.task),

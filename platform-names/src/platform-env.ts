@@ -1,10 +1,9 @@
-// The environment names the platform owns: one list for the sidecar and the operator (pure, no
-// imports, so the runtime can take it from this package without pulling in the server).
+// The environment names the platform owns: one list for the sidecar and the operator.
 
 /**
  * Names the platform owns. A user value under one of them would configure the sidecar or load code
  * into processes (the dynamic loader, Node, bash start-up files). The operator refuses them at its
- * edge (runtime/src/sandbox/env.ts imports this list) and the sidecar refuses them again.
+ * edge (runtime/src/sandbox/env.ts) and the sidecar refuses them again.
  */
 export const PLATFORM_ENV_PREFIXES = ['SIDECAR_', 'AGENT_', 'LD_', 'DYLD_'] as const;
 export const PLATFORM_ENV_NAMES: ReadonlySet<string> = new Set([
