@@ -2,6 +2,7 @@
 // generated from the same table (help.ts), so `--help` always matches what the parser accepts.
 import { parseArgs } from 'node:util';
 import { ClientError } from '../errors.ts';
+import { serviceCommand } from './service-args.ts';
 
 // Kept light: `--help` loads only this file, help.ts and errors.ts; each command's code loads when it runs.
 
@@ -302,6 +303,17 @@ export const COMMANDS: Record<string, CommandSpec> = {
     positionals: [{ name: 'command', required: false }],
     options: {},
   },
+};
+
+COMMANDS['service'] = serviceCommand(
+  Object.fromEntries(
+    Object.entries(COMMANDS['create']!.options).filter(([k]) => !['timeout', 'keep-unready'].includes(k)),
+  ),
+);
+COMMANDS['service']!.options['timeout'] = {
+  type: 'string',
+  arg: 'SECONDS',
+  help: 'request/wait: give up waiting for activation after this long (default 600)',
 };
 
 export interface ParsedArgs {
