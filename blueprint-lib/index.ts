@@ -37,6 +37,7 @@ export {
   instanceSandboxOf,
   type ProvisionedInstance,
   provisionInstance,
+  readServiceConfig,
   reportProvisioned,
 } from './src/instance.ts';
 export {

@@ -6,8 +6,8 @@
 
 import {
   agentSandboxDefinition,
+  type BlueprintMode,
   deployAgentSandboxBlueprints,
-  type SandboxImageSource,
 } from '@agent-sandbox/blueprint-lib/definition';
 import {
   blueprintServiceManagerBaseAbi,
@@ -15,8 +15,12 @@ import {
 } from '@agent-sandbox/contracts';
 import {
   approveServiceRequest,
+  type BlueprintDefinition,
   type ChainContext,
+  containerSource,
   createBlueprint,
+  defineBlueprint,
+  defineJob,
   deployContract,
   OperatorKey,
   register,
@@ -25,7 +29,7 @@ import {
   stakeStatus,
   waitForServiceActivation,
 } from '@agent-sandbox/sdk';
-import { type Abi, type Address, encodeAbiParameters, type Hex, parseEther, sha256, toHex } from 'viem';
+import { type Abi, type Address, encodeAbiParameters, type Hex, parseEther } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
 import type { DevnetAccount, DevnetRole } from './accounts.ts';
 import { encodeSandboxCreateRequest, sampleSandboxCreateRequest } from './job-encoding.ts';
@@ -42,15 +46,40 @@ export const OPERATOR_RPC: Record<'operator1' | 'operator2', string> = {
 const CONFIDENTIALITY: Record<DevnetKind, number> = { cloud: 0, instance: 0, teeInstance: 1, toy: 0 };
 
 /**
- * The image the devnet's definitions name. The devnet's operators build theirs locally (no
- * registry here), so this is a label with a stable placeholder digest, not something anyone pulls.
+ * The sandbox image as the devnet's blueprints name it. Each devnet operator builds the image
+ * itself (content-hash tagged), so there is no registry digest: the sha256 names the devnet's
+ * stand-in image, not a pullable one (a real deployment passes the image's digest).
  */
-export const DEVNET_IMAGE: SandboxImageSource = {
-  registry: '',
-  image: 'agent-sandbox/sandbox',
+export const DEVNET_IMAGE = {
+  registry: 'local',
+  image: 'agent-sandbox',
   tag: 'devnet',
-  sha256: sha256(toHex('agent-sandbox devnet: operators build the sandbox image locally')),
+  sha256: '5d5a3c6f2e0b4f1f9a7e3c2d1b0a99887766554433221100ffeeddccbbaa0001',
 };
+const MODE: Record<Exclude<DevnetKind, 'toy'>, BlueprintMode> = {
+  cloud: 'cloud',
+  instance: 'instance',
+  teeInstance: 'tee-instance',
+};
+
+/** The definition each devnet blueprint is created with: ours for the three managers, a toy one. */
+export function devnetDefinition(kind: DevnetKind, manager: Address): BlueprintDefinition {
+  if (kind !== 'toy') return agentSandboxDefinition({ manager, mode: MODE[kind], image: DEVNET_IMAGE });
+  return defineBlueprint({
+    metadataUri: 'devnet://agent-sandbox/toy',
+    manager,
+    metadata: { name: 'toy', description: 'accepts any job of its 16 and any input' },
+    jobs: Array.from({ length: 16 }, (_, i) =>
+      defineJob({
+        name: `job${i}`,
+        description: 'any input',
+        params: [{ type: 'bytes' }],
+        result: [{ type: 'bytes' }],
+      }),
+    ),
+    sources: [containerSource({ ...DEVNET_IMAGE, image: 'toy' })],
+  });
+}
 
 export interface RolesSetup {
   contracts: Record<DevnetKind, Address>;
@@ -81,7 +110,7 @@ export async function setUpWithRoleTools(o: RolesSetupOptions): Promise<RolesSet
   // 1. blueprint developer: three managers and their blueprints, and the toy manager's.
   const deployed = await deployAgentSandboxBlueprints(ctx('deployer'), {
     tangle: o.tangle,
-    modes: ['cloud', 'instance', 'teeInstance'],
+    modes: ['cloud', 'instance', 'tee-instance'],
     image: DEVNET_IMAGE,
   });
   const toy = await deployContract(ctx('deployer'), {
@@ -100,8 +129,9 @@ export async function setUpWithRoleTools(o: RolesSetupOptions): Promise<RolesSet
   const contracts = {} as Record<DevnetKind, Address>;
   const blueprints = {} as Record<DevnetKind, number>;
   for (const d of deployed) {
-    contracts[d.mode] = d.manager;
-    blueprints[d.mode] = Number(d.blueprintId);
+    const kind = d.mode === 'tee-instance' ? 'teeInstance' : d.mode;
+    contracts[kind] = d.manager;
+    blueprints[kind] = Number(d.blueprintId);
   }
   contracts.toy = toy.address;
   blueprints.toy = Number(toyBp.blueprintId);

@@ -2,6 +2,7 @@
 // router, durable cursor, event producer, result consumer, runner, registration).
 
 export * from './src/backoff.ts';
+export * from './src/blueprint-definition.ts';
 export * from './src/consumer.ts';
 export * from './src/env.ts';
 export * from './src/errors.ts';

@@ -2,6 +2,7 @@
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { readServiceConfig } from '@agent-sandbox/blueprint-lib';
 import { agentSandboxBlueprintAbi, localTangleAbi } from '@agent-sandbox/contracts';
 import {
   devnetAccounts,
@@ -17,6 +18,7 @@ import {
 } from '@agent-sandbox/devnet';
 import {
   type Abi,
+  type Address,
   BaseError,
   ContractFunctionRevertedError,
   createPublicClient,
@@ -25,6 +27,7 @@ import {
   type Hex,
   http,
   keccak256,
+  type PublicClient,
   parseEventLogs,
   toBytes,
 } from 'viem';
@@ -206,7 +209,14 @@ describe('devnet: what it set up', () => {
     expect(Object.keys(json).sort()).toEqual(
       ['accounts', 'blueprints', 'chainId', 'contracts', 'rpcUrl', 'services', 'startedAt', 'wsUrl'].sort(),
     );
-    expect(Object.keys(json.contracts).sort()).toEqual(['cloud', 'instance', 'tangle', 'teeInstance', 'toy']);
+    expect(Object.keys(json.contracts).sort()).toEqual([
+      'cloud',
+      'instance',
+      'staking',
+      'tangle',
+      'teeInstance',
+      'toy',
+    ]);
     expect(Object.keys(json.blueprints).sort()).toEqual(['cloud', 'instance', 'teeInstance', 'toy']);
     expect(Object.keys(json.services).sort()).toEqual(['cloud', 'instance', 'teeInstance', 'toy']);
     expect(Object.keys(json.accounts).sort()).toEqual([
@@ -242,8 +252,9 @@ describe('devnet: what it set up', () => {
         const prefs = (await read('getOperatorPreferences', [
           BigInt(devnet.blueprints[kind]),
           devnet.accounts[op].address,
-        ])) as readonly unknown[];
-        expect(prefs).toContain(uncompressedPublicKey(devnet.accounts[op].privateKey));
+        ])) as { ecdsaPublicKey: Hex; rpcAddress: string };
+        expect(prefs.ecdsaPublicKey).toBe(uncompressedPublicKey(devnet.accounts[op].privateKey));
+        expect(prefs.rpcAddress).toBe(''); // never stored, as on the real router: read the event
       }
     }
   });
@@ -253,12 +264,11 @@ describe('devnet: what it set up', () => {
       ['instance', 'devnet-instance'],
       ['teeInstance', 'devnet-tee-instance'],
     ] as const) {
-      const config = (await pub.readContract({
-        address: devnet.contracts[kind],
-        abi: agentSandboxBlueprintAbi as Abi,
-        functionName: 'getServiceConfig',
-        args: [BigInt(devnet.services[kind])],
-      })) as Hex;
+      const config = await readServiceConfig(
+        pub as PublicClient,
+        devnet.contracts[kind] as Address,
+        BigInt(devnet.services[kind]),
+      );
       const decoded = decodeAbiParameters(sandboxCreateRequestComponents(), config);
       expect(decoded[0]).toBe(name);
     }

@@ -1,8 +1,8 @@
 // Wires the service-request approval policy into `run` (AUTO_APPROVE_*; off by default).
 import { startAutoApprover } from '@agent-sandbox/blueprint-lib/definition';
 import type { BlueprintEnvironment, OperatorKey } from '@agent-sandbox/sdk';
-import type { Address } from 'viem';
 import type { Logger } from 'pino';
+import type { Address } from 'viem';
 import type { OperatorConfig } from './config.ts';
 import type { Cleanup } from './operator-startup.ts';
 
@@ -35,6 +35,9 @@ export function startApprovalPolicy(
     fromBlock: typeof v.JOB_START_BLOCK === 'bigint' ? v.JOB_START_BLOCK : undefined,
     log: log.child({ component: 'approval-policy' }),
   });
-  log.info({ limits: { ...limits, minPaymentWei: `${limits.minPaymentWei}` } }, 'auto-approving service requests within limits');
+  log.info(
+    { limits: { ...limits, minPaymentWei: `${limits.minPaymentWei}` } },
+    'auto-approving service requests within limits',
+  );
   cleanup.push(() => approver.stop());
 }

@@ -63,7 +63,7 @@ export async function cmdDeployBlueprint(
   const names: Record<string, (typeof BLUEPRINT_MODES)[number]> = {
     cloud: 'cloud',
     instance: 'instance',
-    'tee-instance': 'teeInstance',
+    'tee-instance': 'tee-instance',
   };
   const modes = (o.modes ?? 'cloud,instance,tee-instance').split(',').map((m) => {
     const mode = names[m.trim()];

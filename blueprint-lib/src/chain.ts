@@ -1,6 +1,6 @@
 // The chain facts the handlers depend on: which operator the blueprint assigned a create to
 // (OperatorAssigned), which one a delete was routed to (OperatorRouted), and who holds a sandbox.
-import { agentSandboxBlueprintAbi, iTangleAbi, localTangleAbi } from '@agent-sandbox/contracts';
+import { agentSandboxBlueprintAbi, iTangleAbi } from '@agent-sandbox/contracts';
 import {
   type Address,
   createPublicClient,
@@ -56,8 +56,8 @@ export interface BlueprintChainOptions {
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /**
- * The service manager's address for a blueprint. Read from the local Tangle's getBlueprint; on a
- * deployment whose Tangle lacks that view, set BLUEPRINT_CONTRACT instead.
+ * The service manager's address for a blueprint, from Tangle's getBlueprint (tnt-core 0.19's
+ * static Blueprint struct; an unknown id answers a zero manager). BLUEPRINT_CONTRACT overrides it.
  */
 export async function resolveBlueprintContract(opts: {
   httpRpcUrl: string;
@@ -66,13 +66,15 @@ export async function resolveBlueprintContract(opts: {
 }): Promise<Address> {
   const client = createPublicClient({ transport: http(opts.httpRpcUrl) });
   try {
-    const [, manager] = await client.readContract({
+    const { manager } = await client.readContract({
       address: opts.tangle,
-      abi: localTangleAbi,
+      abi: iTangleAbi,
       functionName: 'getBlueprint',
       args: [opts.blueprintId],
     });
-    if (isAddressEqual(manager, zeroAddress)) throw new Error('no manager recorded');
+    if (isAddressEqual(manager, zeroAddress)) {
+      throw new Error('no such blueprint, or it has no service manager');
+    }
     return getAddress(manager);
   } catch (e) {
     throw new BlueprintError(

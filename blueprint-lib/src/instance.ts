@@ -15,7 +15,10 @@ import {
   createWalletClient,
   type Hex,
   http,
+  keccak256,
   type LocalAccount,
+  type PublicClient,
+  zeroHash,
 } from 'viem';
 import type { OperatorMode, RuntimeCreateParams, SandboxFacts } from './deps.ts';
 import { BlueprintError } from './errors.ts';
@@ -108,7 +111,7 @@ export async function provisionInstance(o: InstanceOptions): Promise<Provisioned
       args: args as never,
     }) as Promise<T>;
   const [config, owner] = await Promise.all([
-    read<Hex>('getServiceConfig', [o.serviceId]),
+    readServiceConfig(pub as PublicClient, o.blueprint, o.serviceId),
     read<Address>('serviceOwner', [o.serviceId]),
   ]);
   if (!config || config === '0x') {
@@ -205,4 +208,39 @@ export async function reportProvisioned(
     throw new BlueprintError('CHAIN', `reportProvisioned reverted (tx ${hash})`);
   o.log.info({ sandboxId: sandbox.id, tx: hash }, 'instance reported on chain');
   return hash;
+}
+
+/**
+ * An instance service's config: the manager keeps only its keccak256 (storing ~1 KB would not
+ * fit the 500k gas of Tangle's onRequest hook) and emits the bytes in ServiceConfigRequested;
+ * this reads that event and checks it against the hash. '0x': not an instance service.
+ */
+export async function readServiceConfig(
+  pub: PublicClient,
+  blueprint: Address,
+  serviceId: bigint,
+): Promise<Hex> {
+  const [requestId, hash] = (await pub.readContract({
+    address: blueprint,
+    abi: agentSandboxBlueprintAbi,
+    functionName: 'getServiceConfigRef',
+    args: [serviceId],
+  })) as readonly [bigint, Hex];
+  if (hash === zeroHash) return '0x';
+  const logs = await pub.getContractEvents({
+    address: blueprint,
+    abi: agentSandboxBlueprintAbi,
+    eventName: 'ServiceConfigRequested',
+    args: { requestId },
+    fromBlock: 'earliest',
+    toBlock: 'latest',
+  });
+  for (const l of logs) {
+    const config = (l.args as { config?: Hex }).config;
+    if (config && keccak256(config) === hash) return config;
+  }
+  throw new BlueprintError(
+    'CHAIN',
+    `service ${serviceId}'s config (request ${requestId}) is not in ${blueprint}'s ServiceConfigRequested logs; is the RPC node pruned?`,
+  );
 }

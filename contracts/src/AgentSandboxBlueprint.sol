@@ -130,7 +130,7 @@ contract AgentSandboxBlueprint is AgentSandboxState {
         onlyFromTangle
     {
         serviceOwner[serviceId] = owner;
-        if (instanceMode) _serviceRequest[serviceId] = uint256(requestId) + 1;
+        _serviceRequest[serviceId] = uint256(requestId) + 1;
     }
 
     /// Frees every slot the service's sandboxes held (bounded by its operator count, not by its

@@ -17,14 +17,17 @@ abstract contract AgentSandboxInstances is AgentSandboxJobCodec {
         bool active;
     }
 
-    mapping(uint64 => bytes) private _requestConfig;
-    /// serviceId => requestId + 1: the config stays where onRequest put it, because copying
-    /// ~1 KB of storage would not fit the 500k gas a best-effort hook gets.
+    /// requestId => keccak256(config). The config itself rides ServiceConfigRequested: storing
+    /// ~1 KB (one SSTORE per word) would not fit the 500k gas Tangle gives the onRequest hook.
+    mapping(uint64 => bytes32) private _requestConfigHash;
+    /// serviceId => requestId + 1.
     mapping(uint64 => uint256) internal _serviceRequest;
     mapping(uint64 => mapping(address => Provision)) internal _provisions;
     mapping(uint64 => address[]) private _provisioned;
     mapping(address => uint32) public operatorProvisionCount;
 
+    /// An instance request's config (an ABI-encoded SandboxCreateRequest, as given).
+    event ServiceConfigRequested(uint64 indexed requestId, bytes config);
     event OperatorProvisioned(uint64 indexed serviceId, address indexed operator, string sandboxId, string sidecarUrl);
     event OperatorDeprovisioned(uint64 indexed serviceId, address indexed operator);
     event TeeAttestationStored(uint64 indexed serviceId, address indexed operator, bytes32 attestationHash);
@@ -56,7 +59,8 @@ abstract contract AgentSandboxInstances is AgentSandboxJobCodec {
             if (sel == InvalidTeeType.selector || sel == TeeRequired.selector) _bubble(reason);
             revert InvalidServiceConfig();
         }
-        _requestConfig[requestId] = config;
+        _requestConfigHash[requestId] = keccak256(config);
+        emit ServiceConfigRequested(requestId, config);
     }
 
     // ── instance modes ────────────────────────────────────────────────────────────────────────
@@ -126,11 +130,14 @@ abstract contract AgentSandboxInstances is AgentSandboxJobCodec {
         return _provisions[serviceId][operator].attestationHash;
     }
 
-    /// The instance's spec: the request's config (an ABI-encoded SandboxCreateRequest, as given).
-    function getServiceConfig(uint64 serviceId) external view returns (bytes memory) {
-        uint256 r = _serviceRequest[serviceId];
-        // r - 1 is a uint64 request id stored +1.
-        // forge-lint: disable-next-line(unsafe-typecast)
-        return r == 0 ? bytes("") : _requestConfig[uint64(r - 1)];
+    /// Where the instance's spec is: its request (whose ServiceConfigRequested carries the
+    /// config) and the config's keccak256 (zero: not an instance service).
+    function getServiceConfigRef(uint64 serviceId) external view returns (uint64 requestId, bytes32 configHash) {
+        // A uint64 request id stored +1; 0 (no instance request) wraps to a request that never exists.
+        unchecked {
+            // forge-lint: disable-next-line(unsafe-typecast)
+            requestId = uint64(_serviceRequest[serviceId] - 1);
+        }
+        configHash = _requestConfigHash[requestId];
     }
 }

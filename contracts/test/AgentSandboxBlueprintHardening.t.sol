@@ -14,7 +14,7 @@ contract AgentSandboxBlueprintHardeningTest is BlueprintFixture {
     function setUp() public {
         deployWorld(false, false, 3, 2, "");
         vm.prank(USER);
-        tangle.setPermittedCaller(sid, STRANGER, true);
+        tangle.addPermittedCaller(sid, STRANGER);
     }
 
     function _other(address op) internal pure returns (address) {
@@ -27,7 +27,7 @@ contract AgentSandboxBlueprintHardeningTest is BlueprintFixture {
         createSandbox(USER, "victim");
         AgentSandboxJobCodec.WorkflowCreateRequest memory r = workflowReq("victim");
         r.workflow_json = "{\"command\":\"env > /tmp/stolen\"}";
-        vm.expectRevert(abi.encodeWithSelector(AgentSandboxBlueprint.NotSandboxOwner.selector, STRANGER, USER));
+        expectManagerRevert(address(bsm), abi.encodeWithSelector(AgentSandboxBlueprint.NotSandboxOwner.selector, STRANGER, USER));
         vm.prank(STRANGER);
         tangle.submitJob(sid, 2, abi.encode(r));
     }
@@ -35,21 +35,21 @@ contract AgentSandboxBlueprintHardeningTest is BlueprintFixture {
     function test_workflowCreate_targetMustBeLiveInThisService() public {
         bytes memory nobody = abi.encode(workflowReq("nobody"));
         bytes memory mine = abi.encode(workflowReq("mine"));
-        vm.expectRevert(abi.encodeWithSelector(AgentSandboxBlueprint.UnknownSandbox.selector, "nobody"));
+        expectManagerRevert(address(bsm), abi.encodeWithSelector(AgentSandboxBlueprint.UnknownSandbox.selector, "nobody"));
         vm.prank(USER);
         tangle.submitJob(sid, 2, nobody);
         createSandbox(USER, "mine");
         uint64 other = newService(bp, USER, ops(1), "");
-        vm.expectRevert(abi.encodeWithSelector(AgentSandboxBlueprint.SandboxNotInService.selector, other, sid));
+        expectManagerRevert(address(bsm), abi.encodeWithSelector(AgentSandboxBlueprint.SandboxNotInService.selector, other, sid));
         vm.prank(USER);
         tangle.submitJob(other, 2, mine);
         AgentSandboxJobCodec.WorkflowCreateRequest memory r = workflowReq("mine");
         r.target_service_id = sid + 7;
-        vm.expectRevert(abi.encodeWithSelector(AgentSandboxBlueprint.SandboxNotInService.selector, sid, sid + 7));
+        expectManagerRevert(address(bsm), abi.encodeWithSelector(AgentSandboxBlueprint.SandboxNotInService.selector, sid, sid + 7));
         vm.prank(USER);
         tangle.submitJob(sid, 2, abi.encode(r));
         deleteSandbox(USER, "mine");
-        vm.expectRevert(abi.encodeWithSelector(AgentSandboxBlueprint.UnknownSandbox.selector, "mine"));
+        expectManagerRevert(address(bsm), abi.encodeWithSelector(AgentSandboxBlueprint.UnknownSandbox.selector, "mine"));
         vm.prank(USER);
         tangle.submitJob(sid, 2, mine);
     }
@@ -62,10 +62,10 @@ contract AgentSandboxBlueprintHardeningTest is BlueprintFixture {
         vm.prank(op);
         tangle.submitResult(sid, wid, abi.encode("{}"));
         bytes memory err = abi.encodeWithSelector(AgentSandboxBlueprint.NotWorkflowOwner.selector, STRANGER, USER);
-        vm.expectRevert(err);
+        expectManagerRevert(address(bsm), err);
         vm.prank(STRANGER);
         tangle.submitJob(sid, 3, abi.encode(wid));
-        vm.expectRevert(err);
+        expectManagerRevert(address(bsm), err);
         vm.prank(STRANGER);
         tangle.submitJob(sid, 4, abi.encode(wid));
         vm.prank(USER);
@@ -227,7 +227,7 @@ contract AgentSandboxBlueprintHardeningTest is BlueprintFixture {
         vm.prank(op);
         bsm.reportSandboxGone("expired");
         // The owner's delete is still accepted, routed to the operator, and frees nothing twice.
-        vm.expectRevert(abi.encodeWithSelector(AgentSandboxBlueprint.NotSandboxOwner.selector, STRANGER, USER));
+        expectManagerRevert(address(bsm), abi.encodeWithSelector(AgentSandboxBlueprint.NotSandboxOwner.selector, STRANGER, USER));
         vm.prank(STRANGER);
         tangle.submitJob(sid, 1, abi.encode("expired"));
         vm.expectEmit(true, true, true, true, address(bsm));
@@ -239,7 +239,7 @@ contract AgentSandboxBlueprintHardeningTest is BlueprintFixture {
         vm.assertEq(bsm.totalActiveSandboxes(), 0, "total");
         (active,,) = bsm.getOperatorLoad(op);
         vm.assertEq(active, 0, "not freed twice");
-        vm.expectRevert(abi.encodeWithSelector(AgentSandboxBlueprint.UnknownSandbox.selector, "expired"));
+        expectManagerRevert(address(bsm), abi.encodeWithSelector(AgentSandboxBlueprint.UnknownSandbox.selector, "expired"));
         vm.prank(USER);
         tangle.submitJob(sid, 1, abi.encode("expired"));
     }

@@ -4,6 +4,7 @@ pragma solidity ^0.8.20;
 import {TestBase, Vm} from "./TestBase.sol";
 import {TangleFixture} from "./TangleFixture.sol";
 import {ITangle} from "../src/tangle/ITangle.sol";
+import {ITangleTypes} from "../src/tangle/ITangleTypes.sol";
 import {LocalTangle} from "../src/tangle/LocalTangle.sol";
 import {AgentSandboxBlueprint} from "../src/AgentSandboxBlueprint.sol";
 import {AgentSandboxJobCodec} from "../src/AgentSandboxJobCodec.sol";
@@ -208,11 +209,11 @@ contract SandboxHandler is TestBase {
         delete live;
         delete openDeletes;
         vm.prank(user);
-        uint64 requestId = tangle.requestService(blueprintId, operators, "", new address[](0), 0, address(0), 0, 0);
-        ITangle.ApprovalParams memory p;
+        uint64 requestId = tangle.requestService(blueprintId, operators, "", new address[](0), 0, address(0), 0, ITangleTypes.ConfidentialityPolicy.Any);
+        ITangleTypes.ApprovalParams memory p;
         p.requestId = requestId;
-        p.securityCommitments = new ITangle.AssetSecurityCommitment[](0);
-        p.teeCommitments = new ITangle.TeeAttestationCommitment[](0);
+        p.securityCommitments = new ITangleTypes.AssetSecurityCommitment[](0);
+        p.teeCommitments = new ITangleTypes.TeeAttestationCommitment[](0);
         for (uint256 i = 0; i < operators.length; i++) {
             vm.prank(operators[i]);
             tangle.approveService(p);

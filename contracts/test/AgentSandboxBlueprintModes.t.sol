@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: MIT
 pragma solidity ^0.8.20;
 
+import {ITangleTypes} from "../src/tangle/ITangleTypes.sol";
 import {BlueprintFixture} from "./BlueprintFixture.sol";
+import {Vm} from "./TestBase.sol";
 import {ITangle} from "../src/tangle/ITangle.sol";
 import {LocalTangle} from "../src/tangle/LocalTangle.sol";
 import {AgentSandboxBlueprint} from "../src/AgentSandboxBlueprint.sol";
@@ -23,35 +25,47 @@ contract AgentSandboxBlueprintInstanceTest is BlueprintFixture {
     }
 
     function test_configMovesToService_andOwnerRecorded() public view {
-        vm.assertEq(bsm.getServiceConfig(sid), config, "config kept");
+        (uint64 rid, bytes32 h) = bsm.getServiceConfigRef(sid);
+        vm.assertEq(rid, 0, "its request");
+        vm.assertEq(h, keccak256(config), "config hash kept");
         vm.assertEq(bsm.serviceOwner(sid), USER, "owner");
     }
 
     function test_flatConfigAccepted() public {
         bytes memory flatConfig = flat(abi.encode(createReq("flat")));
+        vm.recordLogs();
         uint64 s2 = newService(bp, USER, ops(1), flatConfig);
-        vm.assertEq(bsm.getServiceConfig(s2), flatConfig, "flat config kept as given");
+        (, bytes32 h) = bsm.getServiceConfigRef(s2);
+        vm.assertEq(h, keccak256(flatConfig), "flat config kept as given");
+        Vm.Log[] memory logs = vm.getRecordedLogs();
+        bytes memory emitted;
+        for (uint256 i = 0; i < logs.length; i++) {
+            if (logs[i].topics[0] == AgentSandboxInstances.ServiceConfigRequested.selector) {
+                emitted = abi.decode(logs[i].data, (bytes));
+            }
+        }
+        vm.assertEq(emitted, flatConfig, "the event carries the config");
     }
 
     function test_badConfigRefusesRequest() public {
         vm.startPrank(USER);
-        vm.expectRevert(AgentSandboxInstances.InvalidServiceConfig.selector);
-        tangle.requestService(bp, ops(1), hex"0badc0de", new address[](0), 0, address(0), 0, 0);
-        vm.expectRevert(AgentSandboxInstances.InvalidServiceConfig.selector);
-        tangle.requestService(bp, ops(1), "", new address[](0), 0, address(0), 0, 0);
+        expectManagerRevert(address(bsm), abi.encodeWithSelector(AgentSandboxInstances.InvalidServiceConfig.selector));
+        tangle.requestService(bp, ops(1), hex"0badc0de", new address[](0), 0, address(0), 0, ITangleTypes.ConfidentialityPolicy.Any);
+        expectManagerRevert(address(bsm), abi.encodeWithSelector(AgentSandboxInstances.InvalidServiceConfig.selector));
+        tangle.requestService(bp, ops(1), "", new address[](0), 0, address(0), 0, ITangleTypes.ConfidentialityPolicy.Any);
         AgentSandboxJobCodec.SandboxCreateRequest memory r = createReq("bad tee");
         r.tee_type = 9;
-        vm.expectRevert(abi.encodeWithSelector(AgentSandboxJobCodec.InvalidTeeType.selector, 9));
-        tangle.requestService(bp, ops(1), abi.encode(r), new address[](0), 0, address(0), 0, 0);
+        expectManagerRevert(address(bsm), abi.encodeWithSelector(AgentSandboxJobCodec.InvalidTeeType.selector, 9));
+        tangle.requestService(bp, ops(1), abi.encode(r), new address[](0), 0, address(0), 0, ITangleTypes.ConfidentialityPolicy.Any);
         vm.stopPrank();
     }
 
     function test_sandboxJobsRefused() public {
         bytes memory create = abi.encode(createReq("x"));
         vm.startPrank(USER);
-        vm.expectRevert(abi.encodeWithSelector(AgentSandboxBlueprint.JobNotInInstanceMode.selector, 0));
+        expectManagerRevert(address(bsm), abi.encodeWithSelector(AgentSandboxBlueprint.JobNotInInstanceMode.selector, 0));
         tangle.submitJob(sid, 0, create);
-        vm.expectRevert(abi.encodeWithSelector(AgentSandboxBlueprint.JobNotInInstanceMode.selector, 1));
+        expectManagerRevert(address(bsm), abi.encodeWithSelector(AgentSandboxBlueprint.JobNotInInstanceMode.selector, 1));
         tangle.submitJob(sid, 1, abi.encode("x"));
         vm.stopPrank();
     }
@@ -131,17 +145,17 @@ contract AgentSandboxBlueprintInstanceTest is BlueprintFixture {
         vm.assertEq(bsm.getWorkflow(sid, wid).target_kind, 1, "instance target");
         // Only the service owner may put a workflow on the instance.
         vm.prank(USER);
-        tangle.setPermittedCaller(sid, STRANGER, true);
-        vm.expectRevert(abi.encodeWithSelector(AgentSandboxBlueprint.NotSandboxOwner.selector, STRANGER, USER));
+        tangle.addPermittedCaller(sid, STRANGER);
+        expectManagerRevert(address(bsm), abi.encodeWithSelector(AgentSandboxBlueprint.NotSandboxOwner.selector, STRANGER, USER));
         vm.prank(STRANGER);
         tangle.submitJob(sid, 2, abi.encode(r));
         r.target_sandbox_id = "sb";
-        vm.expectRevert(abi.encodeWithSelector(AgentSandboxJobCodec.InvalidWorkflowTarget.selector, 1, 2));
+        expectManagerRevert(address(bsm), abi.encodeWithSelector(AgentSandboxJobCodec.InvalidWorkflowTarget.selector, 1, 2));
         vm.prank(USER);
         tangle.submitJob(sid, 2, abi.encode(r));
         r.target_sandbox_id = "";
         r.target_kind = 0;
-        vm.expectRevert(abi.encodeWithSelector(AgentSandboxJobCodec.InvalidWorkflowTarget.selector, 0, 0));
+        expectManagerRevert(address(bsm), abi.encodeWithSelector(AgentSandboxJobCodec.InvalidWorkflowTarget.selector, 0, 0));
         vm.prank(USER);
         tangle.submitJob(sid, 2, abi.encode(r));
     }
@@ -183,8 +197,8 @@ contract AgentSandboxBlueprintTeeTest is BlueprintFixture {
 
     function test_nonTeeConfigRefused() public {
         bytes memory plain = abi.encode(createReq("plain"));
-        vm.expectRevert(AgentSandboxJobCodec.TeeRequired.selector);
+        expectManagerRevert(address(bsm), abi.encodeWithSelector(AgentSandboxJobCodec.TeeRequired.selector));
         vm.prank(USER);
-        tangle.requestService(bp, ops(1), plain, new address[](0), 0, address(0), 0, 0);
+        tangle.requestService(bp, ops(1), plain, new address[](0), 0, address(0), 0, ITangleTypes.ConfidentialityPolicy.Any);
     }
 }

@@ -3,6 +3,7 @@ pragma solidity ^0.8.20;
 
 import {TestBase} from "./TestBase.sol";
 import {ITangle} from "../src/tangle/ITangle.sol";
+import {ITangleTypes} from "../src/tangle/ITangleTypes.sol";
 import {LocalTangle} from "../src/tangle/LocalTangle.sol";
 
 /// Builds a LocalTangle world: a blueprint, registered operators, an active service.
@@ -20,7 +21,30 @@ abstract contract TangleFixture is TestBase {
 
     function newBlueprint(address manager) internal returns (uint64 id) {
         vm.prank(DEVELOPER);
-        id = tangle.createBlueprint("ipfs://blueprint", manager);
+        id = tangle.createBlueprint(definition(manager, 5));
+    }
+
+    /// A minimal valid definition: `jobs` jobs with empty schemas, one container source.
+    function definition(address manager, uint256 jobs) internal pure returns (ITangleTypes.BlueprintDefinition memory def) {
+        def.metadataUri = "ipfs://blueprint";
+        def.metadataHash = keccak256("ipfs://blueprint");
+        def.manager = manager;
+        def.metadata.name = "test blueprint";
+        def.jobs = new ITangleTypes.JobDefinition[](jobs);
+        for (uint256 i = 0; i < jobs; i++) {
+            def.jobs[i].name = "job";
+        }
+        def.sources = new ITangleTypes.BlueprintSource[](1);
+        def.sources[0].container = ITangleTypes.ImageRegistrySource("local", "agent-sandbox", "test");
+        def.sources[0].binaries = new ITangleTypes.BlueprintBinary[](1);
+        def.sources[0].binaries[0].name = "agent-sandbox";
+        def.sources[0].binaries[0].sha256 = keccak256("image");
+        def.supportedMemberships = new ITangleTypes.MembershipModel[](1);
+    }
+
+    /// The revert a manager's refusal of a reverting hook arrives as through Tangle.
+    function expectManagerRevert(address manager, bytes memory reason) internal {
+        vm.expectRevert(abi.encodeWithSelector(ITangle.ManagerReverted.selector, manager, reason));
     }
 
     function register(uint64 blueprintId, address op, bytes memory inputs) internal {
@@ -28,10 +52,10 @@ abstract contract TangleFixture is TestBase {
         tangle.registerOperator(blueprintId, fakeKey(uint160(op)), "http://127.0.0.1:9000", inputs);
     }
 
-    function minimalApproval(uint64 requestId) internal pure returns (ITangle.ApprovalParams memory p) {
+    function minimalApproval(uint64 requestId) internal pure returns (ITangleTypes.ApprovalParams memory p) {
         p.requestId = requestId;
-        p.securityCommitments = new ITangle.AssetSecurityCommitment[](0);
-        p.teeCommitments = new ITangle.TeeAttestationCommitment[](0);
+        p.securityCommitments = new ITangleTypes.AssetSecurityCommitment[](0);
+        p.teeCommitments = new ITangleTypes.TeeAttestationCommitment[](0);
     }
 
     /// Requests a service from `ops` as `requester` and has every operator approve it.
@@ -40,7 +64,7 @@ abstract contract TangleFixture is TestBase {
         returns (uint64 serviceId)
     {
         vm.prank(requester);
-        uint64 requestId = tangle.requestService(blueprintId, list, config, new address[](0), 0, address(0), 0, 0);
+        uint64 requestId = tangle.requestService(blueprintId, list, config, new address[](0), 0, address(0), 0, ITangleTypes.ConfidentialityPolicy.Any);
         serviceId = tangle.serviceCount();
         for (uint256 i = 0; i < list.length; i++) {
             vm.prank(list[i]);

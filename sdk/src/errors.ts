@@ -26,6 +26,8 @@ export const SdkErrorCodes = [
   'SERVICE_REQUEST',
   /** The runner was used in a state that does not allow the call (e.g. started twice). */
   'RUNNER_STATE',
+  /** A blueprint definition the protocol would refuse (each problem named). */
+  'DEFINITION',
 ] as const;
 
 export type SdkErrorCode = (typeof SdkErrorCodes)[number];

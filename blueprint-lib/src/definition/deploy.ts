@@ -1,9 +1,16 @@
 // The blueprint developer's deployment: the service-manager contract of each mode (cloud,
 // instance, TEE instance) from forge's output, then createBlueprint with its full definition.
 import { agentSandboxBlueprintAbi, agentSandboxBlueprintBytecode } from '@agent-sandbox/contracts';
-import { type ChainContext, createBlueprint, deployContract } from '@agent-sandbox/sdk';
+import {
+  type ChainContext,
+  type ContainerSourceSpec,
+  createBlueprint,
+  deployContract,
+} from '@agent-sandbox/sdk';
 import type { Abi, Address, Hex } from 'viem';
-import { agentSandboxDefinition, type BlueprintMode, type SandboxImageSource } from './definition.ts';
+import { agentSandboxDefinition, type BlueprintMode } from './agent-sandbox.ts';
+
+export const BLUEPRINT_MODES: readonly BlueprintMode[] = ['cloud', 'instance', 'tee-instance'];
 
 export interface DeployedBlueprint {
   mode: BlueprintMode;
@@ -16,7 +23,7 @@ export interface DeployedBlueprint {
 export interface DeployBlueprintsOptions {
   tangle: Address;
   modes: readonly BlueprintMode[];
-  image: SandboxImageSource;
+  image: ContainerSourceSpec;
   /** Reuse these managers instead of deploying new ones (by mode). */
   managers?: Partial<Record<BlueprintMode, Address>> | undefined;
   metadataUri?: string | undefined;
@@ -26,7 +33,7 @@ export interface DeployBlueprintsOptions {
 const MODE_ARGS: Record<BlueprintMode, [boolean, boolean]> = {
   cloud: [false, false],
   instance: [true, false],
-  teeInstance: [true, true],
+  'tee-instance': [true, true],
 };
 
 /** Deploys (or reuses) each mode's manager and creates its blueprint, in order; the signer owns both. */
@@ -54,12 +61,19 @@ export async function deployAgentSandboxBlueprints(
       mode,
       manager,
       image: o.image,
-      metadataUri: o.metadataUri,
-      codeRepository: o.codeRepository,
+      ...(o.metadataUri ? { metadataUri: o.metadataUri } : {}),
+      ...(o.codeRepository ? { codeRepository: o.codeRepository } : {}),
     });
     const b = await createBlueprint(c, o.tangle, def);
     ctx.progress?.(`blueprint ${b.blueprintId} (${mode}) created with manager ${manager}`);
     out.push({ mode, manager, blueprintId: b.blueprintId, managerTx, blueprintTx: b.txHash });
   }
   return out;
+}
+
+/** Parses "registry/name:tag" (the registry part has a dot or a colon, or is absent). */
+export function parseImageRef(ref: string, sha256: string): ContainerSourceSpec {
+  const m = /^(?:([^/]*[.:][^/]*)\/)?([^:@]+)(?::([\w][\w.-]{0,127}))?$/.exec(ref.trim());
+  if (!m) throw new Error(`"${ref}" is not an image reference (registry/name:tag)`);
+  return { registry: m[1] ?? '', image: m[2] ?? '', tag: m[3] ?? 'latest', sha256 };
 }

@@ -84,6 +84,26 @@ contract BlueprintServiceManagerBase is IBlueprintServiceManager {
         return (true, 0, 0, false);
     }
 
+    /// The protocol's grace intervals.
+    function getNonPaymentTerminationPolicy(uint64)
+        external
+        view
+        virtual
+        returns (bool useDefault, uint64 graceIntervals)
+    {
+        return (true, 0);
+    }
+
+    /// An emergency eviction keeps the protocol's minimum operator floor.
+    function forceRemoveAllowsBelowMin(uint64) external view virtual returns (bool ok) {
+        return false;
+    }
+
+    /// Bill in full.
+    function computeBillAdjustmentBps(uint64, uint64, uint64) external view virtual returns (uint16 adjustmentBps) {
+        return 10_000;
+    }
+
     // ── service lifecycle ─────────────────────────────────────────────────────────────────────
 
     function onRequest(uint64, address, address[] calldata, bytes calldata, uint64, address, uint256)
@@ -191,4 +211,14 @@ contract BlueprintServiceManagerBase is IBlueprintServiceManager {
     function getMinOperatorStake() external view virtual returns (bool useDefault, uint256 minStake) {
         return (true, 0);
     }
+
+    // ── binary versions ───────────────────────────────────────────────────────────────────────
+
+    function onBinaryVersionPublished(uint64, BinaryVersion calldata, string calldata)
+        external
+        virtual
+        onlyFromTangle
+    {}
+
+    function onOperatorBinaryAcked(uint64, uint64, address) external virtual onlyFromTangle {}
 }

@@ -7,6 +7,15 @@ pragma solidity ^0.8.20;
 ///      interface works unchanged behind a real Tangle deployment. How Tangle treats each hook
 ///      (reverting, best-effort under a gas cap, staticcall with a fallback) is noted per hook.
 interface IBlueprintServiceManager {
+    /// tnt-core's Types.BinaryVersion (onBinaryVersionPublished's record).
+    struct BinaryVersion {
+        uint64 versionId;
+        uint64 publishedAt;
+        bool deprecated;
+        bytes32 sha256Hash;
+        bytes32 attestationHash;
+    }
+
     // ── blueprint ──────────────────────────────────────────────────────────────────────────────
 
     /// Called once at createBlueprint; the first caller wins.
@@ -35,6 +44,21 @@ interface IBlueprintServiceManager {
         external
         view
         returns (bool useDefault, uint64 minCommitmentDuration, uint64 exitQueueDuration, bool forceExitAllowed);
+
+    /// Staticcall at terminateServiceForNonPayment; (true, _) keeps the protocol's grace.
+    function getNonPaymentTerminationPolicy(uint64 serviceId)
+        external
+        view
+        returns (bool useDefault, uint64 graceIntervals);
+
+    /// Staticcall at forceRemoveOperator: may an eviction take the service below its minimum?
+    function forceRemoveAllowsBelowMin(uint64 serviceId) external view returns (bool ok);
+
+    /// Staticcall at each subscription bill: the share of the bill to charge (10,000 = all).
+    function computeBillAdjustmentBps(uint64 serviceId, uint64 periodStart, uint64 periodEnd)
+        external
+        view
+        returns (uint16 adjustmentBps);
 
     // ── service lifecycle ─────────────────────────────────────────────────────────────────────
 
@@ -139,4 +163,13 @@ interface IBlueprintServiceManager {
     function queryIsPaymentAssetAllowed(uint64 serviceId, address asset) external view returns (bool isAllowed);
 
     function getMinOperatorStake() external view returns (bool useDefault, uint256 minStake);
+
+    // ── binary versions ───────────────────────────────────────────────────────────────────────
+
+    /// Best-effort, after the blueprint owner published a binary version.
+    function onBinaryVersionPublished(uint64 blueprintId, BinaryVersion calldata version, string calldata binaryUri)
+        external;
+
+    /// Best-effort, after a service operator acknowledged a binary version.
+    function onOperatorBinaryAcked(uint64 serviceId, uint64 versionId, address operator) external;
 }

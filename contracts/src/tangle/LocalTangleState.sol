@@ -2,54 +2,53 @@
 pragma solidity ^0.8.20;
 
 import {ITangle} from "./ITangle.sol";
-import {IBlueprintServiceManager} from "./IBlueprintServiceManager.sol";
 
 /// @title LocalTangleState
 /// @notice LocalTangle's records (blueprints, registrations, requests, services, job calls), the
-///         lookups that revert on a missing one, and the calls it makes into a blueprint's manager.
+///         lookups that revert on a missing one, and the three ways the real core calls a
+///         blueprint's manager: reverting (`_callManager`), best-effort (`_tryCallManager`) and
+///         view (`_tryStaticcallManager`), each with the manager hook gas cap.
 ///         Split out only to keep each file readable: LocalTangle is the one deployed contract.
 abstract contract LocalTangleState is ITangle {
-    /// Gas given to each best-effort hook (as the protocol's default).
-    uint256 public constant HOOK_GAS = 500_000;
-    /// Most bytes of a failed hook's return data kept in ManagerHookFailed.
-    uint256 internal constant MAX_RETURN_COPY = 512;
+    /// The protocol's default hook gas budget (tnt-core's MANAGER_HOOK_GAS_LIMIT_DEFAULT).
+    uint256 internal constant HOOK_GAS_LIMIT = 500_000;
+    /// The protocol's MIN_SERVICE_TTL / MAX_SERVICE_TTL / REQUEST_EXPIRY_GRACE_PERIOD.
+    uint64 internal constant MIN_SERVICE_TTL = 1 hours;
+    uint64 internal constant MAX_SERVICE_TTL = 365 days;
+    uint64 internal constant REQUEST_EXPIRY_GRACE_PERIOD = 1 hours;
+    /// The protocol's DEFAULT_MAX_OPERATORS_PER_SERVICE and PaymentLib's MINIMUM_PAYMENT_AMOUNT.
+    uint32 internal constant MAX_OPERATORS_PER_SERVICE = 128;
+    uint256 internal constant MINIMUM_PAYMENT_AMOUNT = 100;
+
+    /// Something the real protocol validates that the stand-in does not implement: refused.
+    error LocalUnsupported(string what);
+    /// The real router's own (ServicesRequests) cap and the refund failure of PaymentLib.
+    error TooManyPermittedCallers(uint256 supplied, uint256 max);
+    error PaymentFailed();
 
     struct BlueprintRecord {
-        address owner;
-        address manager;
-        uint64 createdAt;
-        bool exists;
-        string metadataUri;
+        Blueprint info;
+        BlueprintConfig config;
+        uint8 jobCount;
+        bytes registrationSchema;
+        bytes requestSchema;
     }
 
     struct Registration {
-        bool registered;
+        uint64 registeredAt;
         bytes ecdsaPublicKey;
-        string rpcAddress;
     }
 
-    struct Request {
-        uint64 blueprintId;
-        address requester;
-        uint64 createdAt;
-        uint64 ttl;
-        address paymentToken;
-        uint256 paymentAmount;
-        uint8 confidentiality;
-        uint32 approvalCount;
-        bool exists;
-        bool processed; // activated or rejected
+    struct RequestRecord {
+        ServiceRequest info;
         address[] operators;
         address[] permittedCallers;
-        bytes config;
         mapping(address => bool) approved;
     }
 
     struct ServiceRecord {
         Service info;
-        uint64 requestId;
         uint64 callCount;
-        bool exists;
         address[] operators;
         mapping(address => bool) isOperator;
         mapping(address => bool) permitted;
@@ -58,92 +57,88 @@ abstract contract LocalTangleState is ITangle {
     struct CallRecord {
         JobCall info;
         bytes32 inputsHash;
-        bool exists;
         mapping(address => bool) submitted;
     }
 
-    uint64 public blueprintCount;
-    uint64 public serviceRequestCount;
-    uint64 public serviceCount;
+    uint64 internal _blueprintCount;
+    uint64 internal _requestCount;
+    uint64 internal _serviceCount;
 
     mapping(uint64 => BlueprintRecord) internal _blueprints;
     mapping(uint64 => mapping(address => Registration)) internal _registrations;
-    mapping(uint64 => Request) internal _requests;
+    /// blueprint => keccak256(key) => operator (a gossip key serves one operator per blueprint).
+    mapping(uint64 => mapping(bytes32 => address)) internal _operatorKeys;
+    mapping(uint64 => RequestRecord) internal _requests;
     mapping(uint64 => ServiceRecord) internal _services;
     mapping(uint64 => mapping(uint64 => CallRecord)) internal _calls;
     /// Active services an operator serves per blueprint (blocks unregistering).
-    mapping(uint64 => mapping(address => uint32)) public activeServiceCount;
+    mapping(uint64 => mapping(address => uint32)) internal _activeServices;
 
-    // ── lookups ──────────────────────────────────────────────────────────────────────────────
+    function blueprintCount() external view returns (uint64) {
+        return _blueprintCount;
+    }
 
-    function _request(uint64 requestId) internal view returns (Request storage q) {
+    function serviceCount() external view returns (uint64) {
+        return _serviceCount;
+    }
+
+    function managerHookGasLimit() external pure returns (uint256) {
+        return HOOK_GAS_LIMIT;
+    }
+
+    // ── lookups (reverting, as the core's _get* helpers) ───────────────────────────────────────
+
+    function _blueprint(uint64 blueprintId) internal view returns (BlueprintRecord storage b) {
+        if (blueprintId >= _blueprintCount) revert BlueprintNotFound(blueprintId);
+        b = _blueprints[blueprintId];
+    }
+
+    function _request(uint64 requestId) internal view returns (RequestRecord storage q) {
+        if (requestId >= _requestCount) revert ServiceRequestNotFound(requestId);
         q = _requests[requestId];
-        if (!q.exists) revert ServiceRequestNotFound(requestId);
     }
 
     function _service(uint64 serviceId) internal view returns (ServiceRecord storage s) {
+        if (serviceId >= _serviceCount) revert ServiceNotFound(serviceId);
         s = _services[serviceId];
-        if (!s.exists) revert ServiceNotFound(serviceId);
-    }
-
-    function _blueprint(uint64 blueprintId) internal view returns (BlueprintRecord storage b) {
-        b = _blueprints[blueprintId];
-        if (!b.exists) revert BlueprintNotFound(blueprintId);
     }
 
     function _call(uint64 serviceId, uint64 callId) internal view returns (CallRecord storage c) {
+        if (callId >= _services[serviceId].callCount) revert JobCallNotFound(serviceId, callId);
         c = _calls[serviceId][callId];
-        if (!c.exists) revert JobCallNotFound(serviceId, callId);
+    }
+
+    function _managerOf(uint64 blueprintId) internal view returns (address) {
+        return _blueprints[blueprintId].info.manager;
     }
 
     // ── manager calls ─────────────────────────────────────────────────────────────────────────
 
-    /// requiresAggregation by staticcall; a failed or malformed answer means "true".
-    function _askAggregation(address manager, uint64 serviceId, uint8 job) internal view returns (bool) {
-        (bool ok, bytes memory ret) =
-            manager.staticcall(abi.encodeCall(IBlueprintServiceManager.requiresAggregation, (serviceId, job)));
-        if (!ok || ret.length < 32) return true;
-        return abi.decode(ret, (uint256)) != 0;
+    /// A reverting hook: any failure reverts the protocol call, the manager's revert data wrapped
+    /// in ManagerReverted (ManagerRejected when there is none, e.g. out of the gas cap).
+    function _callManager(address manager, bytes memory data) internal {
+        (bool ok, bytes memory ret) = manager.call{gas: HOOK_GAS_LIMIT}(data);
+        if (ok) return;
+        if (ret.length > 0) revert ManagerReverted(manager, ret);
+        revert ManagerRejected(manager);
     }
 
-    /// getRequiredResultCount by staticcall; 1 when it fails, the operator count when it says 0.
-    function _askRequiredCount(address manager, uint64 serviceId, uint8 job, uint32 operatorCount)
+    /// A best-effort hook: a failure emits ManagerHookFailed (with all its return data) and the
+    /// protocol call goes on. Like the real core it forwards min(cap, 63/64 of what is left), so
+    /// a transaction sent with too little gas can starve the hook without reverting.
+    function _tryCallManager(address manager, bytes memory data) internal {
+        (bool ok, bytes memory ret) = manager.call{gas: HOOK_GAS_LIMIT}(data);
+        if (!ok) emit ManagerHookFailed(manager, bytes4(data), ret);
+    }
+
+    /// A view hook: (false, "") on a zero manager, a revert, or an answer shorter than `minLen`.
+    function _tryStaticcallManager(address manager, bytes memory data, uint256 minLen)
         internal
         view
-        returns (uint32)
+        returns (bool ok, bytes memory ret)
     {
-        (bool ok, bytes memory ret) =
-            manager.staticcall(abi.encodeCall(IBlueprintServiceManager.getRequiredResultCount, (serviceId, job)));
-        if (!ok || ret.length < 32) return 1;
-        uint256 n = abi.decode(ret, (uint256));
-        if (n == 0) return operatorCount;
-        // n <= type(uint32).max in this branch.
-        // forge-lint: disable-next-line(unsafe-typecast)
-        return n > type(uint32).max ? type(uint32).max : uint32(n);
-    }
-
-    /// Calls a best-effort hook with HOOK_GAS; a failure emits ManagerHookFailed and is ignored.
-    /// Refuses to run with less gas than the hook is owed, so a low gas estimate cannot silently
-    /// starve the hook (estimateGas would otherwise settle on a limit where the hook always fails).
-    function _bestEffort(address manager, bytes memory data) internal {
-        uint256 need = HOOK_GAS + HOOK_GAS / 63 + 10_000;
-        if (gasleft() < need) revert InsufficientGasForHook(gasleft(), need);
-        bool ok;
-        uint256 retSize;
-        assembly {
-            ok := call(HOOK_GAS, manager, 0, add(data, 0x20), mload(data), 0, 0)
-            retSize := returndatasize()
-        }
-        if (ok) return;
-        uint256 copy = retSize > MAX_RETURN_COPY ? MAX_RETURN_COPY : retSize;
-        bytes memory ret = new bytes(copy);
-        assembly {
-            returndatacopy(add(ret, 0x20), 0, copy)
-        }
-        bytes4 selector;
-        assembly {
-            selector := mload(add(data, 0x20))
-        }
-        emit ManagerHookFailed(manager, selector, ret);
+        if (manager == address(0)) return (false, "");
+        (ok, ret) = manager.staticcall{gas: HOOK_GAS_LIMIT}(data);
+        if (!ok || ret.length < minLen) return (false, "");
     }
 }

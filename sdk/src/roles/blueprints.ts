@@ -1,12 +1,9 @@
 // Blueprint creation on Tangle from a full BlueprintDefinition (tnt-core 0.19's createBlueprint).
-import { iTangleAbi, iTangleLifecycleAbi } from '@agent-sandbox/contracts';
-import { type Abi, type AbiParameterToPrimitiveType, type Address, type Hex, parseEventLogs } from 'viem';
+import { iTangleAbi } from '@agent-sandbox/contracts';
+import { type Abi, type Address, type Hex, parseEventLogs } from 'viem';
+import type { BlueprintDefinition } from '../blueprint-definition.ts';
 import { SdkError } from '../errors.ts';
 import { type ChainContext, sendCall } from './tx.ts';
-
-type CreateBlueprintFn = Extract<(typeof iTangleLifecycleAbi)[number], { name: 'createBlueprint' }>;
-/** The definition as viem encodes it (enums as numbers), typed from the generated ABI. */
-export type BlueprintDefinition = AbiParameterToPrimitiveType<CreateBlueprintFn['inputs'][0]>;
 
 /** Creates the blueprint (the signer becomes its owner); returns its id from BlueprintCreated. */
 export async function createBlueprint(
@@ -17,7 +14,7 @@ export async function createBlueprint(
   const r = await sendCall(ctx, {
     label: `createBlueprint(${definition.metadata.name || definition.metadataUri}, manager ${definition.manager})`,
     address: tangle,
-    abi: iTangleLifecycleAbi as Abi,
+    abi: iTangleAbi as Abi,
     functionName: 'createBlueprint',
     args: [definition],
   });

@@ -148,17 +148,17 @@ async function fillCall(pub: PublicClient, tangle: Address, q: ServiceRequestInf
 async function markExpired(pub: PublicClient, tangle: Address, all: ServiceRequestInfo[]): Promise<void> {
   const pending = all.filter((q) => q.state === 'pending');
   if (pending.length === 0) return;
-  const grace = (await pub
-    .readContract({ address: tangle, abi: graceAbi, functionName: 'requestExpiryGracePeriod' })
-    .catch(() => undefined)) as bigint | undefined;
-  if (grace === undefined) return; // the stand-in has no window
+  // The protocol's default window is one hour (ProtocolConfig.REQUEST_EXPIRY_GRACE_PERIOD).
+  const grace = ((await pub
+    .readContract({ address: tangle, abi: iTangleLifecycleAbi, functionName: 'requestExpiryGracePeriod' })
+    .catch(() => 0n)) || 3600n) as bigint;
   const now = (await pub.getBlock()).timestamp;
   await Promise.all(
     pending.map(async (q) => {
       const r = (await pub
         .readContract({
           address: tangle,
-          abi: iTangleLifecycleAbi,
+          abi: iTangleAbi,
           functionName: 'getServiceRequest',
           args: [q.requestId],
         })
@@ -167,16 +167,6 @@ async function markExpired(pub: PublicClient, tangle: Address, all: ServiceReque
     }),
   );
 }
-
-const graceAbi = [
-  {
-    type: 'function',
-    name: 'requestExpiryGracePeriod',
-    stateMutability: 'view',
-    inputs: [],
-    outputs: [{ type: 'uint64' }],
-  },
-] as const;
 
 /** Approves a request as one of its operators (no security, BLS or TEE commitments). */
 export async function approveServiceRequest(ctx: ChainContext, tangle: Address, requestId: bigint) {
@@ -203,7 +193,7 @@ export async function rejectServiceRequest(ctx: ChainContext, tangle: Address, r
   const r = await sendCall(ctx, {
     label: `rejectService(request ${requestId})`,
     address: tangle,
-    abi: iTangleLifecycleAbi as Abi,
+    abi: iTangleAbi as Abi,
     functionName: 'rejectService',
     args: [requestId],
   });
@@ -304,7 +294,7 @@ export async function terminateService(ctx: ChainContext, tangle: Address, servi
   const r = await sendCall(ctx, {
     label: `terminateService(${serviceId})`,
     address: tangle,
-    abi: iTangleLifecycleAbi as Abi,
+    abi: iTangleAbi as Abi,
     functionName: 'terminateService',
     args: [serviceId],
   });
@@ -316,7 +306,7 @@ export async function unregisterOperator(ctx: ChainContext, tangle: Address, blu
   const r = await sendCall(ctx, {
     label: `unregisterOperator(blueprint ${blueprintId})`,
     address: tangle,
-    abi: iTangleLifecycleAbi as Abi,
+    abi: iTangleAbi as Abi,
     functionName: 'unregisterOperator',
     args: [blueprintId],
   });

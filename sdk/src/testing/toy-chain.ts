@@ -2,6 +2,7 @@
 // the toy blueprint, whose bare manager accepts any job) when given one, else starts its own anvil
 // and deploys them; then registers two FRESH operators and a fresh caller, so tests running in
 // parallel never share a nonce or a service.
+
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
@@ -26,6 +27,12 @@ import {
   zeroAddress,
 } from 'viem';
 import { generatePrivateKey, mnemonicToAccount, privateKeyToAccount } from 'viem/accounts';
+import {
+  type BlueprintDefinition,
+  containerSource,
+  defineBlueprint,
+  defineJob,
+} from '../blueprint-definition.ts';
 
 export interface TestAccount {
   address: Address;
@@ -147,7 +154,7 @@ export async function toyChain(devnet?: DevnetLike): Promise<ToyChain> {
         address: tangle,
         abi: localTangleAbi,
         functionName: 'createBlueprint',
-        args: ['toy', m.contractAddress!],
+        args: [toyDefinition(m.contractAddress!)],
       }),
     );
     blueprintId = parseEventLogs({ abi: localTangleAbi, eventName: 'BlueprintCreated', logs: r.logs })[0]!
@@ -285,4 +292,22 @@ export async function writeDevKey(dir: string, account: TestAccount): Promise<st
   const path = join(dir, 'operator-ecdsa.key');
   await writeFile(path, `${account.privateKey}\n`, { mode: 0o600 });
   return path;
+}
+
+/** The toy blueprint's definition: 16 jobs taking and giving any bytes, one stand-in source. */
+export function toyDefinition(manager: Address): BlueprintDefinition {
+  return defineBlueprint({
+    metadataUri: 'toy://blueprint',
+    manager,
+    metadata: { name: 'toy' },
+    jobs: Array.from({ length: 16 }, (_, i) =>
+      defineJob({
+        name: `job${i}`,
+        description: 'any input',
+        params: [{ type: 'bytes' }],
+        result: [{ type: 'bytes' }],
+      }),
+    ),
+    sources: [containerSource({ registry: 'local', image: 'toy', tag: 'test', sha256: 'ab'.repeat(32) })],
+  });
 }
