@@ -140,7 +140,6 @@ export function startAutoApprover(o: AutoApproverOptions): {
       fromBlock: o.fromBlock,
     });
     for (const q of pending) {
-      if (stopped) return;
       if (q.approvedBy.some((a) => a.toLowerCase() === o.operator.toLowerCase())) continue;
       const d = decideApproval(q, o.limits, o.instance);
       const ref = { requestId: `${q.requestId}`, requester: q.requester };
