@@ -69,7 +69,7 @@ const packageOf = (spec: string): string =>
 
 describe('workspace', () => {
   it.each(packages)(
-    '%s has a package.json whose exports are index.ts and only the named doors (testing, browser, sealing)',
+    '%s has a package.json whose exports are index.ts and only the named doors (testing, browser, sealing, definition)',
     (dir) => {
       const pkg = manifest(dir);
       expect(pkg.name).toBe(`@agent-sandbox/${dir}`);
@@ -78,7 +78,8 @@ describe('workspace', () => {
       // testing — test-only helpers; browser — the browser-safe subset (no node: imports) the web
       // console bundles; sealing — attestation's HPKE opening + binding without the verifier, which
       // the sidecar carries into the sandbox image.
-      const DOORS = ['testing', 'browser', 'sealing'];
+      // definition — blueprint-lib's chain-only door (definition, deployment, approval policy) for the devnet.
+      const DOORS = ['testing', 'browser', 'sealing', 'definition'];
       const { '.': main, ...doors } = pkg.exports as Record<string, string>;
       expect(main).toBe('./index.ts');
       expect(existsSync(`${dir}/index.ts`)).toBe(true);
