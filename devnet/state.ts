@@ -20,6 +20,8 @@ export const devnetInfoSchema = z.strictObject({
   startedAt: z.iso.datetime(),
   contracts: z.strictObject({
     tangle: address,
+    /** The staking contract operators stake in (LocalStaking on the stand-in, MultiAssetDelegation on a real one). */
+    staking: address.optional(),
     cloud: address,
     instance: address,
     teeInstance: address,
@@ -42,7 +44,7 @@ type Account = { address: Hex; privateKey: Hex; role: string };
 
 /** What a running devnet is: where to reach it, what is deployed, and which dev keys play which role. */
 export interface DevnetInfo extends Omit<Parsed, 'contracts' | 'accounts'> {
-  contracts: { [K in keyof Parsed['contracts']]: Hex };
+  contracts: { [K in Exclude<keyof Parsed['contracts'], 'staking'>]: Hex } & { staking?: Hex };
   accounts: { [K in keyof Parsed['accounts']]: Account };
 }
 

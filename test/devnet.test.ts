@@ -209,7 +209,14 @@ describe('devnet: what it set up', () => {
     expect(Object.keys(json).sort()).toEqual(
       ['accounts', 'blueprints', 'chainId', 'contracts', 'rpcUrl', 'services', 'startedAt', 'wsUrl'].sort(),
     );
-    expect(Object.keys(json.contracts).sort()).toEqual(['cloud', 'instance', 'tangle', 'teeInstance', 'toy']);
+    expect(Object.keys(json.contracts).sort()).toEqual([
+      'cloud',
+      'instance',
+      'staking',
+      'tangle',
+      'teeInstance',
+      'toy',
+    ]);
     expect(Object.keys(json.blueprints).sort()).toEqual(['cloud', 'instance', 'teeInstance', 'toy']);
     expect(Object.keys(json.services).sort()).toEqual(['cloud', 'instance', 'teeInstance', 'toy']);
     expect(Object.keys(json.accounts).sort()).toEqual([

@@ -70,7 +70,7 @@ const packageOf = (spec: string): string =>
 
 describe('workspace', () => {
   it.each(packages)(
-    '%s has a package.json whose exports are index.ts and only the named doors (testing, browser, sealing, files)',
+    '%s has a package.json whose exports are index.ts and only the named doors (testing, browser, sealing, files, definition)',
     (dir) => {
       const pkg = manifest(dir);
       expect(pkg.name).toBe(`@agent-sandbox/${dir}`);
@@ -79,8 +79,9 @@ describe('workspace', () => {
       // testing — test-only helpers; browser — the browser-safe subset (no node: imports) the web
       // console bundles; sealing — attestation's HPKE opening + binding without the verifier, which
       // the sidecar carries into the sandbox image; files — sdk's private atomic file writer,
-      // which the CLI's session cache uses without loading the whole SDK.
-      const DOORS = ['testing', 'browser', 'sealing', 'files'];
+      // which the CLI's session cache uses without loading the whole SDK;
+      // definition — blueprint-lib's chain-only door (definition, deployment, approval policy) for the devnet.
+      const DOORS = ['testing', 'browser', 'sealing', 'files', 'definition'];
       const { '.': main, ...doors } = pkg.exports as Record<string, string>;
       expect(main).toBe('./index.ts');
       expect(existsSync(`${dir}/index.ts`)).toBe(true);

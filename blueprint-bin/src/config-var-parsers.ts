@@ -4,7 +4,16 @@
 import { envUrl } from '@agent-sandbox/sdk';
 import { z } from 'zod';
 
-export type Command = 'run' | 'register' | 'keys' | 'status' | 'devnet';
+export type Command =
+  | 'run'
+  | 'register'
+  | 'keys'
+  | 'status'
+  | 'devnet'
+  | 'deploy-blueprint'
+  | 'stake'
+  | 'requests'
+  | 'unregister';
 
 // ── value parsers (string in, typed value out; messages never echo the value) ─────────────────
 export const text = z.string().trim().min(1, 'must not be empty');

@@ -4,13 +4,15 @@
 import { envAddress, envUint64 } from '@agent-sandbox/sdk';
 import { z } from 'zod';
 import { bool, int, list, secretHex, text, url, v } from './config-var-parsers.ts';
+import { APPROVAL_VARIABLES } from './config-vars-approval.ts';
 import { SANDBOX_VARIABLES } from './config-vars-sandbox.ts';
 import { TEE_VARIABLES } from './config-vars-tee.ts';
 import { WORKFLOW_VARIABLES } from './config-vars-workflows.ts';
 
 export type { Command, Group, Var } from './config-var-parsers.ts';
 
-const CHAIN_CMDS = ['run', 'register'] as const;
+const CHAIN_CMDS = ['run', 'register', 'deploy-blueprint', 'stake', 'requests', 'unregister'] as const;
+const BLUEPRINT_CMDS = ['run', 'register', 'requests', 'unregister'] as const;
 
 /** Every variable the operator reads. Order = README order. */
 export const VARIABLES = {
@@ -35,7 +37,7 @@ export const VARIABLES = {
   BLUEPRINT_ID: v({
     group: 'Chain and keys',
     schema: envUint64,
-    requiredFor: CHAIN_CMDS,
+    requiredFor: BLUEPRINT_CMDS,
     doc: 'Blueprint id on Tangle',
   }),
   SERVICE_ID: v({
@@ -53,8 +55,9 @@ export const VARIABLES = {
   STAKING_CONTRACT: v({
     group: 'Chain and keys',
     schema: envAddress,
+    requiredFor: ['stake'],
     defaultDoc: '(none)',
-    doc: 'Staking contract (real deployments)',
+    doc: "Tangle's staking contract (MultiAssetDelegation): `stake` deposits the operator's self-stake there",
   }),
   STATUS_REGISTRY_CONTRACT: v({
     group: 'Chain and keys',
@@ -302,6 +305,7 @@ export const VARIABLES = {
   ...SANDBOX_VARIABLES,
   ...TEE_VARIABLES,
   ...WORKFLOW_VARIABLES,
+  ...APPROVAL_VARIABLES,
 } as const;
 
 export type VariableName = keyof typeof VARIABLES;

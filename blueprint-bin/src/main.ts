@@ -15,6 +15,12 @@ Commands:
   devnet     start the local devnet and an operator (operator1) against it
   status     show the operator's /health and capabilities, or its local store summary
 
+Roles on a Tangle network (see the README, "Deploying against a real Tangle network"):
+  deploy-blueprint  blueprint developer: deploy the managers and create the blueprints
+  stake             operator: self-stake in MultiAssetDelegation (STAKING_CONTRACT)
+  requests          operator: list / approve / reject the service requests naming you
+  unregister        operator: leave BLUEPRINT_ID
+
 Every setting is an environment variable; see the README's Configuration table.
 Run \`agent-sandbox-operator <command> --help\` for a command's options.`,
   run: `Usage: agent-sandbox-operator run [--pretty]
@@ -49,6 +55,53 @@ Starts (or reuses) the local devnet (anvil + contracts, .devnet/devnet.json), th
 for the cloud service with the devnet's operator key, a SESSION_AUTH_SECRET generated once and kept
 in DATA_DIR (mode 0600), and prints the operator API URL. DATA_DIR defaults to .devnet/<operator>;
 OPERATOR_API_PORT to 9090 (operator1) / 9091 (operator2), the URLs the devnet registered.`,
+  'deploy-blueprint': `Usage: agent-sandbox-operator deploy-blueprint --image REF --image-sha256 HEX
+         [--modes cloud,instance,tee-instance] [--managers mode=0x…,…] [--metadata-uri URI] [--json]
+
+Blueprint developer. For each mode, deploys the AgentSandboxBlueprint service manager (forge's
+output; skip with --managers to reuse one) and calls Tangle's createBlueprint with the full
+definition: metadata, jobs 0-4 (each job's ABI in its metadataUri; the TLV schemas stay empty
+because the job bytes are ABI), the sandbox image as the container source (REF and its content
+digest), fixed membership, pay-once pricing. The signer (KEYSTORE_URI) owns the blueprints.
+Required: HTTP_RPC_URL TANGLE_CONTRACT
+Options:
+  --image REF           registry/name:tag of the sandbox image
+  --image-sha256 HEX    its content digest (docker image inspect --format '{{.Id}}')
+  --modes LIST          which blueprints (default all three)
+  --managers LIST       reuse deployed managers, e.g. cloud=0xabc…
+  --metadata-uri URI    the blueprint's JSON description (default: a data: URI)
+  --json                print the result as JSON`,
+  stake: `Usage: agent-sandbox-operator stake [--amount ETHER] [--json]
+
+Operator. Deposits a self-stake in Tangle's staking contract (STAKING_CONTRACT, the
+MultiAssetDelegation proxy): registerOperator the first time (at least minOperatorStake), then
+increaseStake; with a bond token set there, approves it and uses the *WithAsset calls. Without
+--amount it only prints the status. Exit 0 when the operator is active, 1 when not.
+Required: HTTP_RPC_URL TANGLE_CONTRACT STAKING_CONTRACT
+Options:
+  --amount ETHER   how much to add (e.g. 10, 0.5)
+  --json           print the result as JSON`,
+  requests: `Usage: agent-sandbox-operator requests list [--state S,…|all] [--from-block N] [--json]
+       agent-sandbox-operator requests approve <request id> [--json]
+       agent-sandbox-operator requests reject <request id> [--json]
+
+Operator. The service requests of BLUEPRINT_ID that name this operator (read from Tangle's events
+and the requestService calls), by default the pending ones, with their terms (operators, ttl,
+payment, config size). approve sends approveService (the service activates once every operator
+approved); reject sends rejectService (the request closes, the payment is refunded). With
+AUTO_APPROVE_REQUESTS=true, \`run\` approves requests within the AUTO_APPROVE_* limits by itself.
+Required: HTTP_RPC_URL TANGLE_CONTRACT BLUEPRINT_ID
+Options:
+  --state LIST     pending (default), activated, rejected, expired, or all
+  --from-block N   where to start reading events (default JOB_START_BLOCK, else 0)
+  --json           print the result as JSON`,
+  unregister: `Usage: agent-sandbox-operator unregister [--json]
+
+Operator. Leaves BLUEPRINT_ID (Tangle's unregisterOperator); refused while the operator serves an
+active service of it (terminate or leave those first).
+Required: HTTP_RPC_URL TANGLE_CONTRACT BLUEPRINT_ID
+Options:
+  --json   print the result as JSON`,
   status: `Usage: agent-sandbox-operator status [--url URL] [--local]
 
 Reads GET /health and /api/capabilities from the operator (URL: --url, OPERATOR_PUBLIC_URL or
@@ -79,6 +132,15 @@ export async function main(argv: string[]): Promise<number> {
       capacity: { type: 'string' },
       'rpc-address': { type: 'string' },
       operator: { type: 'string' },
+      json: { type: 'boolean' },
+      modes: { type: 'string' },
+      image: { type: 'string' },
+      'image-sha256': { type: 'string' },
+      'metadata-uri': { type: 'string' },
+      managers: { type: 'string' },
+      amount: { type: 'string' },
+      state: { type: 'string' },
+      'from-block': { type: 'string' },
     },
   });
   if (values.help) {
@@ -86,6 +148,31 @@ export async function main(argv: string[]): Promise<number> {
     return 0;
   }
   const pretty = values.pretty ?? false;
+  const json = values.json ?? false;
+  if (['deploy-blueprint', 'stake', 'requests', 'unregister'].includes(command)) {
+    const roles = await import('./role-commands.ts');
+    if (command === 'deploy-blueprint') {
+      return roles.cmdDeployBlueprint({
+        json,
+        modes: values.modes,
+        image: values.image,
+        imageSha256: values['image-sha256'],
+        metadataUri: values['metadata-uri'],
+        managers: values.managers,
+      });
+    }
+    if (command === 'stake') return roles.cmdStake({ json, amount: values.amount });
+    if (command === 'requests') {
+      return roles.cmdRequests({
+        json,
+        action: positionals[0],
+        id: positionals[1],
+        state: values.state,
+        fromBlock: values['from-block'],
+      });
+    }
+    return roles.cmdUnregister({ json });
+  }
   // Loaded only now: help and usage errors answer without loading the chain and runtime stacks.
   const { cmdDevnet, cmdKeys, cmdRegister, cmdRun, cmdStatus } = await import('./commands.ts');
   switch (command) {

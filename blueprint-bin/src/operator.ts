@@ -44,6 +44,7 @@ import type { Logger } from 'pino';
 import { Registry } from 'prom-client';
 import { type Address, createPublicClient, http } from 'viem';
 import type { OperatorConfig } from './config.ts';
+import { startApprovalPolicy } from './operator-approval.ts';
 import { startInstanceKeeper } from './operator-instance.ts';
 import { apiOptions, capabilities, managerConfig, teeOptions } from './operator-options.ts';
 import {
@@ -142,6 +143,7 @@ export async function startOperator(cfg: OperatorConfig, log: Logger): Promise<R
     cleanup.push(() => manager.stopBackground());
     startTimers(parts, cleanup, api, gone);
     startWorkflows(cleanup, api);
+    startApprovalPolicy(cfg, env, key, log, cleanup);
 
     state.ready = true;
     log.info(

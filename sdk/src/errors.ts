@@ -20,6 +20,10 @@ export const SdkErrorCodes = [
   'SUBMIT',
   /** Operator registration failed. */
   'REGISTRATION',
+  /** A role tool's transaction (stake, create blueprint, request/approve/reject/terminate) was refused or reverted. */
+  'TX',
+  /** A service request was rejected, or did not activate in time. */
+  'SERVICE_REQUEST',
   /** The runner was used in a state that does not allow the call (e.g. started twice). */
   'RUNNER_STATE',
   /** A blueprint definition the protocol would refuse (each problem named). */

@@ -3,6 +3,7 @@
 import { parseArgs } from 'node:util';
 import { ClientError } from '../errors.ts';
 import { CREATE_COMMAND } from './create-args.ts';
+import { serviceCommand } from './service-args.ts';
 
 // Kept light: `--help` loads only this file, help.ts and errors.ts; each command's code loads when it runs.
 
@@ -274,6 +275,17 @@ export const COMMANDS: Record<string, CommandSpec> = {
     positionals: [{ name: 'command', required: false }],
     options: {},
   },
+};
+
+COMMANDS['service'] = serviceCommand(
+  Object.fromEntries(
+    Object.entries(COMMANDS['create']!.options).filter(([k]) => !['timeout', 'keep-unready'].includes(k)),
+  ),
+);
+COMMANDS['service']!.options['timeout'] = {
+  type: 'string',
+  arg: 'SECONDS',
+  help: 'request/wait: give up waiting for activation after this long (default 600)',
 };
 
 export interface ParsedArgs {

@@ -26,6 +26,7 @@ const handlers: Record<string, () => Promise<Command>> = {
   delete: async () => (await import('./jobs.ts')).deleteSandbox,
   tee: async () => (await import('./tee.ts')).teeVerify,
   workflow: async () => (await import('./workflow.ts')).workflow,
+  service: async () => (await import('./service.ts')).service,
 };
 
 function report(e: unknown, io: CliIO, json: boolean): number {

@@ -1,0 +1,40 @@
+// SPDX-License-Identifier: MIT
+pragma solidity ^0.8.20;
+
+/// @title IMultiAssetDelegation
+/// @notice The operator side of Tangle's staking contract (tnt-core 0.19.x, commit 8a2b24c:
+///         IMultiAssetDelegation, OperatorManager, DelegationErrors) that the `stake` tool calls.
+///         Tangle's registerOperator for a blueprint requires `isOperatorActive` here and a stake
+///         of at least `minOperatorStake` (or the blueprint manager's own minimum).
+interface IMultiAssetDelegation {
+    event OperatorRegistered(address indexed operator, uint256 stake);
+    event OperatorStakeIncreased(address indexed operator, uint256 amount);
+
+    error OperatorAlreadyRegistered(address operator);
+    error OperatorNotRegistered(address operator);
+    error OperatorBondTokenOnly(address requiredToken);
+    error AssetNotEnabled(address token);
+    error InsufficientStake(uint256 required, uint256 provided);
+
+    /// Becomes an operator with a native self-stake of msg.value (refused when a bond token is set).
+    function registerOperator() external payable;
+
+    /// Becomes an operator with `amount` of the bond token (approve it first).
+    function registerOperatorWithAsset(address token, uint256 amount) external;
+
+    function increaseStake() external payable;
+
+    function increaseStakeWithAsset(address token, uint256 amount) external;
+
+    function isOperator(address operator) external view returns (bool);
+
+    function isOperatorActive(address operator) external view returns (bool);
+
+    function getOperatorStake(address operator) external view returns (uint256);
+
+    function getOperatorSelfStake(address operator) external view returns (uint256);
+
+    function minOperatorStake() external view returns (uint256);
+
+    function operatorBondToken() external view returns (address);
+}
