@@ -45,7 +45,7 @@ export function sandboxDockerfile(fromTag: string, opts: { withHarnesses: boolea
     : '';
   return `FROM ${fromTag}
 ENV PATH=${path} LANG=C.UTF-8
-${opts.withHarnesses ? '' : userLayer}ENV SIDECAR_PORT=8080 AGENT_WORKSPACE_ROOT=/home/agent AGENT_SUBPROCESS_UID=${AGENT_UID} AGENT_SUBPROCESS_GID=${AGENT_GID} NODE_ENV=production
+${opts.withHarnesses ? '' : userLayer}${loginPath}ENV SIDECAR_PORT=8080 AGENT_WORKSPACE_ROOT=/home/agent AGENT_SUBPROCESS_UID=${AGENT_UID} AGENT_SUBPROCESS_GID=${AGENT_GID} NODE_ENV=production
 RUN install -d -m 0700 -o root -g root ${TEE_SOCKET_DIR}
 COPY sidecar.cjs ${SIDECAR_PATH}
 WORKDIR /home/agent
