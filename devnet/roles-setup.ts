@@ -119,12 +119,8 @@ export async function setUpWithRoleTools(o: RolesSetupOptions): Promise<RolesSet
     bytecode: blueprintServiceManagerBaseBytecode,
     args: [],
   });
-  const toyDef = agentSandboxDefinition({ mode: 'cloud', manager: toy.address, image: DEVNET_IMAGE });
-  toyDef.metadata = {
-    ...toyDef.metadata,
-    name: 'toy',
-    description: 'a bare hook-compatible manager (tests)',
-  };
+  // The toy blueprint takes any of its 16 jobs with any input (the sdk's runner tests use job 9).
+  const toyDef = devnetDefinition('toy', toy.address);
   const toyBp = await createBlueprint(ctx('deployer'), o.tangle, toyDef);
   const contracts = {} as Record<DevnetKind, Address>;
   const blueprints = {} as Record<DevnetKind, number>;
