@@ -60,6 +60,21 @@ const sizeText = (s: Size) => `${s.cpuCores} CPU · ${s.memoryMb} MB · ${s.disk
 /** An empty number field: 0, "from the preset" (the operator resolves it). */
 const num = (v: FormDataEntryValue | null) => (v === null || String(v).trim() === '' ? 0 : Number(v));
 
+/** The create's on-chain refusal, once its result is mined (up to ~30 s), else undefined. */
+async function waitForRefusal(
+  info: Parameters<typeof import('./chain.ts').createRefusal>[0],
+  callId: bigint,
+  fromBlock: bigint,
+  read: typeof import('./chain.ts').createRefusal,
+): Promise<string | undefined> {
+  for (let i = 0; i < 60; i++) {
+    const refused = await read(info, callId, fromBlock);
+    if (refused) return refused;
+    await new Promise((r) => setTimeout(r, 500));
+  }
+  return undefined;
+}
+
 function CreateForm({ caps, onCreated }: { caps: Capabilities; onCreated: () => void }) {
   const [shapes, setShapes] = useState<Shapes>();
   useEffect(() => {
@@ -113,8 +128,12 @@ function CreateForm({ caps, onCreated }: { caps: Capabilities; onCreated: () => 
             last = pv.phase;
             setPhase((p) => [...p, pv.phase!]);
           }
-          if (pv.phase === 'failed')
-            throw new Error(`provisioning failed: ${pv.error ?? 'see the operator log'}`);
+          if (pv.phase === 'failed') {
+            if (pv.error) throw new Error(`provisioning failed: ${pv.error}`);
+            // The reason is the owner's (or not given to this session): the chain result says it.
+            const refused = await waitForRefusal(chainInfo(caps), callId, blockNumber, createRefusal);
+            throw new Error(refused ?? 'provisioning failed: see the operator log');
+          }
           if (pv.phase === 'ready' || pv.phase === 'running') break;
         } else if (res.status === 404) {
           // Refused before provisioning began (e.g. a field the runtime refuses): the chain says why.

@@ -1,6 +1,6 @@
 // The egress rule set each policy installs, the refusal (saying why and what to do) when the
 // rules cannot be installed, and the sweep of a killed operator's leftovers on real iptables; the rules' effect is tested on the real engine in
-// sandbox/hostile-neighbour-network.test.ts.
+// sandbox/hostile-neighbour-network.serial-test.ts.
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { promisify } from 'node:util';

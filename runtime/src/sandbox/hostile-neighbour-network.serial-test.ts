@@ -6,6 +6,8 @@
 // port keeps working; under none the sandbox has no interface but loopback (no-network.test.ts
 // covers the rest of none: the sidecar's socket, exec, runs, files); the same targets answer a sandbox on
 // Docker's default bridge (egress open), proving the listeners were there to be refused.
+// Serial (runs alone): every operator's rules see the shared asbx-public bridge, so a resolver
+// exception one test's operator lists is rejected by another operator's chain running beside it.
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
