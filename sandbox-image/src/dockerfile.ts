@@ -7,6 +7,8 @@ export const HARNESS_DIR = '/opt/harnesses';
 /**
  * Root-only (0700) directory a CVM mounts the dstack agent's socket into: the sidecar (root)
  * reaches it, the agent user (uid 1000) cannot traverse to it, so it gets no quotes or keys.
+ * Its layer carries a small file: a layer of only a directory has size 0 in the image history,
+ * which the config-only snapshot scrub (runtime image-scrub.ts) cannot tell from an empty layer.
  */
 export const TEE_SOCKET_DIR = '/run/tee';
 
@@ -46,7 +48,8 @@ export function sandboxDockerfile(fromTag: string, opts: { withHarnesses: boolea
   return `FROM ${fromTag}
 ENV PATH=${path} LANG=C.UTF-8
 ${opts.withHarnesses ? '' : userLayer}${loginPath}ENV SIDECAR_PORT=8080 AGENT_WORKSPACE_ROOT=/home/agent AGENT_SUBPROCESS_UID=${AGENT_UID} AGENT_SUBPROCESS_GID=${AGENT_GID} NODE_ENV=production
-RUN install -d -m 0700 -o root -g root ${TEE_SOCKET_DIR}
+RUN install -d -m 0700 -o root -g root ${TEE_SOCKET_DIR} \\
+ && printf 'root only: a CVM mounts its TEE socket here\\n' > ${TEE_SOCKET_DIR}/README
 COPY sidecar.cjs ${SIDECAR_PATH}
 WORKDIR /home/agent
 EXPOSE 8080
