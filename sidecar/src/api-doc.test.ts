@@ -13,7 +13,7 @@ describe('sidecar/API.md', () => {
     const config = loadConfig({
       SIDECAR_AUTH_TOKEN: 'x'.repeat(32),
       SIDECAR_TEE: 'dstack',
-      SIDECAR_TEE_CONTEXT: `31337:1:sbx-doc:0x${'ab'.repeat(20)}`,
+      SIDECAR_TEE_CONTEXT: `31337:1:sbx-doc:0x${'ab'.repeat(20)}:0x${'cd'.repeat(20)}`,
       SIDECAR_DSTACK_SOCKET: '/nonexistent/dstack.sock',
     });
     const app = createApp(config, pino({ level: 'silent' }));
