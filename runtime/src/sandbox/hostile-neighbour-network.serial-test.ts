@@ -57,6 +57,22 @@ async function startFabric(targets: Record<string, number[]>): Promise<{ stop():
       } catch {}
     }
   };
+  // A run killed before its clean-up leaves its fabric behind (same addresses, so our routes would
+  // be ambiguous): remove every earlier fabric first. The names are this test's own.
+  for (const old of execFileSync('ip', ['netns', 'list'])
+    .toString()
+    .matchAll(/^(asbx-fabric-[0-9a-f]+)/gm)) {
+    try {
+      ip('netns', 'del', old[1]!);
+    } catch {}
+  }
+  for (const old of execFileSync('ip', ['-o', 'link', 'show'])
+    .toString()
+    .matchAll(/^\d+: (asbxf[0-9a-f]+0)[@:]/gm)) {
+    try {
+      ip('link', 'del', old[1]!);
+    } catch {}
+  }
   try {
     ip('netns', 'add', ns);
     ip('link', 'add', host, 'type', 'veth', 'peer', 'name', peer);
@@ -135,6 +151,31 @@ async function bridgeAddress(rig: TestRig, rec: SandboxRecord): Promise<{ ip: st
 const create = (rig: TestRig, extra: { exposedPorts?: number[] } = {}) =>
   rig.manager.create({ ...base, callId: `net-${++call}`, ...extra });
 
+let addedMetadataAddress = false;
+
+/**
+ * Every operator's chains on a bridge apply to every sandbox on it, so another operator's
+ * chains left on the shared public bridge (a test of the parallel stage whose manager was never
+ * closed, a run killed by SIGKILL) would refuse what this file's rules allow. This file runs
+ * alone, so it clears them first.
+ */
+function sweepForeignChains(bridge: string): void {
+  const ipt = (...a: string[]) => execFileSync('iptables', ['-w', '5', ...a]).toString();
+  const chains = new Set<string>();
+  for (const from of ['DOCKER-USER', 'INPUT']) {
+    for (const line of ipt('-S', from).split('\n')) {
+      const m = line.match(/^-A (\S+) -i (\S+) -j (ASBX-[0-9a-f]+-(?:FWD|IN))$/);
+      if (!m || m[2] !== bridge) continue;
+      ipt('-D', m[1]!, '-i', bridge, '-j', m[3]!);
+      chains.add(m[3]!);
+    }
+  }
+  for (const c of chains) {
+    ipt('-F', c);
+    ipt('-X', c);
+  }
+}
+
 beforeAll(async () => {
   // The operator API and an anvil node, both bound to every interface (as a deployment might),
   // and a metadata service on the link-local address (added to the host's loopback for this
@@ -147,8 +188,18 @@ beforeAll(async () => {
     if (anvil.exitCode !== null) throw new Error(`anvil exited with ${anvil.exitCode}`);
     await new Promise((r) => setTimeout(r, 50));
   }
-  execFileSync('ip', ['addr', 'add', `${METADATA}/32`, 'dev', 'lo']);
-  await listen(METADATA, 80);
+  sweepForeignChains('asbx-public');
+  // The address may already be on the loopback (a machine that serves its own metadata there, or
+  // a run killed before its clean-up): add it only when absent, and remove only what we added.
+  const onLoopback = execFileSync('ip', ['-4', '-o', 'addr', 'show', 'dev', 'lo']).toString();
+  if (!onLoopback.includes(` ${METADATA}/`)) {
+    execFileSync('ip', ['addr', 'add', `${METADATA}/32`, 'dev', 'lo']);
+    addedMetadataAddress = true;
+  }
+  // Something of the machine's own may already answer there; then it stands in for ours.
+  await listen(METADATA, 80).catch((e: NodeJS.ErrnoException) => {
+    if (addedMetadataAddress || e.code !== 'EADDRINUSE') throw e;
+  });
   fabric = await startFabric({ [AZURE]: [80, 32526, 53] });
   [pub, none, open] = await Promise.all([
     makeRig(image, { egress: 'public' }),
@@ -177,9 +228,11 @@ afterAll(async () => {
   await Promise.all([pub?.cleanup(), none?.cleanup(), open?.cleanup()]);
   for (const s of servers) s.close();
   fabric?.stop();
-  try {
-    execFileSync('ip', ['addr', 'del', `${METADATA}/32`, 'dev', 'lo']);
-  } catch {}
+  if (addedMetadataAddress) {
+    try {
+      execFileSync('ip', ['addr', 'del', `${METADATA}/32`, 'dev', 'lo']);
+    } catch {}
+  }
 });
 
 describe('hostile neighbour: network', () => {
