@@ -406,84 +406,61 @@ describe('createSandbox', () => {
     expect(created.operatorUrl).toBe(op.url);
   });
 
-  it('throws with the failed phase and reason from the on-chain failure result', async () => {
+  /** A create whose assigned operator plays `actor`; what it threw, once the play has ended. */
+  async function failingCreate(
+    name: string,
+    actor: (p: Extract<CreateProgress, { stage: 'assigned' }>) => Promise<void>,
+    operatorUrl: string | (() => undefined) = op.url,
+  ) {
     let play: Promise<void> | undefined;
-    const actor = operatorPlays(() => ({ id: '', json: { error: 'image not found', phase: 'image_pull' } }));
     const err = await createSandbox({
       chain: chainFor(),
       account: user,
-      request: { name: 'client-test-fail-result' },
-      operatorUrl: () => undefined, // no live progress: the chain result alone decides
+      request: { name },
+      operatorUrl,
       pollMs: 100,
       timeoutMs: 30_000,
       onProgress: (p) => {
-        if (p.stage === 'assigned') play = actor({ ...p, operatorUrl: op.url });
+        if (p.stage === 'assigned') play = actor(p);
       },
     }).catch((e) => e);
     await play;
+    return err;
+  }
+
+  it('throws with the failed phase and reason from the on-chain failure result', async () => {
+    const actor = operatorPlays(() => ({ id: '', json: { error: 'image not found', phase: 'image_pull' } }));
+    const err = await failingCreate(
+      'client-test-fail-result',
+      (p) => actor({ ...p, operatorUrl: op.url }),
+      () => undefined, // no live progress: the chain result alone decides
+    );
     expect(isClientError(err, 'PROVISION_FAILED')).toBe(true);
     expect(err.message).toBe('sandbox provisioning failed at image_pull: image not found');
     expect(err.exitCode).toBe(ExitCode.REMOTE);
   });
 
   it('a failed phase shown without its reason (an anonymous view) waits for the on-chain reason', async () => {
-    let play: Promise<void> | undefined;
     // The operator's public progress says `failed` but not why; the result on chain does.
     const actor = operatorPlays(() => ({ id: '', json: { error: 'image not found', phase: 'image_pull' } }));
-    const err = await createSandbox({
-      chain: chainFor(),
-      account: user,
-      request: { name: 'client-test-fail-anon' },
-      operatorUrl: op.url,
-      pollMs: 100,
-      timeoutMs: 30_000,
-      onProgress: (p) => {
-        if (p.stage === 'assigned') play = actor(p);
-      },
-    }).catch((e) => e);
-    await play;
+    const err = await failingCreate('client-test-fail-anon', actor);
     expect(isClientError(err, 'PROVISION_FAILED')).toBe(true);
     expect(err.message).toBe('sandbox provisioning failed at image_pull: image not found');
   });
 
   it('throws as soon as the operator reports the provision failed', async () => {
-    let play: Promise<void> | undefined;
     const actor = operatorPlays(() => ({ id: '', json: {} }), 'container_start');
-    const err = await createSandbox({
-      chain: chainFor(),
-      account: user,
-      request: { name: 'client-test-fail-phase' },
-      operatorUrl: op.url,
-      pollMs: 100,
-      timeoutMs: 30_000,
-      onProgress: (p) => {
-        if (p.stage === 'assigned') play = actor(p);
-      },
-    }).catch((e) => e);
-    await play;
+    const err = await failingCreate('client-test-fail-phase', actor);
     expect(isClientError(err, 'PROVISION_FAILED')).toBe(true);
     expect(err.details).toMatchObject({ phase: 'container_start', reason: 'disk full' });
   });
 
   it('deletes (job 1, never a stop) a sandbox that exists but never reports running', async () => {
-    let play: Promise<void> | undefined;
-    const err = await createSandbox({
-      chain: chainFor(),
-      account: user,
-      request: { name: 'client-test-never-running' },
-      operatorUrl: op.url,
-      pollMs: 100,
-      timeoutMs: 30_000,
-      onProgress: (p) => {
-        if (p.stage !== 'assigned') return;
-        play = (async () => {
-          const id = `sb-stopped-${p.callId}`;
-          op.sandboxes.set(id, { id, owner: user.address.toLowerCase(), state: 'stopped', secrets: {} });
-          await postResult(p.operator!, p.callId, createOutput(id, { sandboxId: id }));
-        })();
-      },
-    }).catch((e) => e);
-    await play;
+    const err = await failingCreate('client-test-never-running', async (p) => {
+      const id = `sb-stopped-${p.callId}`;
+      op.sandboxes.set(id, { id, owner: user.address.toLowerCase(), state: 'stopped', secrets: {} });
+      await postResult(p.operator!, p.callId, createOutput(id, { sandboxId: id }));
+    });
     expect(isClientError(err, 'PROVISION_FAILED')).toBe(true);
     expect(err.message).toMatch(/reports stopped, not running; delete job \d+ was submitted for it/);
     const chain = chainFor();
