@@ -93,7 +93,7 @@ AUTO_APPROVE_REQUESTS=true, \`run\` approves requests within the AUTO_APPROVE_* 
 Required: HTTP_RPC_URL TANGLE_CONTRACT BLUEPRINT_ID
 Options:
   --state LIST     pending (default), activated, rejected, expired, or all
-  --from-block N   where to start reading events (default JOB_START_BLOCK, else 0)
+  --from-block N   where to start reading events (default JOB_START_BLOCK if a number, else 0)
   --json           print the result as JSON`,
   unregister: `Usage: agent-sandbox-operator unregister [--json]
 
