@@ -40,18 +40,19 @@ export async function deployDevnet(
     pollingIntervalMs: 20,
   };
   try {
-    // The protocol itself (a real network has it already): the core and its staking contract.
-    const tangle = await deployContract(deployer, {
-      label: 'LocalTangle',
-      abi: localTangleAbi as Abi,
-      bytecode: localTangleBytecode,
-      args: [],
-    });
+    // The protocol itself (a real network has it already): the staking contract and the core,
+    // which consults it when an operator registers.
     const staking = await deployContract(deployer, {
       label: 'LocalStaking',
       abi: localStakingAbi as Abi,
       bytecode: localStakingBytecode,
       args: [DEVNET_MIN_STAKE],
+    });
+    const tangle = await deployContract(deployer, {
+      label: 'LocalTangle',
+      abi: localTangleAbi as Abi,
+      bytecode: localTangleBytecode,
+      args: [staking.address],
     });
     log(`deployed LocalTangle at ${tangle.address}, LocalStaking at ${staking.address}`);
     const set = await setUpWithRoleTools({

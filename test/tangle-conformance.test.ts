@@ -5,20 +5,36 @@
 // src/libraries/Types.sol (struct field order and widths; enums are uint8 on the wire) and
 // Errors.sol, src/core/Base.sol (ManagerHookFailed, _callManager), src/core/JobsSubmission.sol
 // (JobSubmitted as the core emits it: jobIndex NOT indexed) and ServicesRequests.sol
-// (TooManyPermittedCallers). A change to ITangle.sol, ITangleTypes.sol, LocalTangle*.sol or
+// (TooManyPermittedCallers), src/core/Operators.sol (_registerOperator's staking checks) and
+// src/facets/staking/StakingViewsFacet.sol (the staking views it calls; cross-checked against
+// bindings/abi/IMultiAssetDelegation.json). A change to ITangle.sol, ITangleTypes.sol, LocalTangle*.sol or
 // IBlueprintServiceManager.sol that drifts from the real router fails here.
 
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { iBlueprintServiceManagerAbi, iTangleAbi, localTangleAbi } from '@agent-sandbox/contracts';
+import {
+  decodeRevertData,
+  iBlueprintServiceManagerAbi,
+  iMultiAssetDelegationAbi,
+  iTangleAbi,
+  localStakingAbi,
+  localTangleAbi,
+} from '@agent-sandbox/contracts';
 import {
   type AbiParameter,
+  BaseError,
+  ContractFunctionRevertedError,
+  createPublicClient,
+  type Hex,
+  http,
   toEventSelector,
   toEventSignature,
   toFunctionSelector,
   toFunctionSignature,
+  toHex,
 } from 'viem';
-import { describe, expect, it } from 'vitest';
+import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
+import { describe, expect, inject, it } from 'vitest';
 
 /** [canonical signature, selector, output tuple] of the core's functions we call or implement. */
 const FUNCTIONS: ReadonlyArray<readonly [string, string, string]> = [
@@ -180,6 +196,31 @@ const ERRORS: ReadonlyArray<readonly [string, string]> = [
   ['UpfrontPaymentNotAllowedForEventDriven()', '0x889fa9e0'],
   ['TooManyPermittedCallers(uint256,uint256)', '0xb8d2f99d'],
   ['PaymentFailed()', '0xf499da20'],
+  // Operators._registerOperator's staking refusals.
+  ['OperatorNotActive(address)', '0xe356d5aa'],
+  ['InsufficientStake(address,uint256,uint256)', '0x936d426d'],
+];
+
+/**
+ * The staking contract (MultiAssetDelegation) as the core reads it when an operator registers, in
+ * this order: isOperatorActive(sender) else OperatorNotActive(sender); then after the key checks
+ * minOperatorStake(), replaced by the manager's getMinOperatorStake() when it answers
+ * (false, m > 0); meetsStakeRequirement(sender, min) (total stake >= min) else
+ * InsufficientStake(sender, min, getOperatorStake(sender)). Plus the operator-side calls of the
+ * `stake` tool. [signature, selector, outputs].
+ */
+const STAKING: ReadonlyArray<readonly [string, string, string]> = [
+  ['getOperatorSelfStake(address)', '0xd673e0b9', '(uint256)'],
+  ['getOperatorStake(address)', '0xe4e88de8', '(uint256)'],
+  ['increaseStake()', '0xd9e257ef', '()'],
+  ['increaseStakeWithAsset(address,uint256)', '0xe5e27b6a', '()'],
+  ['isOperator(address)', '0x6d70f7ae', '(bool)'],
+  ['isOperatorActive(address)', '0xeb473533', '(bool)'],
+  ['meetsStakeRequirement(address,uint256)', '0xf46913bb', '(bool)'],
+  ['minOperatorStake()', '0xd775cb61', '(uint256)'],
+  ['operatorBondToken()', '0x0f157fb9', '(address)'],
+  ['registerOperator()', '0x2acde098', '()'],
+  ['registerOperatorWithAsset(address,uint256)', '0xe0a5825b', '()'],
 ];
 
 /** [canonical signature, selector] of every IBlueprintServiceManager hook of 0.19. */
@@ -254,7 +295,7 @@ const errorSig = (i: Item) => toFunctionSignature({ ...i, type: 'function', outp
 
 describe('the table of tnt-core 0.19 facts', () => {
   it('is self-consistent (each selector and topic is the keccak of its signature)', () => {
-    for (const [sig, sel] of [...FUNCTIONS, ...ERRORS, ...HOOKS])
+    for (const [sig, sel] of [...FUNCTIONS, ...ERRORS, ...HOOKS, ...STAKING])
       expect(toFunctionSelector(sig), sig).toBe(sel);
     for (const [sig, topic] of EVENTS) expect(toEventSelector(sig), sig).toBe(topic);
   });
@@ -301,6 +342,60 @@ describe.each([
   it('carries none of the selectors the real router does not know', () => {
     const names = new Set(abi.map((i) => i.name));
     for (const n of NOT_ON_THE_REAL_ROUTER) expect(names.has(n), n).toBe(false);
+  });
+});
+
+describe.each([
+  ['IMultiAssetDelegation', iMultiAssetDelegationAbi as readonly Item[]],
+  ['LocalStaking', localStakingAbi as readonly Item[]],
+])('%s against tnt-core 0.19 staking', (_name, abi) => {
+  it('has every view registration reads and only real functions, with real selectors and layouts', () => {
+    const table = new Map(STAKING.map(([sig, sel, out]) => [sig, { sel, out }]));
+    const ours = abi.filter((i) => i.type === 'function').map((f) => toFunctionSignature(f as never));
+    for (const sig of ours) {
+      const f = abi.find((i) => i.type === 'function' && toFunctionSignature(i as never) === sig)!;
+      expect(table.get(sig), `${sig} is not a 0.19 staking function`).toBeDefined();
+      expect(toFunctionSelector(sig)).toBe(table.get(sig)?.sel);
+      expect(tupleType(f.outputs ?? []), `${sig} returns`).toBe(table.get(sig)?.out);
+    }
+    for (const needed of [
+      'isOperatorActive(address)',
+      'minOperatorStake()',
+      'meetsStakeRequirement(address,uint256)',
+      'getOperatorStake(address)',
+    ])
+      expect(ours, needed).toContain(needed);
+  });
+});
+
+describe('registration checks staking as tnt-core 0.19 does (the devnet: LocalTangle over LocalStaking)', () => {
+  it('an account that never staked is refused OperatorNotActive(account), by its own name', async () => {
+    const devnet = inject('devnet');
+    const pub = createPublicClient({ transport: http(devnet.rpcUrl) });
+    const account = privateKeyToAccount(generatePrivateKey());
+    await pub.request({
+      method: 'anvil_setBalance' as never,
+      params: [account.address, toHex(10n ** 18n)] as never,
+    });
+    const e = await pub
+      .simulateContract({
+        account,
+        address: devnet.contracts.tangle,
+        abi: iTangleAbi,
+        functionName: 'registerOperator',
+        args: [BigInt(devnet.blueprints.cloud), account.publicKey, 'http://127.0.0.1:1'],
+      })
+      .then(
+        () => undefined,
+        (x: unknown) => x,
+      );
+    expect(e, 'registration without stake must revert').toBeInstanceOf(BaseError);
+    const reverted = (e as BaseError).walk((x) => x instanceof ContractFunctionRevertedError) as
+      | (ContractFunctionRevertedError & { raw?: Hex })
+      | null;
+    const decoded = reverted?.raw ? decodeRevertData(reverted.raw) : undefined;
+    expect(decoded).toMatchObject({ errorName: 'OperatorNotActive', args: [account.address] });
+    expect(decoded?.manager).toBeUndefined();
   });
 });
 

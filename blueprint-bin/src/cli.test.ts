@@ -117,7 +117,7 @@ describe('agent-sandbox-operator', () => {
     });
   }, 300_000);
 
-  it('register declares the capacity on chain and is idempotent', async () => {
+  it('register declares the capacity on chain and is idempotent (after staking: refused before, saying how)', async () => {
     const pk = generatePrivateKey();
     const acct = privateKeyToAccount(pk);
     const pub = createPublicClient({ transport: http(devnet.rpcUrl) });
@@ -131,11 +131,19 @@ describe('agent-sandbox-operator', () => {
     const env = {
       HTTP_RPC_URL: devnet.rpcUrl,
       TANGLE_CONTRACT: devnet.contracts.tangle,
+      STAKING_CONTRACT: devnet.contracts.staking!,
       BLUEPRINT_ID: `${devnet.blueprints.cloud}`,
       DATA_DIR: join(dir, 'reg-data'),
       KEYSTORE_URI: ks,
       TEST_MODE: 'true',
     };
+    // Tangle registers only active operators of its staking contract, as tnt-core 0.19 does.
+    const unstaked = await cli(['register', '--capacity', '3', '--rpc-address', 'http://127.0.0.1:1'], env);
+    expect(unstaked.code).toBe(1);
+    expect(unstaked.stderr).toMatch(/OperatorNotActive/);
+    expect(unstaked.stderr).toMatch(/To fix: agent-sandbox-operator stake --amount ETHER/);
+    const staked = await cli(['stake', '--amount', '1', '--json'], env);
+    expect(staked.code, staked.stderr).toBe(0);
     const first = await cli(['register', '--capacity', '3', '--rpc-address', 'http://127.0.0.1:1'], env);
     expect(first.code, first.stderr).toBe(0);
     expect(JSON.parse(first.stdout)).toMatchObject({

@@ -4,8 +4,8 @@ import { chmod, mkdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { agentSandboxErrorAbi } from '@agent-sandbox/contracts';
 import type { EncryptedStore } from '@agent-sandbox/runtime';
-import { createKeystore, KEYSTORE_DEV_FILE, loadKeystore, register } from '@agent-sandbox/sdk';
-import { encodeAbiParameters, type Hex } from 'viem';
+import { createKeystore, isSdkError, KEYSTORE_DEV_FILE, loadKeystore, register } from '@agent-sandbox/sdk';
+import { encodeAbiParameters, formatEther, type Hex } from 'viem';
 import { type Command, ConfigError, loadConfig } from './config.ts';
 import { createLogger } from './logger.ts';
 
@@ -87,9 +87,33 @@ export async function cmdRegister(opts: {
     managerErrors: agentSandboxErrorAbi,
     captureOnlyPath: env.registrationCaptureOnly ? env.registrationOutputPath : undefined,
     logger: log,
+  }).catch((e: unknown) => {
+    throw withStakeHint(e);
   });
   out({ ...r, operator: key.address, blueprintId: `${env.blueprintId}`, capacity, rpcAddress });
   return 0;
+}
+
+/** Tangle refused the registration for staking: say which command fixes it. */
+function withStakeHint(e: unknown): unknown {
+  const name = isSdkError(e, 'REGISTRATION') ? e.details?.['errorName'] : undefined;
+  if (name !== 'OperatorNotActive' && name !== 'InsufficientStake') return e;
+  const d = (e as { details?: Record<string, unknown> }).details ?? {};
+  const missing =
+    typeof d['requiredWei'] === 'string' && typeof d['stakedWei'] === 'string'
+      ? BigInt(d['requiredWei']) - BigInt(d['stakedWei'])
+      : undefined;
+  const how =
+    missing !== undefined && missing > 0n
+      ? `agent-sandbox-operator stake --amount ${formatEther(missing)}`
+      : "agent-sandbox-operator stake --amount ETHER (at least the staking contract's minimum; `agent-sandbox-operator stake` alone shows it)";
+  return Object.assign(
+    new Error(
+      `${(e as Error).message}\nTo fix: ${how} with STAKING_CONTRACT set to Tangle's staking contract, then register again.`,
+      { cause: e },
+    ),
+    { code: 'REGISTRATION' },
+  );
 }
 
 export async function cmdKeys(opts: { action: string | undefined; force: boolean }): Promise<number> {

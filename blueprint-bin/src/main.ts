@@ -38,6 +38,9 @@ Options:
 Registers the operator key for BLUEPRINT_ID on TANGLE_CONTRACT (idempotent). The capacity is sent
 as abi.encode(uint32) registration input (default OPERATOR_MAX_CAPACITY; 0 = the contract default).
 REGISTRATION_CAPTURE_ONLY=true writes the payload to REGISTRATION_OUTPUT_PATH instead.
+Stake first: Tangle registers only an active operator of its staking contract (else
+OperatorNotActive) with at least the blueprint's minimum stake (else InsufficientStake); see
+\`agent-sandbox-operator stake --help\`.
 Options:
   --capacity N        capacity to declare
   --rpc-address URL   where clients reach this operator (default OPERATOR_RPC_ADDRESS / OPERATOR_PUBLIC_URL)`,
@@ -93,7 +96,7 @@ AUTO_APPROVE_REQUESTS=true, \`run\` approves requests within the AUTO_APPROVE_* 
 Required: HTTP_RPC_URL TANGLE_CONTRACT BLUEPRINT_ID
 Options:
   --state LIST     pending (default), activated, rejected, expired, or all
-  --from-block N   where to start reading events (default JOB_START_BLOCK, else 0)
+  --from-block N   where to start reading events (default JOB_START_BLOCK if a number, else 0)
   --json           print the result as JSON`,
   unregister: `Usage: agent-sandbox-operator unregister [--json]
 

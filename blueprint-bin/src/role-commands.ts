@@ -165,7 +165,14 @@ export async function cmdRequests(
       blueprintId,
       operator: key.address,
       states: (states ?? ['pending']) as RequestState[],
-      fromBlock: o.fromBlock === undefined ? (v.JOB_START_BLOCK as bigint | undefined) : BigInt(o.fromBlock),
+      // JOB_START_BLOCK's default is 'latest' (where `run` starts following jobs): a request made a
+      // block ago is not in it, so only a block number counts here; otherwise read from genesis.
+      fromBlock:
+        o.fromBlock !== undefined
+          ? BigInt(o.fromBlock)
+          : typeof v.JOB_START_BLOCK === 'bigint'
+            ? v.JOB_START_BLOCK
+            : 0n,
     });
     print(
       o.json,

@@ -38,11 +38,13 @@ contract AgentSandboxBlueprintCloudTest is BlueprintFixture {
         vm.assertEq(bsm.capacityOf(operatorAt(10)), 100, "zero means default");
         register(bp, operatorAt(11), hex"01");
         vm.assertEq(bsm.capacityOf(operatorAt(11)), 100, "short means default");
+        stake(operatorAt(12), MIN_STAKE);
         vm.prank(operatorAt(12));
         tangle.registerOperator(bp, fakeKey(12), "http://op12"); // passes OperatorPreferences
         vm.assertEq(bsm.capacityOf(operatorAt(12)), 100, "preferences tuple means default");
         register(bp, operatorAt(13), abi.encode(uint256(7), "extra"));
         vm.assertEq(bsm.capacityOf(operatorAt(13)), 7, "first word read");
+        stake(operatorAt(14), MIN_STAKE);
         expectManagerRevert(address(bsm), abi.encodeWithSelector(AgentSandboxBlueprint.InvalidCapacity.selector, uint256(1) << 40));
         register(bp, operatorAt(14), abi.encode(uint256(1) << 40));
         // Registered operators count towards the blueprint's free capacity: 3 * 2 + 3 * 100 + 7.

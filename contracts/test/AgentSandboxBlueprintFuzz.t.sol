@@ -10,7 +10,7 @@ contract AgentSandboxBlueprintFuzzTest is BlueprintFixture {
     uint256 internal constant N = 4;
 
     function setUp() public {
-        tangle = new LocalTangle();
+        tangle = newTangle();
         bsm = new AgentSandboxBlueprint(false, false);
         bp = newBlueprint(address(bsm));
         // Operators 0..N-1 serve; N..N+1 are registered with big capacity but not in the service.

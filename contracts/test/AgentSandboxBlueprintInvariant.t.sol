@@ -238,7 +238,7 @@ contract AgentSandboxBlueprintInvariantTest is TangleFixture {
     uint64 internal sid;
 
     function setUp() public {
-        tangle = new LocalTangle();
+        tangle = newTangle();
         bsm = new AgentSandboxBlueprint(false, false);
         uint64 bp = newBlueprint(address(bsm));
         address[] memory list = ops(3);

@@ -16,7 +16,7 @@ abstract contract BlueprintFixture is TangleFixture {
 
     /// Deploys the world: `n` operators with `capacity` each (0 = default), one service of all.
     function deployWorld(bool instanceMode, bool tee, uint256 n, uint32 capacity, bytes memory config) internal {
-        tangle = new LocalTangle();
+        tangle = newTangle();
         bsm = new AgentSandboxBlueprint(instanceMode, tee);
         bp = newBlueprint(address(bsm));
         for (uint256 i = 0; i < n; i++) {

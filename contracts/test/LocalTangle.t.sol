@@ -35,6 +35,17 @@ contract KnobManager is BlueprintServiceManagerBase {
         resultSlots = n;
     }
 
+    /// getMinOperatorStake answers (false, minStake) when set, the default (true, 0) otherwise.
+    uint256 public minStake;
+
+    function setMinStake(uint256 m) external {
+        minStake = m;
+    }
+
+    function getMinOperatorStake() external view override returns (bool, uint256) {
+        return (minStake == 0, minStake);
+    }
+
     function setCall(bool reverts, bool burns) external {
         callReverts = reverts;
         callBurnsGas = burns;
@@ -91,7 +102,7 @@ contract LocalTangleTest is TangleFixture {
     uint64 internal bp;
 
     function setUp() public {
-        tangle = new LocalTangle();
+        tangle = newTangle();
         toy = new BlueprintServiceManagerBase();
         bp = newBlueprint(address(toy));
         register(bp, operatorAt(0), "");
@@ -190,6 +201,7 @@ contract LocalTangleTest is TangleFixture {
     /// real router (which never stores it) does.
     function test_registerOperator_bothOverloads() public {
         address op = operatorAt(7);
+        stake(op, MIN_STAKE);
         vm.expectEmit(true, true, false, true, address(tangle));
         emit ITangle.OperatorRegistered(bp, op, fakeKey(7), "http://op7");
         vm.prank(op);
@@ -205,6 +217,7 @@ contract LocalTangleTest is TangleFixture {
     function test_registerOperator_refusals() public {
         vm.expectRevert(abi.encodeWithSelector(ITangle.OperatorAlreadyRegistered.selector, bp, operatorAt(0)));
         register(bp, operatorAt(0), "");
+        stake(operatorAt(9), MIN_STAKE);
         vm.expectRevert(ITangle.InvalidOperatorKey.selector);
         vm.prank(operatorAt(9));
         tangle.registerOperator(bp, hex"0102", "x");
@@ -214,6 +227,34 @@ contract LocalTangleTest is TangleFixture {
         vm.expectRevert(abi.encodeWithSelector(ITangle.BlueprintNotFound.selector, 42));
         vm.prank(operatorAt(9));
         tangle.registerOperator(42, fakeKey(9), "x");
+    }
+
+    /// Operators._registerOperator: active in the staking contract first (OperatorNotActive),
+    /// then a total stake of at least the manager's getMinOperatorStake, else the staking
+    /// contract's minOperatorStake (InsufficientStake(operator, required, actual)).
+    function test_registerOperator_requiresStake() public {
+        address op = operatorAt(20);
+        vm.expectRevert(abi.encodeWithSelector(ITangle.OperatorNotActive.selector, op));
+        vm.prank(op);
+        tangle.registerOperator(bp, fakeKey(20), "x");
+
+        KnobManager m = new KnobManager();
+        m.setMinStake(5 ether);
+        uint64 b2 = newBlueprint(address(m));
+        stake(op, MIN_STAKE);
+        vm.expectRevert(abi.encodeWithSelector(ITangle.InsufficientStake.selector, op, 5 ether, 1 ether));
+        vm.prank(op);
+        tangle.registerOperator(b2, fakeKey(20), "x");
+        // The blueprint's default minimum is the staking contract's (met at staking time).
+        vm.prank(op);
+        tangle.registerOperator(bp, fakeKey(20), "x");
+
+        vm.deal(op, 4 ether);
+        vm.prank(op);
+        staking.increaseStake{value: 4 ether}();
+        vm.prank(op);
+        tangle.registerOperator(b2, fakeKey(20), "x");
+        vm.assertTrue(tangle.isOperatorRegistered(b2, op), "registered with 5 ether");
     }
 
     function test_updateOperatorPreferences_emitsTheNewAddress() public {

@@ -15,7 +15,7 @@ contract LocalTangleJobsTest is TangleFixture {
     uint64 internal bp;
 
     function setUp() public {
-        tangle = new LocalTangle();
+        tangle = newTangle();
         toy = new BlueprintServiceManagerBase();
         bp = newBlueprint(address(toy));
         register(bp, operatorAt(0), "");

@@ -5,10 +5,16 @@ import {TestBase} from "./TestBase.sol";
 import {ITangle} from "../src/tangle/ITangle.sol";
 import {ITangleTypes} from "../src/tangle/ITangleTypes.sol";
 import {LocalTangle} from "../src/tangle/LocalTangle.sol";
+import {LocalStaking} from "../src/tangle/LocalStaking.sol";
+import {IMultiAssetDelegation} from "../src/tangle/IMultiAssetDelegation.sol";
 
 /// Builds a LocalTangle world: a blueprint, registered operators, an active service.
 abstract contract TangleFixture is TestBase {
     LocalTangle internal tangle;
+    LocalStaking internal staking;
+    /// The staking contract's minimum self-stake in these tests.
+    uint256 internal constant MIN_STAKE = 1 ether;
+    mapping(address => bool) internal staked;
     address internal constant DEVELOPER = address(0xD3);
     address internal constant USER = address(0xA11CE);
     address internal constant STRANGER = address(0xBAD);
@@ -17,6 +23,20 @@ abstract contract TangleFixture is TestBase {
         // small test addresses.
         // forge-lint: disable-next-line(unsafe-typecast)
         return address(uint160(0x1000 + i));
+    }
+
+    /// A LocalTangle over a fresh LocalStaking (the real core is initialized with its staking).
+    function newTangle() internal returns (LocalTangle t) {
+        staking = new LocalStaking(MIN_STAKE);
+        t = new LocalTangle(IMultiAssetDelegation(address(staking)));
+    }
+
+    /// Makes `op` an active operator in the staking contract (the step before registering).
+    function stake(address op, uint256 amount) internal {
+        staked[op] = true;
+        vm.deal(op, op.balance + amount);
+        vm.prank(op);
+        staking.registerOperator{value: amount}();
     }
 
     function newBlueprint(address manager) internal returns (uint64 id) {
@@ -47,7 +67,10 @@ abstract contract TangleFixture is TestBase {
         vm.expectRevert(abi.encodeWithSelector(ITangle.ManagerReverted.selector, manager, reason));
     }
 
+    /// Registers `op` for a blueprint, staking the minimum first when it is not yet an operator.
     function register(uint64 blueprintId, address op, bytes memory inputs) internal {
+        // No call here: a vm.expectRevert before register() must meet registerOperator itself.
+        if (!staked[op]) stake(op, MIN_STAKE);
         vm.prank(op);
         tangle.registerOperator(blueprintId, fakeKey(uint160(op)), "http://127.0.0.1:9000", inputs);
     }

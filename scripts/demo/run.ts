@@ -3,6 +3,7 @@
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import type { StartedDevnet } from '@agent-sandbox/devnet';
+import { instanceWalkthrough } from './instance.ts';
 import {
   DEMO_DIR,
   DEMO_LABEL,
@@ -29,11 +30,13 @@ const HELP = `Usage: npm run demo [-- --exit] [-- --no-walkthrough] [-- --tee]
 
 Starts the local devnet (anvil on 127.0.0.1:8545 + contracts) and two operators (operator1 on
 :9090, operator2 on :9091), walks one sandbox through create → login → exec → prompt → secrets →
-delete with the agent-sandbox CLI, then keeps the devnet and operators running for you to try
-the CLI yourself. Ctrl-C stops everything the demo started (operators, their sandboxes, anvil).
+delete with the agent-sandbox CLI, then an instance service with the role tools (the user's
+\`service request\`, operator1's \`requests list\` / \`requests approve\`, its instance-mode operator
+on 127.0.0.1:9093 provisioning the service's sandbox, exec in it, \`service terminate\`), then keeps
+the devnet and operators running for you to try the CLI yourself. Ctrl-C stops everything the demo started (operators, their sandboxes, anvil).
 
   --exit            stop everything after the walk-through instead of staying up
-  --no-walkthrough  only start the devnet and the operators
+  --no-walkthrough  only start the devnet and the operators (no walk-through, no instance walk)
   --tee             then the TEE-instance step: an operator on the direct backend over a test
                     configfs-tsm tree (test SEV PKI, no TEE hardware), on 127.0.0.1:9092; the CLI
                     verifies the enclave, seals a secret to it, exec sees it; the step stops its
@@ -169,6 +172,19 @@ async function main(): Promise<number> {
     if (!values['no-walkthrough']) {
       await walkthrough();
       header(`walk-through done, ${secs()} after the builds`);
+      if (devnet) {
+        const r = await instanceWalkthrough({
+          devnet: devnet.info,
+          dir: join(DEMO_DIR, 'instance'),
+          port: 9093,
+          image: process.env.SANDBOX_IMAGE,
+          label: DEMO_LABEL,
+        });
+        if (!r.gone) throw new Error(`the instance sandbox ${r.sandboxId} is still there after terminate`);
+        header(
+          `instance walk done: request ${r.requestId} → service ${r.serviceId} → ${r.sandboxId} → terminated, ${secs()} after the builds`,
+        );
+      }
     }
     if (values.tee && devnet) {
       const r = await teeWalkthrough({

@@ -8,7 +8,7 @@ import { isSdkError } from './errors.ts';
 import { loadKeystore } from './keystore.ts';
 import { register } from './registration.ts';
 import { maybeDevnet } from './testing/maybe-devnet.ts';
-import { freshAccount, type ToyChain, toyChain, writeDevKey } from './testing/toy-chain.ts';
+import { freshAccount, stakeFresh, type ToyChain, toyChain, writeDevKey } from './testing/toy-chain.ts';
 
 let chain: ToyChain;
 beforeAll(async () => {
@@ -16,12 +16,13 @@ beforeAll(async () => {
 });
 afterAll(async () => chain?.stop());
 
-async function newOperatorKey() {
+async function newOperatorKey(staked = true) {
   const acct = freshAccount();
   await chain.client.request({
     method: 'anvil_setBalance' as never,
     params: [acct.address, '0x56bc75e2d63100000'] as never,
   });
+  if (staked) await stakeFresh(chain, acct);
   const dir = await mkdtemp(join(tmpdir(), 'sdk-reg-'));
   return loadKeystore({ uri: await writeDevKey(dir, acct), testMode: true });
 }
@@ -80,6 +81,23 @@ describe('register', () => {
       ecdsaPublicKey: key.publicKey,
       operator: key.address,
     });
+  });
+
+  it('is refused by name when the operator is not staked (Tangle checks its staking contract)', async () => {
+    const key = await newOperatorKey(false);
+    const e = await register({
+      httpRpcUrl: chain.rpcUrl,
+      tangle: chain.tangle,
+      blueprintId: chain.blueprintId,
+      key,
+      rpcAddress: '',
+      logger,
+    }).catch((x) => x);
+    expect(isSdkError(e, 'REGISTRATION')).toBe(true);
+    expect(e.details).toMatchObject({ errorName: 'OperatorNotActive' });
+    expect(e.message).toMatch(
+      /not an active operator in Tangle's staking contract.*Stake in the staking contract/,
+    );
   });
 
   it('fails with a REGISTRATION error naming the revert for an unknown blueprint', async () => {

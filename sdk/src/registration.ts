@@ -123,6 +123,30 @@ export async function register(opts: RegisterOptions): Promise<RegisterResult> {
     const reason =
       decoded?.text ??
       (rev === 'no-data' ? 'reverted without a reason' : e instanceof BaseError ? e.shortMessage : String(e));
+    // Tangle's own staking checks (Operators._registerOperator): not an active operator in the
+    // staking contract, or a stake below the blueprint's minimum.
+    if (
+      !decoded?.manager &&
+      (decoded?.errorName === 'OperatorNotActive' || decoded?.errorName === 'InsufficientStake')
+    ) {
+      const [, required, actual] = decoded.args as [unknown, bigint | undefined, bigint | undefined];
+      const what =
+        decoded.errorName === 'OperatorNotActive'
+          ? `${opts.key.address} is not an active operator in Tangle's staking contract`
+          : `${opts.key.address} has ${actual} wei staked, blueprint ${opts.blueprintId} needs ${required}`;
+      throw new SdkError(
+        'REGISTRATION',
+        `registerOperator for blueprint ${opts.blueprintId} was refused: ${what} (${reason}). Stake in the staking contract (MultiAssetDelegation) first, then register again.`,
+        {
+          cause: e,
+          details: {
+            reason,
+            errorName: decoded.errorName,
+            ...(required !== undefined ? { requiredWei: `${required}`, stakedWei: `${actual}` } : {}),
+          },
+        },
+      );
+    }
     throw new SdkError(
       'REGISTRATION',
       `registerOperator for blueprint ${opts.blueprintId} failed: ${reason}. ` +

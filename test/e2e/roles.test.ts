@@ -86,19 +86,22 @@ const requestArgs = (memory: string) => [
   '--no-wait',
 ];
 
+/** One raw JSON-RPC call to the devnet's anvil. */
+async function rpc(method: string, params: unknown[] = []): Promise<unknown> {
+  const r = await fetch(devnet.rpcUrl, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
+  });
+  const body = (await r.json()) as { result?: unknown; error?: { message: string } };
+  if (body.error) throw new Error(`${method}: ${body.error.message}`);
+  return body.result;
+}
+
 describe('role tools on the devnet', () => {
   // A fresh account outside the devnet's funded roles gets gas money the way anvil gives it.
   beforeAll(async () => {
-    await fetch(devnet.rpcUrl, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({
-        jsonrpc: '2.0',
-        id: 1,
-        method: 'anvil_setBalance',
-        params: [op.address, toHex(parseEther('100'))],
-      }),
-    });
+    await rpc('anvil_setBalance', [op.address, toHex(parseEther('100'))]);
   });
   let approvedService: bigint | undefined;
 
@@ -131,6 +134,8 @@ describe('role tools on the devnet', () => {
     const waited = await client(['service', 'wait', requestId, '--timeout', '2']);
     expect(waited.code, waited.err).toBe(5); // still pending: nobody approved
     expect(waited.err).toMatch(/still pending \(0 of 1 approvals\)/);
+    // Blocks go on after the request (a real chain never stops at it): the list still shows it.
+    await rpc('evm_mine');
     const listed = await operatorCli(['requests', 'list', '--json']);
     expect(listed.code, listed.err).toBe(0);
     const mine = (JSON.parse(listed.out) as { requests: Array<{ requestId: string; state: string }> })

@@ -36,5 +36,8 @@ interface IMultiAssetDelegation {
 
     function minOperatorStake() external view returns (uint256);
 
+    /// The operator's total stake (self + delegated) is at least `required` (Tangle's registration check).
+    function meetsStakeRequirement(address operator, uint256 required) external view returns (bool);
+
     function operatorBondToken() external view returns (address);
 }

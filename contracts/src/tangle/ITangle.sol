@@ -55,6 +55,10 @@ interface ITangle is ITangleTypes {
     error InvalidOperatorKey();
     error DuplicateOperatorKey(uint64 blueprintId, bytes32 keyHash);
     error OperatorHasActiveServices(uint64 blueprintId, address operator);
+    /// Registration's staking checks (Operators._registerOperator): not active in the staking
+    /// contract, or its stake below the blueprint's minimum.
+    error OperatorNotActive(address operator);
+    error InsufficientStake(address operator, uint256 required, uint256 actual);
     error ServiceRequestNotFound(uint64 requestId);
     error ServiceRequestAlreadyProcessed(uint64 requestId);
     error ServiceRequestExpiredError(uint64 requestId);

@@ -4,11 +4,9 @@ pragma solidity ^0.8.20;
 /// @title ITangleLifecycle
 /// @notice Errors of the Tangle core (tnt-core 0.19.x, commit 8a2b24c: Errors.sol, Operators.sol)
 ///         that the role tools may meet on a real deployment and ITangle does not list (the
-///         stand-in has no staking, schemas or key proofs): so a refusal is shown by name. Also
+///         stand-in has no schemas or key proofs): so a refusal is shown by name. Also
 ///         the request-expiry window view the operator's `requests list` reads.
 interface ITangleLifecycle {
-    error OperatorNotActive(address operator);
-    error InsufficientStake(address operator, uint256 required, uint256 actual);
     error SchemaValidationFailed(uint8 target, uint64 refId, uint64 auxId, uint256 path);
     error KeyOwnershipProofRequired(uint64 blueprintId);
     error InvalidKeyOwnershipProof(uint64 blueprintId, address expected, address recovered);

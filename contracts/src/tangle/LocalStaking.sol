@@ -53,6 +53,11 @@ contract LocalStaking is IMultiAssetDelegation {
         return _stake[operator];
     }
 
+    /// Only self-stake exists here (no delegation), so the total is the self-stake.
+    function meetsStakeRequirement(address operator, uint256 required) external view returns (bool) {
+        return _stake[operator] >= required;
+    }
+
     function operatorBondToken() external pure returns (address) {
         return address(0);
     }

@@ -2,7 +2,9 @@
 pragma solidity ^0.8.20;
 
 import {IBlueprintServiceManager} from "./IBlueprintServiceManager.sol";
+import {IMultiAssetDelegation} from "./IMultiAssetDelegation.sol";
 import {LocalTangleServices} from "./LocalTangleServices.sol";
+import {LocalTangleState} from "./LocalTangleState.sol";
 
 /// @title LocalTangle
 /// @notice The devnet's and tests' stand-in for the Tangle core (tnt-core 0.19.x): the calls,
@@ -10,13 +12,17 @@ import {LocalTangleServices} from "./LocalTangleServices.sol";
 ///         everything this project touches, written from the protocol's sources (the facts are
 ///         pinned by test/tangle-conformance.test.ts). What it leaves out it refuses rather than
 ///         accepts, so it is never kinder than the real one:
-///         - staking: every account counts as an active operator with enough stake;
+///         - staking: registration checks the staking contract as the real core does (active,
+///           stake >= the blueprint's minimum); LocalStaking has no unstaking, so an operator once
+///           active stays active and the core's later isOperatorActive checks always pass;
 ///         - payments: native PayOnce payments stay in this contract (no distribution), an ERC20
 ///           payment token is refused (TokenNotAllowed), subscriptions are never billed;
 ///         - non-empty TLV schemas, BLS keys, TEE commitments and 130-byte key proofs are refused
 ///           (LocalUnsupported) instead of being validated;
 ///         - no master manager (MBSM) registry, RFQ, quotes, slashing, exits or binary versions.
 contract LocalTangle is LocalTangleServices {
+    constructor(IMultiAssetDelegation staking) LocalTangleState(staking) {}
+
     // ── blueprints ────────────────────────────────────────────────────────────────────────────
 
     /// @notice Creates a blueprint owned by the caller (ids count from 0), validated as the real
@@ -103,10 +109,12 @@ contract LocalTangle is LocalTangleServices {
     function _register(uint64 blueprintId, bytes calldata key, string calldata rpc, bytes memory inputs) private {
         BlueprintRecord storage b = _blueprint(blueprintId);
         if (!b.info.active) revert BlueprintNotActive(blueprintId);
+        if (!_staking.isOperatorActive(msg.sender)) revert OperatorNotActive(msg.sender);
         Registration storage r = _registrations[blueprintId][msg.sender];
         if (r.registeredAt != 0) revert OperatorAlreadyRegistered(blueprintId, msg.sender);
         bytes32 keyHash = _checkKey(key);
         if (_operatorKeys[blueprintId][keyHash] != address(0)) revert DuplicateOperatorKey(blueprintId, keyHash);
+        _checkStake(b.info.manager);
         // rpcAddress is not stored (as on the real router): OperatorRegistered carries it.
         r.registeredAt = uint64(block.timestamp);
         r.ecdsaPublicKey = key;
@@ -116,6 +124,21 @@ contract LocalTangle is LocalTangleServices {
         if (manager != address(0)) {
             bytes memory payload = inputs.length > 0 ? inputs : abi.encode(OperatorPreferences(key, rpc));
             _callManager(manager, abi.encodeCall(IBlueprintServiceManager.onRegister, (msg.sender, payload)));
+        }
+    }
+
+    /// The staking contract's minimum, or the manager's own (getMinOperatorStake: used unless it
+    /// answers useDefault or 0, or fails), as the real core reads it.
+    function _checkStake(address manager) private view {
+        uint256 minStake = _staking.minOperatorStake();
+        (bool ok, bytes memory ret) =
+            _tryStaticcallManager(manager, abi.encodeCall(IBlueprintServiceManager.getMinOperatorStake, ()), 64);
+        if (ok) {
+            (bool useDefault, uint256 customMin) = abi.decode(ret, (bool, uint256));
+            if (!useDefault && customMin > 0) minStake = customMin;
+        }
+        if (!_staking.meetsStakeRequirement(msg.sender, minStake)) {
+            revert InsufficientStake(msg.sender, minStake, _staking.getOperatorStake(msg.sender));
         }
     }
 

@@ -2,6 +2,7 @@
 pragma solidity ^0.8.20;
 
 import {ITangle} from "./ITangle.sol";
+import {IMultiAssetDelegation} from "./IMultiAssetDelegation.sol";
 
 /// @title LocalTangleState
 /// @notice LocalTangle's records (blueprints, registrations, requests, services, job calls), the
@@ -58,6 +59,13 @@ abstract contract LocalTangleState is ITangle {
         JobCall info;
         bytes32 inputsHash;
         mapping(address => bool) submitted;
+    }
+
+    /// The staking contract registration consults (the real core's `_staking`, set at initialize).
+    IMultiAssetDelegation internal immutable _staking;
+
+    constructor(IMultiAssetDelegation staking) {
+        _staking = staking;
     }
 
     uint64 internal _blueprintCount;

@@ -10,6 +10,8 @@ import { join } from 'node:path';
 import {
   blueprintServiceManagerBaseAbi,
   blueprintServiceManagerBaseBytecode,
+  localStakingAbi,
+  localStakingBytecode,
   localTangleAbi,
   localTangleBytecode,
 } from '@agent-sandbox/contracts';
@@ -44,6 +46,8 @@ export interface ToyChain {
   wsUrl: string;
   chainId: number;
   tangle: Address;
+  /** The staking contract registration consults (LocalStaking): stake a fresh operator there first. */
+  staking: Address;
   blueprintId: bigint;
   serviceId: bigint;
   operators: [TestAccount, TestAccount];
@@ -58,11 +62,13 @@ export interface DevnetLike {
   chainId: number;
   rpcUrl: string;
   wsUrl: string;
-  contracts: { tangle: string };
+  contracts: { tangle: string; staking?: string | undefined };
   blueprints: { toy: number };
 }
 
 const ANVIL_MNEMONIC = 'test test test test test test test test test test test junk';
+/** The self-stake the fixture gives a fresh operator (the devnet's minimum). */
+const STAKE = parseEther('1');
 
 async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -105,6 +111,7 @@ export async function toyChain(devnet?: DevnetLike): Promise<ToyChain> {
   let wsUrl: string;
   let proc: ChildProcess | undefined;
   let tangle: Address;
+  let staking: Address;
   let blueprintId: bigint;
   if (devnet) {
     ({ rpcUrl, wsUrl } = devnet);
@@ -134,12 +141,18 @@ export async function toyChain(devnet?: DevnetLike): Promise<ToyChain> {
 
   if (devnet) {
     tangle = devnet.contracts.tangle as Address;
+    if (!devnet.contracts.staking) throw new Error('the devnet names no staking contract');
+    staking = devnet.contracts.staking as Address;
     blueprintId = BigInt(devnet.blueprints.toy);
   } else {
     const deployer = mnemonicToAccount(ANVIL_MNEMONIC);
     const w = createWalletClient({ account: deployer, chain, transport: http(rpcUrl) });
+    const s = await mined(
+      await w.deployContract({ abi: localStakingAbi, bytecode: localStakingBytecode, args: [STAKE] }),
+    );
+    staking = s.contractAddress!;
     const t = await mined(
-      await w.deployContract({ abi: localTangleAbi, bytecode: localTangleBytecode, args: [] }),
+      await w.deployContract({ abi: localTangleAbi, bytecode: localTangleBytecode, args: [staking] }),
     );
     const m = await mined(
       await w.deployContract({
@@ -166,6 +179,7 @@ export async function toyChain(devnet?: DevnetLike): Promise<ToyChain> {
   const caller = freshAccount();
   for (const a of [...operators, owner, caller]) await fund(a.address);
   for (const op of operators) {
+    await stakeFresh({ rpcUrl, staking, client }, op);
     await mined(
       await wallet(op.privateKey).writeContract({
         address: tangle,
@@ -217,6 +231,7 @@ export async function toyChain(devnet?: DevnetLike): Promise<ToyChain> {
     wsUrl,
     chainId,
     tangle,
+    staking,
     blueprintId,
     serviceId,
     operators,
@@ -226,6 +241,31 @@ export async function toyChain(devnet?: DevnetLike): Promise<ToyChain> {
       proc?.kill('SIGKILL');
     },
   };
+}
+
+/** Makes a funded fresh account an active operator in the staking contract (before it registers). */
+export async function stakeFresh(
+  chain: Pick<ToyChain, 'rpcUrl' | 'staking' | 'client'>,
+  account: TestAccount,
+): Promise<void> {
+  const w = createWalletClient({
+    account: privateKeyToAccount(account.privateKey),
+    chain: defineChain({
+      id: await chain.client.getChainId(),
+      name: 'anvil',
+      nativeCurrency: { name: 'Ether', symbol: 'ETH', decimals: 18 },
+      rpcUrls: { default: { http: [chain.rpcUrl] } },
+    }),
+    transport: http(chain.rpcUrl),
+  });
+  const hash = await w.writeContract({
+    address: chain.staking,
+    abi: localStakingAbi,
+    functionName: 'registerOperator',
+    value: STAKE,
+  });
+  const r = await chain.client.waitForTransactionReceipt({ hash, pollingInterval: 50 });
+  if (r.status !== 'success') throw new Error(`staking ${account.address} reverted`);
 }
 
 /** Submits jobs from the chain's caller as a burst (consecutive nonces, no waiting in between). */
