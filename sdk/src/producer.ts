@@ -216,6 +216,9 @@ export class JobProducer {
 
   #waitForTrigger(signal: AbortSignal): Promise<void> {
     const ms = this.#o.wsRpcUrl ? this.#o.pollIntervalMs * 4 : this.#o.pollIntervalMs;
+    // Stopped during the scan: an abort listener added now would never fire, and the loop would
+    // sleep a whole period (with WebSocket, 4x the poll interval) before it saw the stop.
+    if (signal.aborted) return Promise.resolve();
     if (this.#kick) {
       this.#kick = false;
       return Promise.resolve();
