@@ -132,6 +132,13 @@ export class JobProducer {
         }
         throw err;
       }
+      // The chain may have moved since the fork check: the window counts only if the newest
+      // scanned block below it and its own top still hold their hashes. Else a window read from a
+      // new fork would be marked scanned on top of old hashes, and that fork never noticed.
+      const below = sink.recentBlocks?.()[0];
+      if (below && (await this.#hashAt(below.block)) !== below.hash) return next; // the next scan finds the fork
+      if ((await this.#hashAt(to)) !== top.hash)
+        throw new SdkError('RPC', `block ${to} changed while it was scanned (was ${top.hash})`);
       for (const bad of res.malformed)
         log.warn({ log: bad }, 'ignoring a JobSubmitted log that does not decode');
       for (const bad of res.foreign)
@@ -166,13 +173,7 @@ export class JobProducer {
    */
   async #forkPoint(sink: JobSink, head: bigint): Promise<bigint | undefined> {
     const recent = sink.recentBlocks?.() ?? [];
-    const hashAt = async (n: bigint) => {
-      const b = (await this.#o.client.request({
-        method: 'eth_getBlockByNumber',
-        params: [numberToHex(n), false],
-      })) as { hash: Hex | null } | null;
-      return b?.hash?.toLowerCase();
-    };
+    const hashAt = (n: bigint) => this.#hashAt(n);
     const top = recent[0];
     if (!top) return undefined;
     const now = await hashAt(top.block);
@@ -184,6 +185,15 @@ export class JobProducer {
     }
     for (const r of recent.slice(1)) if ((await hashAt(r.block)) === r.hash) return r.block;
     return recent[recent.length - 1]!.block - 1n;
+  }
+
+  /** The hash of block `n` on the RPC's chain (lower case), undefined when it has no such block. */
+  async #hashAt(n: bigint): Promise<string | undefined> {
+    const b = (await this.#o.client.request({
+      method: 'eth_getBlockByNumber',
+      params: [numberToHex(n), false],
+    })) as { hash: Hex | null } | null;
+    return b?.hash?.toLowerCase();
   }
 
   /** Block `n` as the RPC has it, or its own best block when it has not got `n` yet. */
