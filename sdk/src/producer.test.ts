@@ -99,10 +99,14 @@ describe('producer under connection loss', () => {
         if (Date.now() - t0 > 20_000) throw new Error('no RPC error was logged during the outage');
         await new Promise((r) => setTimeout(r, 100));
       }
+      // /health reads this: since when the chain is unreachable.
+      const since = runner.chainStatus.unreachableSince;
+      expect(since).toBeGreaterThanOrEqual(t0 - 1000);
       await proxy.resume();
       await waitAnswered(during, 40_000);
       const r = await resultsByCall(chain);
       for (const id of during) expect(r.get(id)?.length).toBe(1);
+      expect(runner.chainStatus.unreachableSince).toBeUndefined();
     } finally {
       await runner.stop();
       await proxy.close();

@@ -21,6 +21,8 @@ export interface JobProducerOptions {
   /** Only deliver logs this many blocks below the head (default 0). */
   confirmations?: number;
   log: Logger;
+  /** Told after each scan whether the RPC answered (an error: it failed or was unreachable). */
+  onRpcState?: (error: unknown | undefined) => void;
 }
 
 /** Where the producer hands events: `deliver` may wait (backpressure); `scanned` marks a block range done. */
@@ -37,7 +39,8 @@ export interface JobSink {
 const TOO_MANY = /too many|limit exceeded|range|more than|response size|query returned more/i;
 
 export class JobProducer {
-  readonly #o: Required<Omit<JobProducerOptions, 'wsRpcUrl'>> & { wsRpcUrl: string | undefined };
+  readonly #o: Required<Omit<JobProducerOptions, 'wsRpcUrl' | 'onRpcState'>> &
+    Pick<JobProducerOptions, 'onRpcState'> & { wsRpcUrl: string | undefined };
   #window: number;
   #wake: (() => void) | undefined;
   #latestHead: bigint | undefined;
@@ -74,8 +77,10 @@ export class JobProducer {
         try {
           next = await this.#scan(next, sink, signal);
           backoff.reset();
+          this.#o.onRpcState?.(undefined);
         } catch (err) {
           if (signal.aborted) break;
+          this.#o.onRpcState?.(err);
           const ms = backoff.next();
           log.warn(
             { err, retryInMs: ms, attempt: backoff.attempt, fromBlock: `${next}` },

@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
 import { type Hex, toHex } from 'viem';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, onTestFailed } from 'vitest';
 import { router } from './job-router.ts';
 import { loadKeystore } from './keystore.ts';
 import { type BlueprintRunner, createRunner } from './runner.ts';
@@ -55,6 +55,7 @@ interface Rig {
 async function rig(op: 0 | 1, rpcUrl = chain.rpcUrl): Promise<Rig> {
   const dir = await mkdtemp(join(tmpdir(), 'sdk-reorg-'));
   const r: Rig = { vanished: [], lines: [], hold: new Map(), started: [], returned: [] } as unknown as Rig;
+  onTestFailed(() => console.log(`runner log:\n${r.lines.map((l) => l.slice(0, 500)).join('')}`));
   r.runner = createRunner({
     router: router().route(0, async (input) => {
       r.started.push(input);
@@ -127,10 +128,7 @@ describe('reorg', () => {
       await reorgTo(snap, 3);
       await until('the runner saw the reorg', reorgSeen(r));
       r.hold.get('0xd1ee')!();
-      await until('its work was handed back', () => r.vanished.some((v) => v.callId === a)).catch((e) => {
-        console.log(r.lines.map((l) => l.slice(0, 300)).join(''));
-        throw e;
-      });
+      await until('its work was handed back', () => r.vanished.some((v) => v.callId === a));
       expect(r.vanished.find((v) => v.callId === a)?.output).toBe('0xd1ee');
       const [b, c] = await submitJobs(chain, 0, ['0xd2', '0xd3']);
       expect(b).toBe(a);
@@ -212,10 +210,7 @@ describe('reorg', () => {
       await rpc('anvil_dropAllTransactions'); // and its tx is not re-mined from the pool
       await rpc('evm_setAutomine', [true]);
       await rpc('anvil_mine', ['0x3']);
-      await answeredWith(a!, '0xe1').catch((e) => {
-        console.log(r.lines.map((l) => l.slice(0, 400)).join(''));
-        throw e;
-      });
+      await answeredWith(a!, '0xe1');
       expect(r.vanished).toEqual([]);
       const [b] = await submitJobs(chain, 0, ['0xe2']);
       await answeredWith(b!, '0xe2');

@@ -122,6 +122,7 @@ export class BlueprintRunner {
       windowBlocks: o.windowBlocks ?? 500,
       confirmations: o.confirmations ?? 0,
       log: this.log,
+      onRpcState: (err) => this.#rpcState(err),
     });
     this.#producerRun = producer.run(
       cursor.position.block,
@@ -130,6 +131,7 @@ export class BlueprintRunner {
         scanned: (b, h) => {
           cursor.scanned(b, h);
           const r = this.#status.lastReorg;
+          if (r?.recovering) r.scannedTo = `${b}`;
           if (r?.recovering && b >= this.#recoverUntil) {
             r.recovering = false;
             this.log.info(
@@ -251,15 +253,17 @@ export class BlueprintRunner {
   async #sortReorg(fork: bigint): Promise<bigint> {
     const cursor = this.#cursor!;
     const client = this.#client!;
+    const oldTop = cursor.recentBlocks[0]?.block ?? fork;
     const status: NonNullable<ChainStatus['lastReorg']> = {
       at: Date.now(),
       fork: `${fork}`,
+      oldHead: `${oldTop}`,
+      scannedTo: `${fork}`,
       vanished: [],
       resent: [],
       recovering: true,
     };
     this.#status.lastReorg = status;
-    const oldTop = cursor.recentBlocks[0]?.block ?? fork;
     const { vanished, redo } = await sortCallsAfterFork(
       cursor,
       client,
@@ -292,6 +296,20 @@ export class BlueprintRunner {
     );
     const from = cursor.position.block;
     return from < fork + 1n ? from : fork + 1n;
+  }
+
+  /** The job scan's RPC answered (undefined) or failed: /health shows since when it fails. */
+  #rpcState(err: unknown): void {
+    // A block that changed under a scan is the chain moving, not the RPC failing.
+    if (err instanceof SdkError) return;
+    if (err === undefined) {
+      if (this.#status.unreachableSince !== undefined)
+        this.log.info(
+          { downMs: Date.now() - this.#status.unreachableSince },
+          'chain RPC answering again; catching up from the cursor',
+        );
+      delete this.#status.unreachableSince;
+    } else this.#status.unreachableSince ??= Date.now();
   }
 
   async #vanished(call: VanishedCall | JobSubmittedEvent, output?: Hex): Promise<void> {
