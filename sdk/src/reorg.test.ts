@@ -103,7 +103,9 @@ describe('reorg', () => {
       const later = await submitJobs(chain, 0, ['0xc3', '0xc4']);
       await answeredWith(later[0]!, '0xc3');
       await answeredWith(later[1]!, '0xc4');
-      expect(r.runner.chainStatus.lastReorg).toMatchObject({ vanished: [`${a}`], recovering: false });
+      const done = r.runner.chainStatus.lastReorg!;
+      expect(done).toMatchObject({ vanished: [`${a}`], recovering: false });
+      expect(BigInt(done.scannedTo)).toBeGreaterThanOrEqual(BigInt(done.oldHead)); // the rescan's progress
     } finally {
       await r.runner.stop();
     }
