@@ -9,6 +9,7 @@ export {
   type ChainWorkflow,
   resolveBlueprintContract,
 } from './src/chain.ts';
+export { chainFeedHealth } from './src/chain-feed.ts';
 export { BlueprintWriter, type ChainWriter, type WriteOutcome } from './src/chain-writes.ts';
 export type {
   BlueprintDeps,

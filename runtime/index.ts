@@ -9,6 +9,7 @@ export type {
   ApiSidecars,
   ApiStore,
   ApiTee,
+  ChainFeedHealth,
   HealthCheck,
   InstanceHealth,
   OperatorApi,

@@ -132,7 +132,7 @@ export const VARIABLES = {
     group: 'Jobs',
     schema: int(0, 1000),
     def: '0',
-    doc: 'Blocks below the head before a job is taken',
+    doc: 'Blocks below the head before a job is taken. Per chain kind: 0 for the devnet or instant finality, 0-1 on an L2 sequencer, 2+ on an Ethereum-like L1, else its finality depth (README: reorgs)',
   }),
   JOB_START_BLOCK: v({
     group: 'Jobs',

@@ -31,6 +31,9 @@ the operator API and the job runner, and the reaper/GC/session timers. SIGTERM/S
 taking jobs, finishes in-flight ones, closes the API and the store.
 
 Required: HTTP_RPC_URL TANGLE_CONTRACT BLUEPRINT_ID SERVICE_ID DATA_DIR SESSION_AUTH_SECRET
+Confirmations (JOB_CONFIRMATIONS, default 0): blocks a job waits below the head. 0 for the devnet
+or a chain with instant finality, 0-1 on an L2 sequencer, 2 or more on an Ethereum-like L1, else
+the chain's finality depth. Reorgs are repaired either way (README: a hostile or faulty RPC).
 Options:
   --pretty   human-readable logs instead of JSON lines`,
   register: `Usage: agent-sandbox-operator register [--capacity N] [--rpc-address URL] [--pretty]

@@ -12,6 +12,7 @@ import {
   type BlueprintDeps,
   BlueprintWriter,
   blueprintRouter,
+  chainFeedHealth,
   GoneReporter,
   HandledCalls,
   type InstanceSupervisor,
@@ -35,6 +36,7 @@ import {
 } from '@agent-sandbox/runtime';
 import {
   type BlueprintEnvironment,
+  type ChainStatus,
   createRunner,
   type OperatorKey,
   runnerOptionsFromEnvironment,
@@ -81,8 +83,12 @@ interface Parts {
   registry: Registry;
   manager: SandboxManager;
   tee: TeeInstance | undefined;
-  /** Flipped by startOperator and read by the API (readiness, the instance keeper). */
-  state: { ready: boolean; instance: InstanceSupervisor | undefined };
+  /** Flipped by startOperator and read by the API (readiness, the instance keeper, the job feed). */
+  state: {
+    ready: boolean;
+    instance: InstanceSupervisor | undefined;
+    chainStatus: (() => ChainStatus) | undefined;
+  };
 }
 
 export async function startOperator(cfg: OperatorConfig, log: Logger): Promise<RunningOperator> {
@@ -105,7 +111,7 @@ export async function startOperator(cfg: OperatorConfig, log: Logger): Promise<R
     // Last to run at shutdown: the egress rules stay while anything else is still stopping.
     cleanup.push(() => manager.close());
     const tee = cfg.mode === 'tee-instance' ? await openTee(cfg, env, key, manager, log) : undefined;
-    const state = { ready: false, instance: undefined as InstanceSupervisor | undefined };
+    const state: Parts['state'] = { ready: false, instance: undefined, chainStatus: undefined };
     const parts: Parts = {
       cfg,
       env,
@@ -287,6 +293,10 @@ async function startApi(p: Parts, cleanup: Cleanup) {
         chain: () => chainClient.getBlockNumber({ cacheTime: 0 }),
       },
       ready: () => p.state.ready,
+      chainFeed: () => {
+        const status = p.state.chainStatus?.();
+        return status && chainFeedHealth(status);
+      },
       ...(cfg.mode === 'cloud'
         ? {}
         : {
@@ -375,6 +385,7 @@ async function startJobs(
     }),
   );
   await step(log, 'starting the job runner', () => runner.start());
+  p.state.chainStatus = () => runner.chainStatus;
   cleanup.push(() => runner.stop());
   return gone;
 }

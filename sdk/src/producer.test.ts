@@ -10,6 +10,7 @@ import { router } from './job-router.ts';
 import { loadKeystore } from './keystore.ts';
 import { createRunner } from './runner.ts';
 import { maybeDevnet } from './testing/maybe-devnet.ts';
+import { rpcProxy } from './testing/rpc-proxy.ts';
 import { tcpProxy } from './testing/tcp-proxy.ts';
 import { resultsByCall, submitJobs, type ToyChain, toyChain, writeDevKey } from './testing/toy-chain.ts';
 
@@ -98,12 +99,67 @@ describe('producer under connection loss', () => {
         if (Date.now() - t0 > 20_000) throw new Error('no RPC error was logged during the outage');
         await new Promise((r) => setTimeout(r, 100));
       }
+      // /health reads this: since when the chain is unreachable.
+      const since = runner.chainStatus.unreachableSince;
+      expect(since).toBeGreaterThanOrEqual(t0 - 1000);
       await proxy.resume();
       await waitAnswered(during, 40_000);
       const r = await resultsByCall(chain);
       for (const id of during) expect(r.get(id)?.length).toBe(1);
+      expect(runner.chainStatus.unreachableSince).toBeUndefined();
     } finally {
       await runner.stop();
+      await proxy.close();
+    }
+  });
+
+  it('stops at once when stopped in the middle of a scan, however long its poll period', async () => {
+    // The scan's eth_getLogs is held until stop() has aborted the producer; then the producer must
+    // not go on to wait a whole poll period (here an hour) before it notices it was stopped.
+    const proxy = await rpcProxy(chain.rpcUrl);
+    let held: (() => void) | undefined;
+    const inScan = new Promise<void>((inside) => {
+      proxy.rewrite = async (r, forward) => {
+        if (r.method === 'eth_getLogs' && !held) {
+          await new Promise<void>((go) => {
+            held = go;
+            inside();
+          });
+        }
+        return forward(r);
+      };
+    });
+    const dir = await mkdtemp(join(tmpdir(), 'sdk-stop-'));
+    const lines: string[] = [];
+    const runner = createRunner({
+      router: router().route(0, (input) => input),
+      key: await loadKeystore({
+        uri: await writeDevKey(join(dir, 'ks'), chain.operators[1]),
+        testMode: true,
+      }),
+      httpRpcUrl: proxy.url,
+      tangle: chain.tangle,
+      serviceId: chain.serviceId,
+      dataDir: join(dir, 'data'),
+      pollIntervalMs: 3_600_000,
+      logger: pino({ level: 'info' }, { write: (l: string) => lines.push(l) }),
+    });
+    try {
+      await runner.start();
+      await inScan;
+      let stopped = false;
+      const stopping = runner.stop().then(() => {
+        stopped = true;
+      });
+      held!(); // the scan finishes after the abort
+      const t0 = Date.now();
+      while (!stopped && Date.now() - t0 < 20_000) await new Promise((r) => setTimeout(r, 50));
+      expect(stopped, 'runner.stop() still waiting for the producer').toBe(true);
+      await stopping;
+      expect(lines.some((l) => l.includes('job producer stopped'))).toBe(true);
+    } finally {
+      held?.();
+      if (runner.state !== 'stopped') runner.stop();
       await proxy.close();
     }
   });

@@ -21,6 +21,8 @@ export interface JobProducerOptions {
   /** Only deliver logs this many blocks below the head (default 0). */
   confirmations?: number;
   log: Logger;
+  /** Told after each scan whether the RPC answered (an error: it failed or was unreachable). */
+  onRpcState?: (error: unknown | undefined) => void;
 }
 
 /** Where the producer hands events: `deliver` may wait (backpressure); `scanned` marks a block range done. */
@@ -37,7 +39,8 @@ export interface JobSink {
 const TOO_MANY = /too many|limit exceeded|range|more than|response size|query returned more/i;
 
 export class JobProducer {
-  readonly #o: Required<Omit<JobProducerOptions, 'wsRpcUrl'>> & { wsRpcUrl: string | undefined };
+  readonly #o: Required<Omit<JobProducerOptions, 'wsRpcUrl' | 'onRpcState'>> &
+    Pick<JobProducerOptions, 'onRpcState'> & { wsRpcUrl: string | undefined };
   #window: number;
   #wake: (() => void) | undefined;
   #latestHead: bigint | undefined;
@@ -74,8 +77,10 @@ export class JobProducer {
         try {
           next = await this.#scan(next, sink, signal);
           backoff.reset();
+          this.#o.onRpcState?.(undefined);
         } catch (err) {
           if (signal.aborted) break;
+          this.#o.onRpcState?.(err);
           const ms = backoff.next();
           log.warn(
             { err, retryInMs: ms, attempt: backoff.attempt, fromBlock: `${next}` },
@@ -132,6 +137,13 @@ export class JobProducer {
         }
         throw err;
       }
+      // The chain may have moved since the fork check: the window counts only if the newest
+      // scanned block below it and its own top still hold their hashes. Else a window read from a
+      // new fork would be marked scanned on top of old hashes, and that fork never noticed.
+      const below = sink.recentBlocks?.()[0];
+      if (below && (await this.#hashAt(below.block)) !== below.hash) return next; // the next scan finds the fork
+      if ((await this.#hashAt(to)) !== top.hash)
+        throw new SdkError('RPC', `block ${to} changed while it was scanned (was ${top.hash})`);
       for (const bad of res.malformed)
         log.warn({ log: bad }, 'ignoring a JobSubmitted log that does not decode');
       for (const bad of res.foreign)
@@ -166,13 +178,7 @@ export class JobProducer {
    */
   async #forkPoint(sink: JobSink, head: bigint): Promise<bigint | undefined> {
     const recent = sink.recentBlocks?.() ?? [];
-    const hashAt = async (n: bigint) => {
-      const b = (await this.#o.client.request({
-        method: 'eth_getBlockByNumber',
-        params: [numberToHex(n), false],
-      })) as { hash: Hex | null } | null;
-      return b?.hash?.toLowerCase();
-    };
+    const hashAt = (n: bigint) => this.#hashAt(n);
     const top = recent[0];
     if (!top) return undefined;
     const now = await hashAt(top.block);
@@ -184,6 +190,15 @@ export class JobProducer {
     }
     for (const r of recent.slice(1)) if ((await hashAt(r.block)) === r.hash) return r.block;
     return recent[recent.length - 1]!.block - 1n;
+  }
+
+  /** The hash of block `n` on the RPC's chain (lower case), undefined when it has no such block. */
+  async #hashAt(n: bigint): Promise<string | undefined> {
+    const b = (await this.#o.client.request({
+      method: 'eth_getBlockByNumber',
+      params: [numberToHex(n), false],
+    })) as { hash: Hex | null } | null;
+    return b?.hash?.toLowerCase();
   }
 
   /** Block `n` as the RPC has it, or its own best block when it has not got `n` yet. */
@@ -216,6 +231,9 @@ export class JobProducer {
 
   #waitForTrigger(signal: AbortSignal): Promise<void> {
     const ms = this.#o.wsRpcUrl ? this.#o.pollIntervalMs * 4 : this.#o.pollIntervalMs;
+    // Stopped during the scan: an abort listener added now would never fire, and the loop would
+    // sleep a whole period (with WebSocket, 4x the poll interval) before it saw the stop.
+    if (signal.aborted) return Promise.resolve();
     if (this.#kick) {
       this.#kick = false;
       return Promise.resolve();

@@ -7,11 +7,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
 import { type Hex, toHex } from 'viem';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, onTestFailed } from 'vitest';
 import { router } from './job-router.ts';
 import { loadKeystore } from './keystore.ts';
 import { type BlueprintRunner, createRunner } from './runner.ts';
 import type { VanishedCall } from './runner-options.ts';
+import { rpcProxy } from './testing/rpc-proxy.ts';
 import { resultsByCall, submitJobs, type ToyChain, toyChain, writeDevKey } from './testing/toy-chain.ts';
 
 let chain: ToyChain;
@@ -46,19 +47,24 @@ interface Rig {
   /** Inputs whose handler waits until release(input). */
   hold: Map<Hex, () => void>;
   started: Hex[];
+  /** Inputs whose handler has returned. */
+  returned: Hex[];
 }
 
-async function rig(op: 0 | 1): Promise<Rig> {
+/** A runner of operator `op`, reading the chain at `rpcUrl` (default: the anvil itself). */
+async function rig(op: 0 | 1, rpcUrl = chain.rpcUrl): Promise<Rig> {
   const dir = await mkdtemp(join(tmpdir(), 'sdk-reorg-'));
-  const r: Rig = { vanished: [], lines: [], hold: new Map(), started: [] } as unknown as Rig;
+  const r: Rig = { vanished: [], lines: [], hold: new Map(), started: [], returned: [] } as unknown as Rig;
+  onTestFailed(() => console.log(`runner log:\n${r.lines.map((l) => l.slice(0, 500)).join('')}`));
   r.runner = createRunner({
     router: router().route(0, async (input) => {
       r.started.push(input);
       if (input.endsWith('ee')) await new Promise<void>((go) => r.hold.set(input, go));
+      r.returned.push(input);
       return input;
     }),
     key: await loadKeystore({ uri: await writeDevKey(join(dir, 'ks'), chain.operators[op]), testMode: true }),
-    httpRpcUrl: chain.rpcUrl,
+    httpRpcUrl: rpcUrl,
     tangle: chain.tangle,
     serviceId: chain.serviceId,
     dataDir: join(dir, 'data'),
@@ -82,9 +88,7 @@ async function reorgTo(snap: unknown, n: number): Promise<void> {
 const reorgSeen = (r: Rig) => () => r.runner.chainStatus.lastReorg !== undefined;
 
 describe('reorg', () => {
-  // Skipped: passes on branch i27chain, times out ("the runner saw the reorg") on the merged main —
-  // a merge interaction not found in the session; issue #27 stays open for it.
-  it.skip('a served create is reorged out: its work is undone, the reused call id gets its own answer, later jobs follow', async () => {
+  it('a served create is reorged out: its work is undone, the reused call id gets its own answer, later jobs follow', async () => {
     const r = await rig(0);
     try {
       const snap = await rpc('evm_snapshot');
@@ -99,14 +103,26 @@ describe('reorg', () => {
       const later = await submitJobs(chain, 0, ['0xc3', '0xc4']);
       await answeredWith(later[0]!, '0xc3');
       await answeredWith(later[1]!, '0xc4');
-      expect(r.runner.chainStatus.lastReorg).toMatchObject({ vanished: [`${a}`], recovering: false });
+      const done = r.runner.chainStatus.lastReorg!;
+      expect(done).toMatchObject({ vanished: [`${a}`], recovering: false });
+      expect(BigInt(done.scannedTo)).toBeGreaterThanOrEqual(BigInt(done.oldHead)); // the rescan's progress
     } finally {
       await r.runner.stop();
     }
   });
 
   it('an in-flight create is reorged out: no result for it, its output is handed back to undo, later jobs follow', async () => {
-    const r = await rig(1);
+    // The runner's reads wait while the reorg is being sorted out until the handler has returned
+    // (and every microtask after it ran): the worst order, where the handler ends mid-reorg.
+    const proxy = await rpcProxy(chain.rpcUrl);
+    const r = await rig(1, proxy.url);
+    proxy.rewrite = async (req, forward) => {
+      if (r.runner.chainStatus.lastReorg && !r.returned.includes('0xd1ee')) {
+        await until('the held handler returned', () => r.returned.includes('0xd1ee'));
+        await new Promise((go) => setImmediate(go));
+      }
+      return forward(req);
+    };
     try {
       const snap = await rpc('evm_snapshot');
       const [a] = await submitJobs(chain, 0, ['0xd1ee']);
@@ -114,10 +130,7 @@ describe('reorg', () => {
       await reorgTo(snap, 3);
       await until('the runner saw the reorg', reorgSeen(r));
       r.hold.get('0xd1ee')!();
-      await until('its work was handed back', () => r.vanished.some((v) => v.callId === a)).catch((e) => {
-        console.log(r.lines.map((l) => l.slice(0, 300)).join(''));
-        throw e;
-      });
+      await until('its work was handed back', () => r.vanished.some((v) => v.callId === a));
       expect(r.vanished.find((v) => v.callId === a)?.output).toBe('0xd1ee');
       const [b, c] = await submitJobs(chain, 0, ['0xd2', '0xd3']);
       expect(b).toBe(a);
@@ -125,6 +138,50 @@ describe('reorg', () => {
       await answeredWith(c!, '0xd3');
     } finally {
       await r.runner.stop();
+      await proxy.close();
+    }
+  });
+
+  it('a reorg landing between the fork check and the read of the next block is still seen', async () => {
+    const proxy = await rpcProxy(chain.rpcUrl);
+    const r = await rig(0, proxy.url);
+    try {
+      const snap = await rpc('evm_snapshot');
+      const [a] = await submitJobs(chain, 0, ['0xf1']);
+      await answeredWith(a!, '0xf1');
+      const top = await chain.client.getBlockNumber({ cacheTime: 0 });
+      await until(
+        'the runner scanned the result block',
+        () => (r.runner.cursor?.recentBlocks[0]?.block ?? 0n) >= top,
+      );
+      // The chain reorganises when the runner asks for the block after the ones it scanned (its
+      // fork check just passed): that block then comes from the new chain.
+      let fired = false;
+      proxy.rewrite = async (req, forward) => {
+        const n = req.params?.[0];
+        if (
+          !fired &&
+          req.method === 'eth_getBlockByNumber' &&
+          typeof n === 'string' &&
+          n.startsWith('0x') &&
+          BigInt(n) > top
+        ) {
+          fired = true;
+          await forward({ method: 'evm_revert', params: [snap] });
+          await forward({ method: 'anvil_mine', params: ['0x4'] });
+        }
+        return forward(req);
+      };
+      await rpc('anvil_mine', ['0x1']);
+      await until('the runner saw the reorg', reorgSeen(r));
+      expect(fired).toBe(true);
+      await until('its work was undone', () => r.vanished.some((v) => v.callId === a));
+      const [b] = await submitJobs(chain, 0, ['0xf2']);
+      expect(b).toBe(a);
+      await answeredWith(b!, '0xf2');
+    } finally {
+      await r.runner.stop();
+      await proxy.close();
     }
   });
 
@@ -155,10 +212,7 @@ describe('reorg', () => {
       await rpc('anvil_dropAllTransactions'); // and its tx is not re-mined from the pool
       await rpc('evm_setAutomine', [true]);
       await rpc('anvil_mine', ['0x3']);
-      await answeredWith(a!, '0xe1').catch((e) => {
-        console.log(r.lines.map((l) => l.slice(0, 400)).join(''));
-        throw e;
-      });
+      await answeredWith(a!, '0xe1');
       expect(r.vanished).toEqual([]);
       const [b] = await submitJobs(chain, 0, ['0xe2']);
       await answeredWith(b!, '0xe2');

@@ -107,8 +107,20 @@ export interface VanishedCall {
 
 /** What the runner last saw of the chain, for /health. */
 export interface ChainStatus {
-  /** Since when the RPC fails (epoch ms), while it does. */
+  /** Since when the RPC fails (epoch ms), while it does: the job scan got no answer since then. */
   unreachableSince?: number;
-  /** The last reorg: when, its fork block, the calls it removed and those answered again. */
-  lastReorg?: { at: number; fork: string; vanished: string[]; resent: string[]; recovering: boolean };
+  /**
+   * The last reorg: when, its fork block, the calls it removed and those answered again, and the
+   * rescan's progress (scanned up to `scannedTo`; recovered once past `oldHead`, the newest block
+   * scanned before the reorg).
+   */
+  lastReorg?: {
+    at: number;
+    fork: string;
+    oldHead: string;
+    scannedTo: string;
+    vanished: string[];
+    resent: string[];
+    recovering: boolean;
+  };
 }

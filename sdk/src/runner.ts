@@ -34,9 +34,13 @@ export class BlueprintRunner {
   readonly #waiters: Array<{ go: () => void; fail: (e: Error) => void }> = [];
   /** Calls a reorg removed (id and block hash): their handlers' work is undone, never answered. */
   readonly #gone = new Set<string>();
+  /** Vanished calls already handed to onCallVanished. */
+  readonly #undone = new Set<string>();
   #client: PublicClient | undefined;
   readonly #status: ChainStatus = {};
   #recoverUntil = 0n;
+  /** Set while a reorg is being sorted out: a handler ending meanwhile waits for its verdict. */
+  #reorging: Promise<void> | undefined;
 
   constructor(opts: RunnerOptions) {
     this.#o = opts;
@@ -118,6 +122,7 @@ export class BlueprintRunner {
       windowBlocks: o.windowBlocks ?? 500,
       confirmations: o.confirmations ?? 0,
       log: this.log,
+      onRpcState: (err) => this.#rpcState(err),
     });
     this.#producerRun = producer.run(
       cursor.position.block,
@@ -126,6 +131,7 @@ export class BlueprintRunner {
         scanned: (b, h) => {
           cursor.scanned(b, h);
           const r = this.#status.lastReorg;
+          if (r?.recovering) r.scannedTo = `${b}`;
           if (r?.recovering && b >= this.#recoverUntil) {
             r.recovering = false;
             this.log.info(
@@ -226,17 +232,38 @@ export class BlueprintRunner {
    * longer on chain are served again (the handler answers the same way). Returns where to rescan.
    */
   async #reorg(fork: bigint): Promise<bigint> {
+    let sorted!: () => void;
+    this.#reorging = new Promise<void>((r) => {
+      sorted = r;
+    });
+    try {
+      return await this.#sortReorg(fork);
+    } finally {
+      this.#reorging = undefined;
+      sorted();
+    }
+  }
+
+  /** Whether a reorg removed this call; waits for one being sorted out to decide first. */
+  async #isGone(event: JobSubmittedEvent): Promise<boolean> {
+    while (this.#reorging) await this.#reorging;
+    return this.#gone.has(callKey(event.callId, event.blockHash));
+  }
+
+  async #sortReorg(fork: bigint): Promise<bigint> {
     const cursor = this.#cursor!;
     const client = this.#client!;
+    const oldTop = cursor.recentBlocks[0]?.block ?? fork;
     const status: NonNullable<ChainStatus['lastReorg']> = {
       at: Date.now(),
       fork: `${fork}`,
+      oldHead: `${oldTop}`,
+      scannedTo: `${fork}`,
       vanished: [],
       resent: [],
       recovering: true,
     };
     this.#status.lastReorg = status;
-    const oldTop = cursor.recentBlocks[0]?.block ?? fork;
     const { vanished, redo } = await sortCallsAfterFork(
       cursor,
       client,
@@ -271,7 +298,24 @@ export class BlueprintRunner {
     return from < fork + 1n ? from : fork + 1n;
   }
 
+  /** The job scan's RPC answered (undefined) or failed: /health shows since when it fails. */
+  #rpcState(err: unknown): void {
+    // A block that changed under a scan is the chain moving, not the RPC failing.
+    if (err instanceof SdkError) return;
+    if (err === undefined) {
+      if (this.#status.unreachableSince !== undefined)
+        this.log.info(
+          { downMs: Date.now() - this.#status.unreachableSince },
+          'chain RPC answering again; catching up from the cursor',
+        );
+      delete this.#status.unreachableSince;
+    } else this.#status.unreachableSince ??= Date.now();
+  }
+
   async #vanished(call: VanishedCall | JobSubmittedEvent, output?: Hex): Promise<void> {
+    const key = callKey(call.callId, call.blockHash);
+    if (this.#undone.has(key)) return; // undone once only, whichever path saw it first
+    this.#undone.add(key);
     const v: VanishedCall = {
       serviceId: call.serviceId,
       callId: call.callId,
@@ -338,7 +382,7 @@ export class BlueprintRunner {
     } finally {
       this.#release();
     }
-    if (this.#gone.has(callKey(event.callId, event.blockHash))) {
+    if (await this.#isGone(event)) {
       // A reorg removed the call while its handler ran: undo, never answer (the cursor forgot it).
       await this.#vanished(event, outcome.kind === 'skip' ? undefined : outcome.output);
       return;
@@ -354,7 +398,9 @@ export class BlueprintRunner {
         { callId: event.callId, pos: positionOf(event), blockHash: event.blockHash },
         outcome.output,
       );
-      if (r === 'vanished') return await this.#vanished(event, outcome.output);
+      // A reorg sorted out while the result was being sent (the call in flight then) undoes it here.
+      if (r === 'vanished' || (r !== 'aborted' && (await this.#isGone(event))))
+        return await this.#vanished(event, outcome.output);
       o.onJobDone?.(event, r);
       await this.#after(log, { event, outcome: r, output: outcome.output });
     } catch (err) {

@@ -112,6 +112,7 @@ export function createOperatorApi(deps: OperatorApiDeps, configInput?: ApiConfig
       health: deps.health,
       ready: deps.ready,
       instance: deps.instance,
+      chainFeed: deps.chainFeed,
       metrics: deps.metrics,
       sandboxes: deps.sandboxes,
       sessions,

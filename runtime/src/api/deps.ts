@@ -127,6 +127,28 @@ export interface InstanceHealth {
   reportedOnChain: boolean;
 }
 
+/**
+ * What /health shows of the operator's job feed from the chain (blueprint-lib's chainFeedHealth
+ * builds it from the job runner's status): the RPC unreachable since when, or a reorg being
+ * recovered from (fork point, rescan progress). Public: counts only, never call ids or RPC errors.
+ */
+export interface ChainFeedHealth {
+  state: 'ok' | 'unreachable' | 'recovering';
+  /** One line for a person: "chain unreachable since 2026-…Z", "recovering from a reorg …". */
+  message: string;
+  /** Epoch ms since the RPC fails, while it does. */
+  unreachableSince?: number;
+  lastReorg?: {
+    at: number;
+    fork: string;
+    oldHead: string;
+    scannedTo: string;
+    vanished: number;
+    resent: number;
+    recovering: boolean;
+  };
+}
+
 export type OperatorMode = 'cloud' | 'instance' | 'tee-instance';
 
 export interface OperatorApiDeps {
@@ -155,6 +177,8 @@ export interface OperatorApiDeps {
   ready?: () => boolean;
   /** Instance modes: the instance keeper's status, shown by /health (degraded while `failed`). */
   instance?: () => InstanceHealth | undefined;
+  /** The job feed's chain status, shown by /health (degraded unless `ok`). */
+  chainFeed?: () => ChainFeedHealth | undefined;
   tee?: ApiTee;
   config?: ApiConfigInput;
   /** The web console's build output (console/dist), served at /console/; absent: a 503 saying how to build it. */

@@ -10,6 +10,7 @@ export type {
   ApiSidecars,
   ApiStore,
   ApiTee,
+  ChainFeedHealth,
   HealthCheck,
   InstanceHealth,
   OperatorApiDeps,

@@ -4,7 +4,14 @@ import { createRoute, OpenAPIHono, z } from '@hono/zod-openapi';
 import type { Registry } from 'prom-client';
 import { RuntimeError } from '../../errors.ts';
 import type { ApiEnv } from '../context.ts';
-import type { ApiSandboxes, ApiSessions, HealthCheck, InstanceHealth, OperatorMode } from '../deps.ts';
+import type {
+  ApiSandboxes,
+  ApiSessions,
+  ChainFeedHealth,
+  HealthCheck,
+  InstanceHealth,
+  OperatorMode,
+} from '../deps.ts';
 import { bearerToken } from '../middleware/session.ts';
 import { errors, json } from '../schemas.ts';
 import { cachedCheck, isMetricsToken, mayInspect, publicCaller } from './public-access.ts';
@@ -28,6 +35,25 @@ const InstanceHealthSchema = z
   })
   .openapi('InstanceHealth');
 
+const ChainFeedSchema = z
+  .object({
+    state: z.enum(['ok', 'unreachable', 'recovering']),
+    message: z.string().openapi({ example: 'chain unreachable since 2026-12-01T23:50:00.000Z' }),
+    unreachableSince: z.number().int().optional().openapi({ description: 'epoch ms, while the RPC fails' }),
+    lastReorg: z
+      .object({
+        at: z.number().int(),
+        fork: z.string().openapi({ description: 'the newest block both chains share' }),
+        oldHead: z.string().openapi({ description: 'the newest block scanned before the reorg' }),
+        scannedTo: z.string().openapi({ description: 'rescan progress: recovered once past oldHead' }),
+        vanished: z.number().int().openapi({ description: 'calls the reorg removed (their work undone)' }),
+        resent: z.number().int().openapi({ description: 'answered calls whose results were sent again' }),
+        recovering: z.boolean(),
+      })
+      .optional(),
+  })
+  .openapi('ChainFeed');
+
 const HealthSchema = z
   .object({
     status: z.enum(['ok', 'degraded']),
@@ -41,6 +67,9 @@ const HealthSchema = z
         .openapi({ description: 'instance modes: error while its provision fails' }),
     }),
     instance: InstanceHealthSchema.optional(),
+    chainFeed: ChainFeedSchema.optional().openapi({
+      description: 'the job feed: degraded while the chain RPC is unreachable or a reorg is recovered from',
+    }),
   })
   .openapi('Health');
 
@@ -123,6 +152,7 @@ export interface PublicRouteDeps {
   health: { runtime?: HealthCheck; store?: HealthCheck; chain?: HealthCheck } | undefined;
   ready: (() => boolean) | undefined;
   instance?: (() => InstanceHealth | undefined) | undefined;
+  chainFeed?: (() => ChainFeedHealth | undefined) | undefined;
   metrics: Registry;
   sandboxes: ApiSandboxes;
   sessions: Pick<ApiSessions, 'verify'>;
@@ -157,14 +187,16 @@ export function publicRoutes(d: PublicRouteDeps): OpenAPIHono<ApiEnv> {
         instance = rest;
       }
     }
+    const chainFeed = d.chainFeed?.();
     const result = {
       runtime,
       store,
-      chain,
+      // The job feed knows at once when the RPC fails; the cached check may not yet.
+      chain: chainFeed?.state === 'unreachable' ? ('error' as const) : chain,
       ...(full ? { instance: full.state === 'failed' ? 'error' : 'ok' } : {}),
     };
-    const body = { checks: result, ...(instance ? { instance } : {}) };
-    const degraded = Object.values(result).includes('error');
+    const body = { checks: result, ...(instance ? { instance } : {}), ...(chainFeed ? { chainFeed } : {}) };
+    const degraded = Object.values(result).includes('error') || (chainFeed && chainFeed.state !== 'ok');
     return degraded
       ? c.json({ status: 'degraded' as const, ...body }, 503)
       : c.json({ status: 'ok' as const, ...body }, 200);
