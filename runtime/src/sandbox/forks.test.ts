@@ -3,8 +3,12 @@
 // source), refused for another tenant's snapshot or sandbox, and an operator killed mid-branch
 // ending with exactly one sandbox.
 import { spawn } from 'node:child_process';
+import { readdir } from 'node:fs/promises';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
+import { DockerDriver } from '../docker/driver.ts';
+import { waitForHealth } from '../docker/health.ts';
 import { makeRig, sidecarExec, type TestRig } from './testing/rig.ts';
 
 // Real containers on a shared 2-core machine: allow for a slow engine.
@@ -170,7 +174,13 @@ describe('branch and create from a snapshot', () => {
 });
 
 /** Runs the child provision with `params`; it SIGKILLs itself as soon as phase `killAt` is recorded. */
-async function killAtPhase(child: TestRig, callId: string, killAt: string, params: Record<string, unknown>) {
+async function killAtPhase(
+  child: TestRig,
+  callId: string,
+  killAt: string,
+  params: Record<string, unknown>,
+  cmd?: string[],
+) {
   const arg = JSON.stringify({
     storeDir: child.storeDir,
     secret: child.secret,
@@ -178,6 +188,7 @@ async function killAtPhase(child: TestRig, callId: string, killAt: string, param
     callId,
     killAt,
     params,
+    ...(cmd ? { cmd } : {}),
   });
   const proc = spawn(process.execPath, ['--import', 'tsx', CHILD, arg], {
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -227,4 +238,35 @@ describe('operator killed mid-branch', () => {
       }
     });
   }
+
+  it('killed at health_check with its sidecar coming up after the crash: reconcile finishes the branch and drops the copy', async () => {
+    const child = await makeRig(image, { healthTimeoutMs: 60_000, snapshotAutoCommit: false });
+    try {
+      const src = await child.manager.create({ owner, serviceId: 3, callId: 'src' });
+      await sidecarExec(child.manager.sidecarEndpoint(src.id), 'echo kept > /home/agent/k.txt');
+      await child.close();
+      // The real sidecar, started 2 s late: the child dies as soon as health_check is recorded.
+      const late = ['sh', '-c', 'sleep 2; exec node /opt/sidecar/sidecar.cjs'];
+      await killAtPhase(child, 'branch-late', 'health_check', { fromSandbox: src.id }, late);
+      const driver = new DockerDriver();
+      const m0 = await child.reopen();
+      const p0 = await m0.getProvision('branch-late');
+      const [c] = (await driver.listManaged(child.operatorId)).filter((x) => x.sandboxId === p0.sandboxId);
+      const port = c!.loopbackPorts[m0.config.sidecarPort]!;
+      const up = await waitForHealth(
+        { host: '127.0.0.1', port },
+        { timeoutMs: 30_000, intervalMs: 50, maxIntervalMs: 200 },
+      );
+      expect(up.ok).toBe(true);
+      const report = await m0.reconcile();
+      expect(report.finished).toEqual([p0.sandboxId]);
+      const rec = m0.get(p0.sandboxId);
+      expect(rec.state).toBe('running');
+      expect((await sidecarExec(m0.sidecarEndpoint(rec.id), 'cat /home/agent/k.txt')).stdout).toBe('kept\n');
+      const dir = join(child.config.snapshotDir!, rec.id);
+      expect((await readdir(dir).catch(() => [])).filter((f) => f.startsWith('fork-'))).toEqual([]);
+    } finally {
+      await child.cleanup();
+    }
+  });
 });
