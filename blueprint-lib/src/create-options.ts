@@ -1,7 +1,8 @@
 // The create job's options beyond the ABI struct's own fields, carried in `capabilities_json` as
 // one JSON object (so the job's ABI, and every client and contract built on it, is unchanged):
 //   {"shape":"medium","agent":false,"delete_after_stopped_seconds":86400,
-//    "network":{"mode":"strict","allow_domains":["example.com"],"include_implicit_domains":true}}
+//    "network":{"mode":"strict","allow_domains":["example.com"],"include_implicit_domains":true},
+//    "from_sandbox":"sbx-…"}            (or "from_snapshot":"sha256:…": a fork, see runtime fork.ts)
 // Strict: an unknown option is refused by name (a dropped option would create another sandbox
 // than asked). A JSON array (an older client's capability list) carries no options.
 import { DomainSchema } from '@agent-sandbox/runtime';
@@ -32,8 +33,22 @@ export const CreateOptionsSchema = z
       .max(16 * 1024)
       .optional(),
     network: NetworkOptionSchema.optional(),
+    /** Branch: a copy of this sandbox's workspace (the caller's own sandbox; no secrets copied). */
+    from_sandbox: z
+      .string()
+      .regex(/^sbx-[0-9a-f]{32}$/, 'must be a sandbox id (sbx- and 32 hex digits)')
+      .optional(),
+    /** A copy of the workspace this snapshot of the caller's holds (the id `snapshot` printed). */
+    from_snapshot: z
+      .string()
+      .regex(/^sha256:[0-9a-f]{64}$/, 'must be a snapshot id (sha256: and 64 lowercase hex digits)')
+      .optional(),
   })
-  .strict();
+  .strict()
+  .refine((o) => !(o.from_sandbox && o.from_snapshot), {
+    message: 'names both from_sandbox and from_snapshot; a sandbox is copied from one of them',
+    path: ['from_snapshot'],
+  });
 export type CreateOptions = z.infer<typeof CreateOptionsSchema>;
 
 /** `capabilities_json` → the create options ('' and arrays: none). */

@@ -151,6 +151,14 @@ export async function provisionInstance(o: InstanceOptions): Promise<Provisioned
     { ...request, tee_required: request.tee_required && o.policy.teeAvailable },
     o.policy,
   );
+  if (v.fromSandbox || v.fromSnapshot) {
+    // An instance's one sandbox starts fresh; copies are made by the create job of a cloud service.
+    throw new BlueprintError(
+      'INVALID_REQUEST',
+      'capabilities_json: from_sandbox / from_snapshot are for the create job of a cloud service; an instance sandbox starts fresh',
+      { details: { field: 'capabilities_json' } },
+    );
+  }
   // Exempt from the idle/lifetime timers and GC unless the service's config sets either timer.
   const expiryExempt = request.idle_timeout_seconds === 0n && request.max_lifetime_seconds === 0n;
   o.log.info(

@@ -1,6 +1,11 @@
 // The create request's image choice: the default, the harness image for a harness agent_identifier, the allow-list.
 import { describe, expect, it } from 'vitest';
-import { type CreatePolicy, type SandboxCreateRequest, validateCreateRequest } from './validate.ts';
+import {
+  type CreatePolicy,
+  runtimeCreateParams,
+  type SandboxCreateRequest,
+  validateCreateRequest,
+} from './validate.ts';
 
 const policy: CreatePolicy = {
   defaultImage: 'agent-sandbox:base',
@@ -161,5 +166,38 @@ describe('validateCreateRequest network policy', () => {
         expect.objectContaining({ code: 'INVALID_REQUEST' }),
       );
     }
+  });
+});
+
+describe('validateCreateRequest forks (from_sandbox / from_snapshot)', () => {
+  const sbx = `sbx-${'ab'.repeat(16)}`;
+  const snap = `sha256:${'cd'.repeat(32)}`;
+  const caps = (o: object) => request({ capabilities_json: JSON.stringify(o) });
+
+  it('passes the source on to the runtime, without an image (a copy runs its source’s)', () => {
+    const a = runtimeCreateParams(validateCreateRequest(caps({ from_sandbox: sbx }), policy));
+    expect(a).toMatchObject({ fromSandbox: sbx });
+    expect(a.image).toBeUndefined();
+    const b = runtimeCreateParams(validateCreateRequest(caps({ from_snapshot: snap }), policy));
+    expect(b).toMatchObject({ fromSnapshot: snap });
+    expect(runtimeCreateParams(validateCreateRequest(request(), policy))).not.toHaveProperty('fromSandbox');
+  });
+
+  it('refuses an id that is not the runtime’s own form before anything sees it, both sources, an image or a TEE', () => {
+    for (const [o, field] of [
+      [{ from_sandbox: '../../etc/passwd' }, 'capabilities_json.from_sandbox'],
+      [{ from_sandbox: `${sbx}\n` }, 'capabilities_json.from_sandbox'],
+      [{ from_snapshot: 'agent-sandbox-snapshot:sbx-1' }, 'capabilities_json.from_snapshot'],
+      [{ from_snapshot: snap.toUpperCase() }, 'capabilities_json.from_snapshot'],
+      [{ from_sandbox: sbx, from_snapshot: snap }, 'capabilities_json.from_snapshot'],
+    ] as const) {
+      expect(() => validateCreateRequest(caps(o), policy), JSON.stringify(o)).toThrow(
+        expect.objectContaining({ code: 'INVALID_REQUEST', details: { field } }),
+      );
+    }
+    const withImage = { ...caps({ from_sandbox: sbx }), image: 'custom:1' };
+    expect(() => validateCreateRequest(withImage, policy)).toThrow(/runs its source's image/);
+    const tee = { ...caps({ from_snapshot: snap }), tee_required: true };
+    expect(() => validateCreateRequest(tee, { ...policy, teeAvailable: true })).toThrow(/outside a TEE/);
   });
 });

@@ -174,6 +174,19 @@ export function validateCreateRequest(req: SandboxCreateRequest, policy: CreateP
     });
   }
   const plain = options.agent === false;
+  const fork = options.from_sandbox !== undefined || options.from_snapshot !== undefined;
+  if (fork && req.image.trim() !== '') {
+    throw invalid(
+      'image',
+      `is "${req.image.trim()}", but a copy (from_sandbox / from_snapshot) runs its source's image; leave image empty`,
+    );
+  }
+  if (fork && req.tee_required) {
+    throw invalid(
+      'tee_required',
+      'cannot be set with from_sandbox / from_snapshot: a copy is made on this operator, outside a TEE',
+    );
+  }
   if (options.startup_script !== undefined) {
     throw invalid(
       'capabilities_json.startup_script',
@@ -240,6 +253,8 @@ export function validateCreateRequest(req: SandboxCreateRequest, policy: CreateP
       web_terminal_enabled: req.web_terminal_enabled,
     },
     exposedPorts: ports,
+    fromSandbox: options.from_sandbox ?? '',
+    fromSnapshot: options.from_snapshot ?? '',
     options,
     facts: {
       stack: req.stack,
@@ -268,6 +283,9 @@ export function runtimeCreateParams(
     env: v.env,
     metadata: v.metadata,
     exposedPorts: v.exposedPorts,
+    // A fork runs its source's image (the runtime takes it from the source record).
+    ...(v.fromSandbox ? { fromSandbox: v.fromSandbox, image: undefined } : {}),
+    ...(v.fromSnapshot ? { fromSnapshot: v.fromSnapshot, image: undefined } : {}),
   };
 }
 

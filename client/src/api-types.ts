@@ -117,6 +117,7 @@ export const PROVISION_PHASES = [
   'queued',
   'pool_claim',
   'image_pull',
+  'workspace_copy',
   'container_create',
   'container_start',
   'health_check',

@@ -100,6 +100,18 @@ export interface CreateForm {
   ports: number[];
   /** Public (on chain) environment, a JSON object of strings; secrets go in the secrets panel. */
   envJson: string;
+  /** A sandbox id (branch) or snapshot id of the owner's whose workspace to copy; '' = a fresh one. */
+  from: string;
+}
+
+/** capabilities_json of the form: the preset and the copy's source (blueprint-lib create-options.ts). */
+export function createOptions(form: Pick<CreateForm, 'shape' | 'from'>): string {
+  const from = form.from.trim();
+  const o: Record<string, string> = {};
+  if (form.shape) o.shape = form.shape;
+  if (from.startsWith('sha256:')) o.from_snapshot = from;
+  else if (from) o.from_sandbox = from;
+  return JSON.stringify(o);
 }
 
 /** Job 0 with the CLI's encoding; answers the call id to follow at GET /api/provisions/{callId}. */
@@ -111,7 +123,7 @@ export function submitCreate(info: ChainInfo, account: Address, form: CreateForm
     disk_gb: form.diskGb,
     env_json: form.envJson.trim() || '{}',
     metadata_json: form.ports.length ? JSON.stringify({ ports: form.ports }) : '{}',
-    capabilities_json: form.shape ? JSON.stringify({ shape: form.shape }) : '{}',
+    capabilities_json: createOptions(form),
   });
   return submit(info, account, JOB_SANDBOX_CREATE, encodeCreateInput(req));
 }

@@ -108,6 +108,7 @@ function CreateForm({ caps, onCreated }: { caps: Capabilities; onCreated: () => 
           diskGb: num(f.get('disk')),
           ports,
           envJson: String(f.get('env') ?? ''),
+          from: String(f.get('from') ?? ''),
         },
       );
       setPhase((p) => [...p, `call ${callId} submitted`]);
@@ -184,6 +185,10 @@ function CreateForm({ caps, onCreated }: { caps: Capabilities; onCreated: () => 
       <label>
         Environment (JSON, public on chain; put secrets in Secrets)
         <input name="env" placeholder='{"LOG_LEVEL":"debug"}' data-testid="create-env" />
+      </label>
+      <label>
+        Copy the workspace of (optional: a sandbox id or a snapshot id of yours; no secrets are copied)
+        <input name="from" placeholder="sbx-… or sha256:…" data-testid="create-from" />
       </label>
       <button type="submit" disabled={busy} data-testid="create">
         Create

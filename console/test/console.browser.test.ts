@@ -356,6 +356,38 @@ describe('web console in Chromium', () => {
     await page.screenshot({ path: join(SHOTS, 'exec.png') });
   }, 90_000);
 
+  it('branches the sandbox from the create form: a new sandbox with the workspace, without the secret', async () => {
+    await page.getByTestId('back').click();
+    await page.getByTestId('create-from').fill(sandboxId);
+    await page.getByTestId('create').click();
+    await page
+      .locator('[data-testid="phases"] li', { hasText: 'workspace_copy' })
+      .waitFor({ timeout: 120_000 });
+    await page.locator('[data-testid="phases"] li', { hasText: 'ready' }).waitFor({ timeout: 120_000 });
+    const row = page.locator(
+      `[data-testid="sandbox-list"] li[data-state="running"]:not([data-id="${sandboxId}"])`,
+    );
+    await row.waitFor();
+    const branchId = (await row.getAttribute('data-id')) ?? '';
+    expect(branchId).toMatch(/^sbx-/);
+    await row.getByTestId('open').click();
+    await page.getByTestId('tab-Exec').click();
+    await page.getByTestId('exec-command').fill('ls /home/agent; printf "[%s]" "$MY_SECRET"');
+    await page.getByTestId('exec-run').click();
+    const out = page.getByTestId('exec-output');
+    await out.waitFor();
+    const text = (await out.textContent()) ?? '';
+    expect(text).toContain('blob.bin');
+    expect(text).toContain('[]');
+    expect(await page.content()).not.toContain(SECRET);
+    await page.getByTestId('back').click();
+    const branchRow = page.locator(`[data-testid="sandbox-list"] li[data-id="${branchId}"]`);
+    await branchRow.getByTestId('delete').click();
+    await branchRow.waitFor({ state: 'detached', timeout: 90_000 });
+    // The source is where the next tests expect it: open.
+    await page.locator(`[data-testid="sandbox-list"] li[data-id="${sandboxId}"]`).getByTestId('open').click();
+  }, 300_000);
+
   it('another wallet sees none of it: an empty list, and the sandbox refused with a clear 403', async () => {
     const other = await browser.newContext({ viewport: { width: 375, height: 740 } });
     await injectWallet(other, privateKeyToAccount(generatePrivateKey()), devnet.rpcUrl);

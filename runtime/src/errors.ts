@@ -10,6 +10,13 @@ export const RuntimeErrorCodes = {
   SANDBOX_NOT_FOUND: 404,
   SESSION_NOT_FOUND: 404,
   CONFLICT: 409,
+  /**
+   * A create's fromSandbox / fromSnapshot names no sandbox or snapshot of the caller's (another
+   * owner's gets the same answer as one that does not exist).
+   */
+  SOURCE_NOT_FOUND: 404,
+  /** The caller's fork source has no workspace to copy now (e.g. still provisioning, or failed). */
+  SOURCE_UNAVAILABLE: 409,
   SANDBOX_STOPPED: 409,
   SANDBOX_NOT_RUNNING: 409,
   CHAT_RUN_ACTIVE: 409,

@@ -22,6 +22,10 @@ const RUNTIME_TEXT: Readonly<Record<string, string>> = {
   SANDBOX_NOT_RUNNING: 'the sandbox is not running',
   FORBIDDEN: 'the job’s caller may not act on this sandbox',
   CONFLICT: 'the sandbox is busy with another operation; try again',
+  SOURCE_NOT_FOUND:
+    'from_sandbox / from_snapshot names no sandbox or snapshot of the caller’s on this operator; only your own can be copied',
+  SOURCE_UNAVAILABLE:
+    'the sandbox or snapshot to copy has no workspace to copy now; resume the sandbox or take a new snapshot',
   DOCKER_ERROR: 'the container engine refused the sandbox; nothing of it was kept',
   PROVISION_FAILED: 'the sandbox could not be started; nothing of it was kept',
   HEALTH_CHECK_TIMEOUT: 'the sandbox did not become healthy in time; nothing of it was kept',
@@ -40,6 +44,8 @@ const JOB_FIELD: Readonly<Record<string, string>> = {
   diskGb: 'disk_gb',
   idleTimeoutSeconds: 'idle_timeout_seconds',
   maxLifetimeSeconds: 'max_lifetime_seconds',
+  fromSandbox: 'capabilities_json.from_sandbox',
+  fromSnapshot: 'capabilities_json.from_snapshot',
 };
 
 /** `field: reason` of a runtime field refusal, in the job's field names; else undefined. */

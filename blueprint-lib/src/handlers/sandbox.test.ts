@@ -289,6 +289,59 @@ describe('SANDBOX_CREATE and SANDBOX_DELETE', () => {
     await main.manager.delete(out.sandboxId);
   });
 
+  it("a fork on chain: one of the caller's own is copied (new id, no secret); another owner's sandbox or snapshot is refused by name", async () => {
+    /** Runs a command in a sandbox through its sidecar (the real HTTP contract). */
+    const sh = async (id: string, command: string) => {
+      const ep = main.manager.sidecarEndpoint(id);
+      const res = await fetch(`${ep.url}/terminals/commands`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${ep.token}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ command }),
+      });
+      return ((await res.json()) as { result: { stdout: string } }).result.stdout;
+    };
+    const mallory = '0x00000000000000000000000000000000000000e7';
+    const theirs = await main.manager.create({
+      owner: mallory,
+      serviceId: `${jobs.serviceId}`,
+      callId: 'fork-theirs',
+    });
+    const theirSnap = await main.manager.snapshot(theirs.id);
+    const mine = await main.manager.create({
+      owner: jobs.caller.address,
+      serviceId: `${jobs.serviceId}`,
+      callId: 'fork-mine',
+    });
+    await sh(mine.id, 'echo mine > /home/agent/m.txt');
+    await main.manager.injectSecrets(mine.id, { API_KEY: 'sk-chain-fork-secret' });
+    const before = main.manager.list().length;
+    for (const caps of [{ from_sandbox: theirs.id }, { from_snapshot: theirSnap.snapshotImageId }]) {
+      const o = createOutput(
+        (await create(flat(request({ capabilities_json: JSON.stringify(caps) })))).outcome,
+      );
+      expect(o.sandboxId).toBe('');
+      expect(o.json).toMatchObject({ code: 'SOURCE_NOT_FOUND', phase: 'admission' });
+      expect(String(o.json['error'])).toMatch(/only your own can be copied/);
+    }
+    expect(main.manager.list()).toHaveLength(before);
+
+    const { outcome } = await create(
+      flat(request({ capabilities_json: JSON.stringify({ from_sandbox: mine.id }) })),
+    );
+    const out = createOutput(outcome);
+    expect(out.sandboxId).toMatch(/^sbx-[0-9a-f]{32}$/);
+    expect(out.sandboxId).not.toBe(mine.id);
+    expect(out.json).toMatchObject({ state: 'running', image: mine.image });
+    const fork = main.manager.get(out.sandboxId);
+    expect(fork.source).toEqual({ kind: 'sandbox', sandboxId: mine.id });
+    expect(fork.userEnv).toEqual({});
+    expect(fork.token).not.toBe(mine.token);
+    expect(await sh(fork.id, 'cat /home/agent/m.txt; echo "[$API_KEY]"')).toBe('mine\n[]\n');
+    const phases = (await main.manager.getProvision(fork.callId, fork.serviceId)).phases.map((p) => p.phase);
+    expect(phases).toContain('workspace_copy');
+    for (const id of [fork.id, mine.id, theirs.id]) await main.manager.delete(id);
+  });
+
   it('skips input that is neither encoding, without touching anything', async () => {
     const call = await jobs.submit(JOB_SANDBOX_CREATE, flat(request({ image: 'x:1' })));
     const bad = await routerFor(main, call.operator!).dispatch(

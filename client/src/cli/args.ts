@@ -2,7 +2,7 @@
 // generated from the same table (help.ts), so `--help` always matches what the parser accepts.
 import { parseArgs } from 'node:util';
 import { ClientError } from '../errors.ts';
-import { CREATE_COMMAND } from './create-args.ts';
+import { BRANCH_COMMAND, CREATE_COMMAND } from './create-args.ts';
 import { serviceCommand } from './service-args.ts';
 
 // Kept light: `--help` loads only this file, help.ts and errors.ts; each command's code loads when it runs.
@@ -136,6 +136,7 @@ export const COMMANDS: Record<string, CommandSpec> = {
     options: {},
   },
   create: CREATE_COMMAND,
+  branch: BRANCH_COMMAND,
   shapes: {
     summary: "the operator's sandbox sizes: presets, the default preset and the ceiling",
     usage: 'shapes',
@@ -220,10 +221,12 @@ export const COMMANDS: Record<string, CommandSpec> = {
   stop: { summary: 'stop a sandbox (keeps its disk)', usage: 'stop <id>', positionals: [id], options: {} },
   resume: { summary: 'resume a stopped sandbox', usage: 'resume <id>', positionals: [id], options: {} },
   snapshot: {
-    summary: "commit the sandbox's filesystem",
+    summary: "snapshot the sandbox's workspace; prints the snapshot id to create from",
     usage: 'snapshot <id>',
     positionals: [id],
     options: {},
+    details:
+      'A sandbox keeps its latest snapshot (a stop takes one too, replacing it). `agent-sandbox create --from-snapshot <snapshot id>` makes a new sandbox from it while the sandbox is kept and not resumed since the snapshot; deleting the sandbox deletes its snapshot.',
   },
   workflow: {
     summary: 'workflows: create | list | runs | trigger | cancel',

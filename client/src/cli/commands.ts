@@ -175,10 +175,12 @@ function lifecycle(kind: 'stop' | 'resume' | 'snapshot'): Command {
     const client = await ctx.operator(id);
     const r = await client[kind](id);
     if (ctx.json) ctx.printJson(r);
-    else
-      ctx.out(
-        `${id}: ${typeof r.state === 'string' ? r.state : kind === 'snapshot' ? 'snapshot taken' : 'ok'}`,
-      );
+    else if (kind === 'snapshot') {
+      const snap = (r.snapshot ?? {}) as Record<string, unknown>;
+      const snapId = typeof snap.snapshotImageId === 'string' ? snap.snapshotImageId : undefined;
+      ctx.out(snapId ? `${id}: snapshot ${snapId}` : `${id}: snapshot taken`);
+      if (snapId) ctx.note(`create a sandbox from it: agent-sandbox create --from-snapshot ${snapId}`);
+    } else ctx.out(`${id}: ${typeof r.state === 'string' ? r.state : 'ok'}`);
     return 0;
   };
 }

@@ -40,6 +40,20 @@ export const CREATE_COMMAND: CommandSpec = {
       arg: 'SECONDS',
       help: "delete the sandbox after it has been stopped this long; a resume restarts the clock (default: the operator's, 30 days)",
     },
+    'no-agent': {
+      type: 'boolean',
+      help: 'plain compute: no coding agent, no model credentials, no startup scripts (agent: false)',
+    },
+    'from-sandbox': {
+      type: 'string',
+      arg: 'ID',
+      help: 'branch: start with a copy of the workspace of this sandbox of yours (no secrets are copied)',
+    },
+    'from-snapshot': {
+      type: 'string',
+      arg: 'SNAPSHOT_ID',
+      help: 'start with the workspace of this snapshot of yours (the id `agent-sandbox snapshot` printed)',
+    },
     tee: { type: 'string', arg: 'TYPE', help: 'require a TEE: tdx, nitro or sev' },
     'attestation-nonce': { type: 'string', arg: 'NONCE', help: 'nonce to bind into the TEE attestation' },
     'capabilities-json': {
@@ -54,8 +68,22 @@ export const CREATE_COMMAND: CommandSpec = {
     },
   },
   details:
-    'Job inputs are public on chain: put credentials in `agent-sandbox secrets set` after create. Env names that look like secrets are refused. Progress (queued → image_pull → container_create → container_start → health_check → ready, or queued → pool_claim → ready when the operator has a warm container) is printed as it happens; the command returns only when the operator reports the sandbox running, or fails naming the phase.',
+    'Job inputs are public on chain: put credentials in `agent-sandbox secrets set` after create. Env names that look like secrets are refused. With --from-sandbox / --from-snapshot the new sandbox starts with a copy of that workspace (your own only; no secrets, env or token copied; it runs the source’s image). Progress (queued → image_pull [→ workspace_copy] → container_create → container_start → health_check → ready, or queued → pool_claim → ready when the operator has a warm container) is printed as it happens; the command returns only when the operator reports the sandbox running, or fails naming the phase.',
   examples: [
     'agent-sandbox create --devnet .devnet/devnet.json --operator http://127.0.0.1:9090 --name demo',
+    'agent-sandbox create --from-snapshot sha256:3f2a… --name from-snap',
   ],
+};
+
+const { image: _image, 'from-sandbox': _from, ...BRANCH_OPTIONS } = CREATE_COMMAND.options;
+
+/** `branch <id>`: `create --from-sandbox <id>` (job 0): a new sandbox with a copy of the workspace. */
+export const BRANCH_COMMAND: CommandSpec = {
+  summary: 'copy a sandbox of yours into a new one (job 0 with from_sandbox); waits until it is running',
+  usage: 'branch <id> [--name N] [--shape NAME] [create options]',
+  positionals: [{ name: 'id', required: true }],
+  options: BRANCH_OPTIONS,
+  details:
+    "The new sandbox has its own id and sidecar token, runs the source's image and starts with a copy of the source's workspace (/home/agent) as it is now; the source keeps running untouched. Nothing secret is copied: no secrets, no create env, no token — set the secrets again with `agent-sandbox secrets set`. Only your own sandboxes can be branched (another owner's id is refused with SOURCE_NOT_FOUND). Progress: queued → image_pull → workspace_copy → container_create → container_start → health_check → ready.",
+  examples: ['agent-sandbox branch sbx-0123… --name experiment'],
 };

@@ -57,6 +57,29 @@ describe('on-chain commands', () => {
     expect(r.err).toMatch(/looks like a secret.*secrets set/);
   });
 
+  it('create names one source at most; branch needs the id (exit 1, before the chain)', async () => {
+    const sbx = `sbx-${'ab'.repeat(16)}`;
+    const snap = `sha256:${'cd'.repeat(32)}`;
+    const both = await cli([
+      'create',
+      '--devnet',
+      devnetFile,
+      '--from-sandbox',
+      sbx,
+      '--from-snapshot',
+      snap,
+    ]);
+    expect(both.code).toBe(1);
+    expect(both.err).toMatch(/name one source/);
+    const also = await cli(['branch', sbx, '--devnet', devnetFile, '--from-snapshot', snap]);
+    expect(also.code).toBe(1);
+    expect((await cli(['branch', '--devnet', devnetFile])).code).toBe(1);
+    const help = await cli(['branch', '--help']);
+    expect(help.code).toBe(0);
+    expect(help.out).toMatch(/no secrets/i);
+    expect(help.out).not.toMatch(/--image/);
+  });
+
   it('needs rpc/tangle/service from flags or --devnet (exit 1)', async () => {
     const r = await cli(['delete', 'sb-1', '--private-key', key]);
     expect(r.code).toBe(1);
@@ -154,6 +177,51 @@ describe('create and delete through the CLI on the devnet', () => {
     }
     throw new Error('the job never appeared on chain');
   }
+
+  it('branch <id> submits the create job with from_sandbox in capabilities_json, beside the other options', async () => {
+    const name = `cli-branch-${Date.now()}`;
+    const source = `sbx-${'ef'.repeat(16)}`;
+    const id = `sbx-${'12'.repeat(16)}`;
+    const fields = sandboxCreateRequestLayout().components.map((c) => c.name);
+    let caps = '';
+    const from = await pub.getBlockNumber();
+    const actor = actAsOperator(
+      from,
+      (job, inputs) => {
+        if (job !== 0) return false;
+        const v = decodeAbiParameters(sandboxCreateRequestLayout().components, inputs);
+        if (v[0] !== name) return false;
+        caps = String(v[fields.indexOf('capabilities_json')]);
+        return true;
+      },
+      () => {
+        op.sandboxes.set(id, { id, owner: user.address.toLowerCase(), state: 'running', secrets: {} });
+        return encodeAbiParameters(
+          [{ type: 'tuple', components: [{ type: 'string' }, { type: 'string' }] }],
+          [[id, JSON.stringify({ sandboxId: id, operatorApiUrl: op.url })]],
+        );
+      },
+    );
+    actor.catch(() => {});
+    const r = await cli([
+      'branch',
+      source,
+      '--devnet',
+      devnetFile,
+      '--operator',
+      op.url,
+      '--name',
+      name,
+      '--shape',
+      'small',
+      '--timeout',
+      '60',
+    ]);
+    expect(r.code, r.err).toBe(0);
+    await actor;
+    expect(r.out).toBe(`${id}\n`);
+    expect(JSON.parse(caps)).toEqual({ shape: 'small', from_sandbox: source });
+  });
 
   it('create prints progress and the id once running; get finds it again; delete removes it', async () => {
     const name = `cli-e2e-${Date.now()}`;

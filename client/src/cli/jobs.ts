@@ -26,6 +26,13 @@ function createOptionsFromFlags(ctx: CliContext, raw: string | undefined): strin
   const set: Record<string, unknown> = {};
   if (typeof o.shape === 'string') set.shape = o.shape;
   if (o['no-agent'] === true) set.agent = false;
+  // `branch <id>` is `create --from-sandbox <id>`.
+  const fromSandbox = ctx.args.command === 'branch' ? ctx.args.positionals[0] : o['from-sandbox'];
+  if (typeof fromSandbox === 'string') set.from_sandbox = fromSandbox;
+  if (typeof o['from-snapshot'] === 'string') set.from_snapshot = o['from-snapshot'];
+  if (set.from_sandbox !== undefined && set.from_snapshot !== undefined) {
+    throw new ClientError('USAGE', 'name one source: --from-sandbox (or branch <id>) or --from-snapshot');
+  }
   const after = uint(ctx, 'delete-after-stopped');
   if (after !== undefined) set.delete_after_stopped_seconds = Number(after);
   if (Object.keys(set).length === 0) return raw;
@@ -40,7 +47,7 @@ function createOptionsFromFlags(ctx: CliContext, raw: string | undefined): strin
   if (typeof base !== 'object' || base === null || Array.isArray(base)) {
     throw new ClientError(
       'USAGE',
-      '--capabilities-json must be a JSON object to combine it with --shape and the like',
+      '--capabilities-json must be a JSON object to combine it with --shape, --from-sandbox and the like',
     );
   }
   return JSON.stringify({ ...base, ...set });
@@ -206,3 +213,6 @@ export const deleteSandbox: Command = async (ctx) => {
   else ctx.out(`deleted ${id}`);
   return 0;
 };
+
+/** `branch <id>`: the create job with from_sandbox (createOptionsFromFlags reads the id). */
+export const branch: Command = (ctx) => create(ctx);

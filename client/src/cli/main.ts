@@ -13,6 +13,7 @@ const handlers: Record<string, () => Promise<Command>> = {
   login: async () => (await ops()).login,
   logout: async () => (await ops()).logout,
   create: async () => (await import('./jobs.ts')).create,
+  branch: async () => (await import('./jobs.ts')).branch,
   list: async () => (await ops()).list,
   get: async () => (await ops()).get,
   exec: async () => (await ops()).exec,

@@ -139,6 +139,22 @@ export const SandboxViewSchema = z
           'epoch ms when each timer fires: a running sandbox stops at idle_stop_at (moved by activity) or max_lifetime_stop_at (create or last resume + maxLifetimeSeconds); a stopped one is deleted at delete_at (stop + deleteAfterStoppedSeconds). null: does not apply now',
       }),
     agent: z.boolean().optional().openapi({ description: 'false: plain compute, no coding agent' }),
+    snapshot_id: z.string().nullable().optional().openapi({
+      description:
+        'the sandbox\'s latest snapshot (POST …/snapshot or a stop takes one, replacing it); a create job with capabilities_json {"from_snapshot": snapshot_id} starts a new sandbox with its workspace',
+    }),
+    source: z
+      .object({
+        kind: z.enum(['sandbox', 'snapshot']),
+        sandbox_id: z.string(),
+        snapshot_id: z.string().optional(),
+      })
+      .nullable()
+      .optional()
+      .openapi({
+        description:
+          'what this sandbox was copied from (create from_sandbox / from_snapshot: the workspace only, never secrets, env or token); null: a fresh sandbox',
+      }),
     secret_names: z.array(z.string()),
   })
   .openapi('Sandbox');

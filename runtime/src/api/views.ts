@@ -24,6 +24,10 @@ export interface SandboxView {
   };
   /** false: plain compute (no coding agent). */
   agent: boolean;
+  /** The sandbox's latest snapshot (create from_snapshot takes it); null: none. */
+  snapshot_id: string | null;
+  /** What this sandbox was copied from (create from_sandbox / from_snapshot); null: a fresh one. */
+  source: { kind: 'sandbox' | 'snapshot'; sandbox_id: string; snapshot_id?: string } | null;
   secret_names: string[];
 }
 
@@ -65,6 +69,12 @@ export function sandboxView(r: SandboxRecord): SandboxView {
     stop_reason: r.stopReason ?? null,
     timer_deadlines: timerDeadlines(r),
     agent: r.agent !== false,
+    snapshot_id: r.snapshotImageId ?? null,
+    source: !r.source
+      ? null
+      : r.source.kind === 'sandbox'
+        ? { kind: 'sandbox', sandbox_id: r.source.sandboxId }
+        : { kind: 'snapshot', sandbox_id: r.source.sandboxId, snapshot_id: r.source.snapshotId },
     secret_names: Object.keys(r.userEnv ?? {}).sort(),
   };
 }

@@ -18,6 +18,7 @@ import {
 } from './config.ts';
 import { mustGet, RecordBook, type SandboxContext } from './context.ts';
 import { parseUserEnv } from './env.ts';
+import { resolveForkSource } from './fork.ts';
 import {
   deleteSandbox,
   resumeSandbox,
@@ -157,9 +158,11 @@ export class SandboxManager {
         return this.#lock(rec.id, () => runProvision(this.#ctx, rec, hooks));
       }
       if (prior) return this.#priorOutcome(req.callId, prior.progress, prior.record);
+      // A fork's source is checked (the caller's own, with a workspace) before anything is admitted.
+      const fork = resolveForkSource(this.#ctx, req);
       const pool = this.#pool;
-      // A test's replacement command needs its own container: never from the pool.
-      const entry = hooks.cmd ? undefined : pool?.take(req);
+      // A test's replacement command, or a fork (its workspace comes first), needs its own container.
+      const entry = hooks.cmd || fork ? undefined : pool?.take(req);
       if (pool && entry) {
         const rec = await admit(this.#ctx, req, entry.id).catch(async (e) => {
           await pool.destroy(entry);
@@ -168,7 +171,7 @@ export class SandboxManager {
         pool.refill();
         return this.#lock(rec.id, () => runClaim(this.#ctx, pool, rec, entry, hooks));
       }
-      const rec = await admit(this.#ctx, req);
+      const rec = await admit(this.#ctx, fork ? { ...req, image: fork.image } : req, undefined, fork?.source);
       // A cold create may leave the pool more than the capacity still allows: trimmed meanwhile.
       pool?.refill();
       return this.#lock(rec.id, () => runProvision(this.#ctx, rec, hooks));

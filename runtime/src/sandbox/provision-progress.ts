@@ -1,7 +1,8 @@
 // Provision progress for a create job, keyed by its call id and persisted: queued -> image_pull
 // -> container_create -> container_start -> health_check -> ready | failed, each with a timestamp;
 // a create served by the warm pool goes queued -> pool_claim -> ready (a claim whose container
-// fails goes on cold: pool_claim -> image_pull -> …).
+// fails goes on cold: pool_claim -> image_pull -> …). A fork copies its source's workspace in
+// between: image_pull -> workspace_copy -> container_create -> ….
 import { z } from 'zod';
 import type { StoreCollection } from '../store/store.ts';
 
@@ -9,6 +10,8 @@ export const PROVISION_PHASES = [
   'queued',
   'pool_claim',
   'image_pull',
+  /** A fork's workspace is copied from its source (create from_sandbox / from_snapshot). */
+  'workspace_copy',
   'container_create',
   'container_start',
   'health_check',

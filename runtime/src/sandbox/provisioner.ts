@@ -3,6 +3,7 @@
 import { volumeName } from '../docker/labels.ts';
 import { isRuntimeError, RuntimeError } from '../errors.ts';
 import { type SandboxContext, transition } from './context.ts';
+import { copyForkWorkspace, dropForkCopy } from './fork.ts';
 import { launchContainer } from './launch.ts';
 import {
   newProgress,
@@ -11,7 +12,7 @@ import {
   ProvisionTracker,
   provisionKey,
 } from './provision-progress.ts';
-import { newRecord, newSandboxId, type SandboxRecord } from './record.ts';
+import { newRecord, newSandboxId, type SandboxRecord, type SandboxSource } from './record.ts';
 import type { ResolvedCreate } from './request.ts';
 
 export interface ProvisionHooks {
@@ -47,6 +48,7 @@ export async function admit(
   ctx: SandboxContext,
   req: ResolvedCreate,
   id = newSandboxId(),
+  source?: SandboxSource,
 ): Promise<SandboxRecord> {
   const { cfg } = ctx;
   if (cfg.maxSandboxes > 0) {
@@ -79,6 +81,7 @@ export async function admit(
       metadata: req.metadata,
       ...(req.expiryExempt ? { expiryExempt: true } : {}),
       ...(req.agent ? {} : { agent: false }),
+      ...(source ? { source } : {}),
     },
     now,
   );
@@ -156,8 +159,14 @@ export async function runProvision(
     let current = await transition(ctx, rec.id, 'provisioning', {
       resources: { ...rec.resources, diskEnforced, workspaceDisk: ctx.driver.disks ? 'loop-ext4' : null },
     });
+    let copied: string | undefined;
+    if (rec.source) {
+      await enter('workspace_copy');
+      copied = await copyForkWorkspace(ctx, current);
+    }
     const launched = await launchContainer(ctx, current, {
       image: rec.image,
+      ...(copied ? { restoreWorkspaceTar: copied } : {}),
       removeVolumeOnFailure: true,
       ...(hooks.cmd ? { cmd: hooks.cmd } : {}),
       onPhase: (phase) => enter(phase),
@@ -172,8 +181,10 @@ export async function runProvision(
       exposedHostPorts: launched.exposedHostPorts,
     });
     log.info({ hostPort: launched.hostPort }, 'sandbox ready');
+    if (copied) await dropForkCopy(ctx, current);
     return current;
   } catch (e) {
+    if (rec.source) await dropForkCopy(ctx, rec).catch(() => {});
     return failProvision(ctx, rec, tracker, e);
   }
 }

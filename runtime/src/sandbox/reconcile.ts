@@ -16,6 +16,7 @@ import type { ManagedContainer } from '../docker/driver.ts';
 import { probeHealth } from '../docker/health.ts';
 import { volumeName } from '../docker/labels.ts';
 import { type SandboxContext, transition } from './context.ts';
+import { dropForkCopy } from './fork.ts';
 import { pickExposed } from './launch.ts';
 import { containerVanished } from './lifecycle.ts';
 import { provisionKey } from './provision-progress.ts';
@@ -193,6 +194,8 @@ async function finishOrFail(
           updatedAt: now,
         });
       }
+      // A fork's container starts only after its copy was restored: the copy is no longer needed.
+      if (r.source) await dropForkCopy(ctx, r).catch(() => {});
       report.finished.push(r.id);
       return;
     }

@@ -79,8 +79,27 @@ export type SandboxTimers = z.infer<typeof SandboxTimersSchema>;
 
 const EnvSchema = z.record(z.string(), z.string());
 
+/** Sandbox ids and snapshot ids as the runtime makes them: the only forms a fork may name. */
+export const SANDBOX_ID_RE = /^sbx-[0-9a-f]{32}$/;
+export const SNAPSHOT_ID_RE = /^sha256:[0-9a-f]{64}$/;
+
+/**
+ * What a fork was copied from: a sandbox (branch; its workspace as it was at the copy) or one of
+ * its snapshots (the workspace archived with that snapshot). Only the workspace is copied: never
+ * the env, the secrets or the token.
+ */
+export const SandboxSourceSchema = z.union([
+  z.object({ kind: z.literal('sandbox'), sandboxId: z.string().regex(SANDBOX_ID_RE) }),
+  z.object({
+    kind: z.literal('snapshot'),
+    sandboxId: z.string().regex(SANDBOX_ID_RE),
+    snapshotId: z.string().regex(SNAPSHOT_ID_RE),
+  }),
+]);
+export type SandboxSource = z.infer<typeof SandboxSourceSchema>;
+
 export const SandboxRecordSchema = z.object({
-  id: z.string().regex(/^sbx-[0-9a-f]{32}$/),
+  id: z.string().regex(SANDBOX_ID_RE),
   /** Immutable after create; every auth check compares against it. */
   owner: z.string().min(1),
   serviceId: z.string(),
@@ -142,6 +161,8 @@ export const SandboxRecordSchema = z.object({
    * refused with AGENT_DISABLED), no agent program in its env. Absent: true.
    */
   agent: z.boolean().optional(),
+  /** A fork's source (create option from_sandbox / from_snapshot). Absent: a fresh sandbox. */
+  source: SandboxSourceSchema.optional(),
   error: z.string().nullable(),
 });
 export type SandboxRecord = z.infer<typeof SandboxRecordSchema>;
@@ -184,7 +205,7 @@ export type NewRecordFields = Pick<
   | 'baseEnv'
   | 'metadata'
 > &
-  Partial<Pick<SandboxRecord, 'expiryExempt' | 'agent'>>;
+  Partial<Pick<SandboxRecord, 'expiryExempt' | 'agent' | 'source'>>;
 
 /** A new sandbox's record: a fresh sidecar token, created and last active `now`. */
 export function newRecord(f: NewRecordFields, now: number): SandboxRecord {

@@ -6,7 +6,7 @@ import { invalidField, RuntimeError } from '../errors.ts';
 import { type SandboxRuntimeConfig, shapeCatalog } from './config.ts';
 import { parseUserEnv } from './env.ts';
 import { resolveNetworkPolicy } from './network-policy.ts';
-import type { SandboxTimers } from './record.ts';
+import { SANDBOX_ID_RE, type SandboxTimers, SNAPSHOT_ID_RE } from './record.ts';
 import { resolveShape } from './shapes.ts';
 
 /** The user's own agent program (the sidecar's USER_AGENT_COMMAND_KEY). */
@@ -47,6 +47,16 @@ export const CreateSandboxParamsSchema = z.object({
   agent: z.boolean().default(true),
   /** A per-sandbox network policy (network-policy.ts); absent = the operator's default. */
   network: z.unknown().optional(),
+  /**
+   * Branch: a sandbox of the same owner whose workspace the new sandbox starts with (a copy; no
+   * env, secret or token of it). Only the runtime's own id form is accepted.
+   */
+  fromSandbox: z.string().regex(SANDBOX_ID_RE, 'must be a sandbox id (sbx- and 32 hex digits)').optional(),
+  /** A snapshot of the same owner's (the id POST …/snapshot returned) to start from. */
+  fromSnapshot: z
+    .string()
+    .regex(SNAPSHOT_ID_RE, 'must be a snapshot id (sha256: and 64 lowercase hex digits)')
+    .optional(),
 });
 export type CreateSandboxParams = z.input<typeof CreateSandboxParamsSchema>;
 
@@ -65,6 +75,10 @@ export interface ResolvedCreate {
   exposedPorts: number[];
   expiryExempt: boolean;
   agent: boolean;
+  /** A fork's source as asked (checked against the owner's records by the manager). */
+  from?: { kind: 'sandbox'; id: string } | { kind: 'snapshot'; id: string };
+  /** The image was named by the request (a fork runs its source's image unless this says otherwise). */
+  imageNamed: boolean;
 }
 
 /** Everything checked before a single Docker object is created. */
@@ -76,6 +90,12 @@ export function resolveCreate(input: unknown, cfg: SandboxRuntimeConfig): Resolv
     throw invalidField(field, i?.message ?? 'invalid', `invalid create request at ${field}: ${i?.message}`);
   }
   const p = r.data;
+  if (p.fromSandbox && p.fromSnapshot) {
+    throw invalidField(
+      'fromSnapshot',
+      'names a second source; a sandbox is copied from one sandbox or one snapshot, not both',
+    );
+  }
   const { cpuCores, memoryMb, diskGb } = resolveShape(p, shapeCatalog(cfg));
   if (memoryMb < cfg.minMemoryMb) {
     throw invalidField(
@@ -108,6 +128,9 @@ export function resolveCreate(input: unknown, cfg: SandboxRuntimeConfig): Resolv
     exposedPorts: resolveExposedPorts(p.exposedPorts ?? [], cfg),
     expiryExempt: p.expiryExempt,
     agent: p.agent,
+    ...(p.fromSandbox ? { from: { kind: 'sandbox' as const, id: p.fromSandbox } } : {}),
+    ...(p.fromSnapshot ? { from: { kind: 'snapshot' as const, id: p.fromSnapshot } } : {}),
+    imageNamed: Boolean(p.image),
   };
 }
 

@@ -25,7 +25,9 @@ const snapshotRoute = createRoute({
   method: 'post',
   path: '/snapshot',
   tags: ['sandbox'],
-  summary: "Commit the sandbox's filesystem",
+  summary: "Snapshot the sandbox's workspace",
+  description:
+    'Archives the workspace and commits the container (scrubbed: no env, secret or token in it). `snapshot.snapshotImageId` is the snapshot id: a create job with capabilities_json `{"from_snapshot": id}` from the same owner starts a new sandbox with this workspace. A sandbox keeps its latest snapshot only (a stop takes one too); it goes with the sandbox.',
   security: [{ bearer: [] }],
   responses: {
     200: json(SnapshotResultSchema, 'Snapshot taken'),

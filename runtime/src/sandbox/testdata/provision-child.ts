@@ -12,12 +12,14 @@ const arg = JSON.parse(process.argv[2] ?? '{}') as {
   callId: string;
   cmd?: string[];
   killAt?: string;
+  /** Extra create parameters (e.g. fromSandbox for the crash-mid-branch test). */
+  params?: Record<string, unknown>;
 };
 const store = await EncryptedStore.open({ dir: arg.storeDir, secret: arg.secret });
 const manager = await SandboxManager.open({ config: arg.config, store });
 process.stdout.write('provisioning\n');
 await manager.create(
-  { owner: '0x00000000000000000000000000000000000000cc', serviceId: 3, callId: arg.callId },
+  { owner: '0x00000000000000000000000000000000000000cc', serviceId: 3, callId: arg.callId, ...arg.params },
   {
     ...(arg.cmd ? { cmd: arg.cmd } : {}),
     onPhase: (phase) => {
