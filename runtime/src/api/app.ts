@@ -8,6 +8,7 @@ import { type ApiConfig, type ApiConfigInput, parseApiConfig } from './config.ts
 import type { ApiEnv } from './context.ts';
 import type { OperatorApiDeps } from './deps.ts';
 import { asRuntimeError, errorResponse, notFoundResponse } from './error-handler.ts';
+import { LiveAccess } from './live-access.ts';
 import { accessLog } from './middleware/access-log.ts';
 import { clientIp } from './middleware/client-ip.ts';
 import { bodyLimits, requestTimeout } from './middleware/limits.ts';
@@ -73,7 +74,8 @@ export function createOperatorApi(deps: OperatorApiDeps, configInput?: ApiConfig
     credentials: new PreviewCredentials(config.previewTtlMs),
     origin: config.previewOrigin ? parsePreviewOrigin(config.previewOrigin) : undefined,
   };
-  const routeDeps0 = { sandboxes: deps.sandboxes, config };
+  const live = new LiveAccess();
+  const routeDeps0 = { sandboxes: deps.sandboxes, config, live };
   const sessions = new SessionCache(deps.sessions);
 
   const app = new OpenAPIHono<ApiEnv>({ defaultHook: validationHook });
@@ -129,7 +131,7 @@ export function createOperatorApi(deps: OperatorApiDeps, configInput?: ApiConfig
   app.use('/api/workflows/*', requireSession(sessions));
   registerWorkflows(app, workflows);
 
-  const routeDeps = { sandboxes: deps.sandboxes, sidecars, runs, runLog, config, tee: deps.tee };
+  const routeDeps = { sandboxes: deps.sandboxes, sidecars, runs, runLog, config, tee: deps.tee, live };
   const sandboxRoutes = sandboxApi(routeDeps, sessions, previews);
   const setSandboxId =
     (

@@ -10,6 +10,7 @@ import { registerCapabilities } from './routes/capabilities.ts';
 import { registerExec } from './routes/exec.ts';
 import { registerFiles } from './routes/files.ts';
 import { registerLifecycle } from './routes/lifecycle.ts';
+import { registerMembers } from './routes/members.ts';
 import { registerPortProxy } from './routes/port-proxy.ts';
 import { registerPreviews } from './routes/previews.ts';
 import { registerRuns } from './routes/runs.ts';
@@ -36,6 +37,7 @@ export function sandboxApi(
   registerCapabilities(app, d);
   registerLifecycle(app, d);
   registerSecrets(app, d);
+  registerMembers(app, d, d.live);
   registerTerminals(app, d);
   registerFiles(app, d);
   registerPreviews(app, d, previews.credentials, previews.origin);

@@ -24,6 +24,10 @@ export interface SandboxView {
   };
   /** false: plain compute (no coding agent). */
   agent: boolean;
+  /** The caller's role on it (team access). */
+  role: 'owner' | 'member';
+  members: string[];
+  /** Names only, and only for the owner (secrets are the owner's). */
   secret_names: string[];
 }
 
@@ -45,7 +49,7 @@ export function timerDeadlines(r: SandboxRecord): SandboxView['timer_deadlines']
   return none;
 }
 
-export function sandboxView(r: SandboxRecord): SandboxView {
+export function sandboxView(r: SandboxRecord, role: 'owner' | 'member' = 'owner'): SandboxView {
   // The ports the sandbox exposes, each with its proxy path under the sandbox's API route.
   const ports: Record<string, { proxy: string }> = {};
   for (const p of r.exposedPorts ?? []) ports[String(p)] = { proxy: `port/${p}/` };
@@ -65,6 +69,8 @@ export function sandboxView(r: SandboxRecord): SandboxView {
     stop_reason: r.stopReason ?? null,
     timer_deadlines: timerDeadlines(r),
     agent: r.agent !== false,
-    secret_names: Object.keys(r.userEnv ?? {}).sort(),
+    role,
+    members: [...(r.members ?? [])],
+    secret_names: role === 'owner' ? Object.keys(r.userEnv ?? {}).sort() : [],
   };
 }

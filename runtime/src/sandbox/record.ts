@@ -79,6 +79,10 @@ export type SandboxTimers = z.infer<typeof SandboxTimersSchema>;
 
 const EnvSchema = z.record(z.string(), z.string());
 
+/** A member wallet: an EVM address, lowercased. */
+export const MemberAddressSchema = z.string().regex(/^0x[0-9a-f]{40}$/);
+export const MAX_MEMBERS = 64;
+
 export const SandboxRecordSchema = z.object({
   id: z.string().regex(/^sbx-[0-9a-f]{32}$/),
   /** Immutable after create; every auth check compares against it. */
@@ -142,6 +146,11 @@ export const SandboxRecordSchema = z.object({
    * refused with AGENT_DISABLED), no agent program in its env. Absent: true.
    */
   agent: z.boolean().optional(),
+  /**
+   * Team access: wallets (lowercased) the owner lets use the sandbox as themselves (exec, prompt,
+   * terminals, files, ports); only the owner manages members and secrets and deletes. Absent: none.
+   */
+  members: z.array(MemberAddressSchema).max(MAX_MEMBERS).optional(),
   error: z.string().nullable(),
 });
 export type SandboxRecord = z.infer<typeof SandboxRecordSchema>;

@@ -8,7 +8,7 @@ import type { MiddlewareHandler } from 'hono';
 import { RuntimeError } from '../../errors.ts';
 import type { ApiEnv } from '../context.ts';
 import type { ApiSandboxes } from '../deps.ts';
-import { sameOwner } from '../middleware/session.ts';
+import { roleOn } from '../middleware/session.ts';
 import { proxyToPort } from '../routes/port-proxy.ts';
 import { type PreviewSessions, TICKET_PATH } from '../routes/previews.ts';
 import type { SandboxRouteDeps } from '../routes/types.ts';
@@ -22,7 +22,7 @@ const closed = () =>
   );
 
 export function previewHost(
-  d: Pick<SandboxRouteDeps, 'sandboxes' | 'config'> & { sandboxes: ApiSandboxes },
+  d: Pick<SandboxRouteDeps, 'sandboxes' | 'config' | 'live'> & { sandboxes: ApiSandboxes },
   sessions: PreviewSessions,
   previews: PreviewCredentials,
   origin: PreviewOrigin | undefined,
@@ -63,9 +63,12 @@ export function previewHost(
       .find((g) => g !== undefined && sessions.isActive(g.jti));
     if (!grant) throw closed();
     const record = await d.sandboxes.get(sandboxId);
-    if (!record || record.state === 'deleted' || !sameOwner(record.owner, grant.owner)) throw closed();
+    // Whoever opened it must still own the sandbox or be one of its members (team access).
+    if (!record || record.state === 'deleted' || !roleOn(record, grant.owner)) throw closed();
     const raw = c.req.raw.url;
     const pathStart = raw.indexOf('/', raw.indexOf('//') + 2);
-    return proxyToPort(c, d, record, port, '', pathStart < 0 ? '/' : raw.slice(pathStart));
+    return proxyToPort(c, d, record, port, '', pathStart < 0 ? '/' : raw.slice(pathStart), (end) =>
+      d.live.hold({ sandboxId, address: grant.owner }, end, grant.expiresAt),
+    );
   };
 }
