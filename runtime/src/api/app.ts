@@ -20,6 +20,7 @@ import { SessionCache } from './middleware/session-cache.ts';
 import { serveOpenApiDocument } from './openapi.ts';
 import { PreviewCredentials } from './previews/preview-credentials.ts';
 import { previewHost } from './previews/preview-host.ts';
+import { PreviewLinks } from './previews/preview-links.ts';
 import { parsePreviewOrigin } from './previews/preview-origin.ts';
 import { authRoutes } from './routes/auth.ts';
 import { consoleRoutes } from './routes/console.ts';
@@ -73,6 +74,7 @@ export function createOperatorApi(deps: OperatorApiDeps, configInput?: ApiConfig
   const previews = {
     credentials: new PreviewCredentials(config.previewTtlMs),
     origin: config.previewOrigin ? parsePreviewOrigin(config.previewOrigin) : undefined,
+    links: new PreviewLinks(deps.store),
   };
   const live = new LiveAccess();
   const routeDeps0 = { sandboxes: deps.sandboxes, config, live };
@@ -102,7 +104,7 @@ export function createOperatorApi(deps: OperatorApiDeps, configInput?: ApiConfig
   app.use('*', accessLog(deps.metrics));
   app.use('*', limiter.middleware);
   // A preview host serves its sandbox port and nothing else (no API, no console).
-  app.use('*', previewHost(routeDeps0, deps.sessions, previews.credentials, previews.origin));
+  app.use('*', previewHost(routeDeps0, deps.sessions, previews.credentials, previews.origin, previews.links));
   app.use('*', bodyLimits(config));
   app.use('*', requestTimeout(config.requestTimeoutMs));
 
