@@ -107,7 +107,8 @@ export function registerPreviewLinks(
     if (!(record.exposedPorts ?? []).includes(port)) {
       throw new RuntimeError('NOT_FOUND', `sandbox does not expose port ${port}; expose it when creating`);
     }
-    const ttlMs = expires_in_seconds === undefined ? cfg.defaultTtlMs : expires_in_seconds * 1000;
+    const ttlMs =
+      expires_in_seconds === undefined ? Math.min(cfg.defaultTtlMs, cfg.maxTtlMs) : expires_in_seconds * 1000;
     if (ttlMs > cfg.maxTtlMs) {
       throw new RuntimeError(
         'VALIDATION',
