@@ -2,6 +2,8 @@
 // nothing that is the owner's (members, secrets, preview links); a removed member loses access
 // at once, an open terminal stream included; another tenant is a member of nothing, however they
 // guess. All of these failed before team access existed (routes absent, streams not cut).
+import { createServer, request } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Harness, startHarness } from '../testing/harness.ts';
 import { assertNoLeaks } from '../testing/leaks.ts';
@@ -185,5 +187,56 @@ describe('team access', () => {
     });
     expect(again.status).toBe(404);
     expect((await exec(owner)).status).toBe(200);
+  });
+
+  it("a member's own port preview works while it is a member and closes when it is removed", async () => {
+    const app = createServer((req, res) => res.end(`app ${req.url}`));
+    await new Promise<void>((r) => app.listen(0, '127.0.0.1', r));
+    try {
+      h.sandboxes.exposed.set(id, new Map([[3000, (app.address() as AddressInfo).port]]));
+      await h.call('POST', `/api/sandboxes/${id}/members`, {
+        token: owner.token,
+        body: { address: member.address },
+      });
+      const p = await h.call('POST', `/api/sandboxes/${id}/previews`, {
+        token: member.token,
+        body: { port: 3000 },
+      });
+      expect(p.status).toBe(200);
+      const u = new URL(p.json.url);
+      const onHost = (path: string, cookie?: string) =>
+        new Promise<{ status: number; cookie: string; text: string }>((resolve, reject) => {
+          const api = new URL(h.url);
+          const req = request(
+            {
+              host: api.hostname,
+              port: api.port,
+              path,
+              headers: { host: u.host, ...(cookie ? { cookie } : {}) },
+            },
+            (res) => {
+              let text = '';
+              res.on('data', (d: Buffer) => {
+                text += d.toString();
+              });
+              res.on('end', () =>
+                resolve({
+                  status: res.statusCode ?? 0,
+                  cookie: String(res.headers['set-cookie'] ?? ''),
+                  text,
+                }),
+              );
+            },
+          );
+          req.on('error', reject);
+          req.end();
+        });
+      const cookie = (await onHost(`${u.pathname}${u.search}`)).cookie.split(';')[0]!;
+      expect((await onHost('/x', cookie)).text).toBe('app /x');
+      await h.call('DELETE', `/api/sandboxes/${id}/members/${member.address}`, { token: owner.token });
+      expect((await onHost('/x', cookie)).status).toBe(401);
+    } finally {
+      app.close();
+    }
   });
 });
