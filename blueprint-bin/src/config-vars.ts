@@ -258,6 +258,30 @@ export const VARIABLES = {
     defaultDoc: 'http://*.localhost:<port> when reached on a loopback host; else previews refused',
     doc: 'Where port previews are served: one host per sandbox port (p3000-<sandbox id>.<domain>), apart from the console origin; route the wildcard name to the operator with Host passed through (see runtime/src/api/README.md)',
   }),
+  PREVIEW_LINKS: v({
+    group: 'Operator API',
+    schema: bool,
+    def: 'false',
+    doc: 'Let owners create shareable preview links (`agent-sandbox preview create`): anyone with a link reaches that one port on the preview origin until it expires or is revoked',
+  }),
+  PREVIEW_LINK_TTL: v({
+    group: 'Operator API',
+    schema: int(1),
+    def: '86400',
+    doc: 'Seconds a preview link lasts when its owner names no expiry',
+  }),
+  PREVIEW_LINK_MAX_TTL: v({
+    group: 'Operator API',
+    schema: int(1),
+    def: '604800',
+    doc: 'The longest expiry (seconds) an owner may give a preview link',
+  }),
+  PREVIEW_LINK_RATE_LIMIT: v({
+    group: 'Operator API',
+    schema: int(1),
+    def: '600',
+    doc: 'Requests per minute through one preview link, whoever sends them (429 beyond; the per-IP limits apply too)',
+  }),
   METRICS_TOKEN: v({
     group: 'Operator API',
     schema: z.string().trim().min(16, 'must be at least 16 characters (generate one: openssl rand -hex 32)'),

@@ -117,6 +117,12 @@ export function apiOptions(v: Values): ApiConfigInput {
     tls: v.OPERATOR_API_TLS ?? false,
     ...(v.METRICS_TOKEN ? { metricsToken: v.METRICS_TOKEN } : {}),
     ...(v.PREVIEW_ORIGIN ? { previewOrigin: v.PREVIEW_ORIGIN } : {}),
+    previewLinks: {
+      enabled: v.PREVIEW_LINKS ?? false,
+      defaultTtlMs: v.PREVIEW_LINK_TTL! * 1000,
+      maxTtlMs: v.PREVIEW_LINK_MAX_TTL! * 1000,
+      requestsPerMinute: v.PREVIEW_LINK_RATE_LIMIT!,
+    },
     runs: {
       maxEvents: v.RUN_MAX_EVENTS!,
       maxBytes: v.RUN_MAX_BYTES!,

@@ -29,6 +29,8 @@ export function apiSandboxes(
     snapshot: (id) => manager.snapshot(id),
     injectSecrets: (id, env) => manager.injectSecrets(id, env),
     wipeSecrets: (id) => manager.wipeSecrets(id),
+    addMember: (id, address) => manager.addMember(id, address),
+    removeMember: (id, address) => manager.removeMember(id, address),
     touch: (id) => manager.touch(id),
     sidecarEndpoint: (id) => manager.sidecarEndpoint(id),
     // Throws NOT_FOUND for a port the sandbox does not expose: the proxy answers 404.

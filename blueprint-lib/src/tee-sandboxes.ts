@@ -1,7 +1,7 @@
 // The operator API's view of sandboxes in phala mode: the local SandboxManager's, plus the CVM
 // sandboxes the TEE backend deployed (their sidecars reached over the CVM's URL), so sign-in,
 // exec, files, terminals, agents and the …/tee/* routes work on a CVM sandbox as on a container.
-// Operations a CVM does not have here (stop, resume, snapshot) and plaintext secrets (they would
+// Operations a CVM does not have here (stop, resume, snapshot, members) and plaintext secrets (they would
 // pass through the operator: use `secrets set --sealed`) are refused, saying so.
 import { type ApiSandboxes, newRecord, RuntimeError, type SandboxRecord } from '@agent-sandbox/runtime';
 
@@ -23,8 +23,13 @@ export function withCvmSandboxes(base: ApiSandboxes, cvms: CvmSandboxes): ApiSan
     get: (id) => cvms.record(id) ?? base.get(id),
     list: async (f) => [
       ...(await base.list(f)),
-      ...cvms.all().filter((r) => r.owner.toLowerCase() === f.owner.toLowerCase()),
+      // A CVM sandbox has no members (team access is refused below): only its owner lists it.
+      ...('owner' in f ? cvms.all().filter((r) => r.owner.toLowerCase() === f.owner.toLowerCase()) : []),
     ],
+    addMember: (id, address) =>
+      cvms.record(id) ? refuse('team access (members)') : base.addMember(id, address),
+    removeMember: (id, address) =>
+      cvms.record(id) ? refuse('team access (members)') : base.removeMember(id, address),
     stop: (id) => (cvms.record(id) ? refuse('stop') : base.stop(id)),
     resume: (id) => (cvms.record(id) ? refuse('resume') : base.resume(id)),
     snapshot: (id) => (cvms.record(id) ? refuse('snapshot') : base.snapshot(id)),

@@ -96,6 +96,31 @@ export const SecretNames = z.union([
     .transform((o) => o.keys ?? o.names ?? []),
 ]);
 
+export const SANDBOX_SCOPES = ['personal', 'team', 'all'] as const;
+export type SandboxScope = (typeof SANDBOX_SCOPES)[number];
+
+/** Team access: the sandbox's owner and member wallets. */
+export const Members = z.looseObject({
+  sandbox_id: z.string(),
+  owner: z.string(),
+  members: z.array(z.string()),
+});
+export type Members = z.infer<typeof Members>;
+
+/** A shareable preview link; `url` only in the answer to its creation. */
+export const PreviewLink = z.looseObject({
+  id: z.string(),
+  port: z.number().int(),
+  origin: z.string(),
+  state: z.string(),
+  created_at: z.string(),
+  expires_at: z.string(),
+  revoked_at: z.string().nullable(),
+  url: z.string().optional(),
+});
+export type PreviewLink = z.infer<typeof PreviewLink>;
+export const PreviewLinkList = z.looseObject({ links: z.array(PreviewLink) });
+
 /** The sidecar's terminal answer, proxied: `{sessionId, data:{sessionId, …}}`. */
 export const TerminalCreated = z
   .looseObject({

@@ -5,11 +5,15 @@ import { z } from 'zod';
 import {
   ExecResult,
   LifecycleResult,
+  Members,
+  PreviewLink,
+  PreviewLinkList,
   Provision,
   RunAccepted,
   RunInfo,
   Sandbox,
   SandboxList,
+  type SandboxScope,
   SecretNames,
   Shapes,
   TERMINAL_RUN_STATES,
@@ -155,8 +159,9 @@ export class OperatorClient {
 
   // ---- sandboxes ----------------------------------------------------------------------------
 
-  async list(): Promise<Sandbox[]> {
-    return this.http.json('GET', '/api/sandboxes', SandboxList);
+  /** personal: yours with no members; team: shared ones (yours with members, or you are one); all. */
+  async list(scope: SandboxScope = 'all'): Promise<Sandbox[]> {
+    return this.http.json('GET', `/api/sandboxes?scope=${scope}`, SandboxList);
   }
 
   /**
@@ -241,6 +246,40 @@ export class OperatorClient {
 
   async listSecrets(id: string): Promise<string[]> {
     return this.http.json('GET', this.path(id, '/secrets'), SecretNames);
+  }
+
+  // ---- team access and preview links (owner only, except listing members) -------------------
+
+  async members(id: string): Promise<Members> {
+    return this.http.json('GET', this.path(id, '/members'), Members);
+  }
+
+  async addMember(id: string, address: string): Promise<Members> {
+    return this.http.json('POST', this.path(id, '/members'), Members, { body: { address } });
+  }
+
+  async removeMember(id: string, address: string): Promise<Members> {
+    return this.http.json('DELETE', this.path(id, `/members/${encodeURIComponent(address)}`), Members);
+  }
+
+  async createPreviewLink(id: string, port: number, expiresInSeconds?: number): Promise<PreviewLink> {
+    const body = {
+      port,
+      ...(expiresInSeconds === undefined ? {} : { expires_in_seconds: expiresInSeconds }),
+    };
+    return this.http.json('POST', this.path(id, '/preview-links'), PreviewLink, { body });
+  }
+
+  async previewLinks(id: string): Promise<PreviewLink[]> {
+    return (await this.http.json('GET', this.path(id, '/preview-links'), PreviewLinkList)).links;
+  }
+
+  async revokePreviewLink(id: string, linkId: string): Promise<PreviewLink> {
+    return this.http.json(
+      'DELETE',
+      this.path(id, `/preview-links/${encodeURIComponent(linkId)}`),
+      PreviewLink,
+    );
   }
 
   // ---- agent runs ---------------------------------------------------------------------------

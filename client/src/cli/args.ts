@@ -4,6 +4,7 @@ import { parseArgs } from 'node:util';
 import { ClientError } from '../errors.ts';
 import { BRANCH_COMMAND, CREATE_COMMAND } from './create-args.ts';
 import { serviceCommand } from './service-args.ts';
+import { SHARING_COMMANDS } from './team-args.ts';
 
 // Kept light: `--help` loads only this file, help.ts and errors.ts; each command's code loads when it runs.
 
@@ -146,7 +147,18 @@ export const COMMANDS: Record<string, CommandSpec> = {
       'Reads GET /api/shapes (no sign-in). `create --shape NAME` picks a preset; a create naming no size gets the default preset, clamped to the ceiling; numbers above the ceiling are refused (RESOURCES_EXCEED_LIMIT, naming the field and the ceiling).',
     examples: ['agent-sandbox shapes --operator http://127.0.0.1:9090'],
   },
-  list: { summary: 'list your sandboxes on the operator', usage: 'list', positionals: [], options: {} },
+  list: {
+    summary: 'list the sandboxes you own or are a member of',
+    usage: 'list [--scope personal|team|all]',
+    positionals: [],
+    options: {
+      scope: {
+        type: 'string',
+        arg: 'SCOPE',
+        help: 'personal: yours with no members; team: shared ones (yours with members, or you are one); all (default)',
+      },
+    },
+  },
   get: {
     summary: 'show one sandbox (exact id); exit 3 when it does not exist',
     usage: 'get <id>',
@@ -279,6 +291,8 @@ export const COMMANDS: Record<string, CommandSpec> = {
     options: {},
   },
 };
+
+Object.assign(COMMANDS, SHARING_COMMANDS);
 
 COMMANDS['service'] = serviceCommand(
   Object.fromEntries(

@@ -1,5 +1,5 @@
 // The CLI's operator-API commands: login/logout, list/get, exec, secrets, stop/resume/snapshot.
-import type { Sandbox } from '../api-types.ts';
+import { SANDBOX_SCOPES, type Sandbox, type SandboxScope } from '../api-types.ts';
 import { ClientError, ExitCode } from '../errors.ts';
 import type { CliContext } from './context.ts';
 
@@ -36,7 +36,7 @@ function readableTime(v: unknown): string {
 }
 
 function sandboxLine(s: Sandbox): string {
-  const extra = ['name', 'cpu_cores', 'memory_mb', 'created_at']
+  const extra = ['name', 'role', 'cpu_cores', 'memory_mb', 'created_at']
     .filter((k) => s[k] !== undefined && s[k] !== null)
     .map((k) => `${k}=${k === 'created_at' ? readableTime(s[k]) : String(s[k])}`)
     .join(' ');
@@ -78,6 +78,9 @@ export const logout: Command = async (ctx) => {
 };
 
 export const list: Command = async (ctx) => {
+  const scope = (ctx.args.options.scope as string | undefined) ?? 'all';
+  if (!(SANDBOX_SCOPES as readonly string[]).includes(scope))
+    throw new ClientError('USAGE', `--scope must be personal, team or all, got "${scope}"`);
   const urls = await ctx.operatorUrls();
   const all: Array<Sandbox & { operator_url: string }> = [];
   let failures = 0;
@@ -85,7 +88,8 @@ export const list: Command = async (ctx) => {
   for (const url of urls) {
     try {
       const client = await ctx.operatorAt(url);
-      for (const s of await client.list()) all.push({ ...s, operator_url: client.baseUrl });
+      for (const s of await client.list(scope as SandboxScope))
+        all.push({ ...s, operator_url: client.baseUrl });
     } catch (e) {
       // With several operators, one being down must not hide the others' sandboxes.
       if (urls.length === 1) throw e;

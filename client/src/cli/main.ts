@@ -20,6 +20,8 @@ const handlers: Record<string, () => Promise<Command>> = {
   prompt: async () => (await import('./prompt.ts')).prompt,
   terminal: async () => (await import('./terminal.ts')).terminal,
   secrets: async () => (await ops()).secrets,
+  members: async () => (await import('./team.ts')).members,
+  preview: async () => (await import('./team.ts')).preview,
   stop: async () => (await ops()).stop,
   resume: async () => (await ops()).resume,
   snapshot: async () => (await ops()).snapshot,

@@ -8,6 +8,7 @@ import { type ApiConfig, type ApiConfigInput, parseApiConfig } from './config.ts
 import type { ApiEnv } from './context.ts';
 import type { OperatorApiDeps } from './deps.ts';
 import { asRuntimeError, errorResponse, notFoundResponse } from './error-handler.ts';
+import { LiveAccess } from './live-access.ts';
 import { accessLog } from './middleware/access-log.ts';
 import { clientIp } from './middleware/client-ip.ts';
 import { bodyLimits, requestTimeout } from './middleware/limits.ts';
@@ -19,6 +20,7 @@ import { SessionCache } from './middleware/session-cache.ts';
 import { serveOpenApiDocument } from './openapi.ts';
 import { PreviewCredentials } from './previews/preview-credentials.ts';
 import { previewHost } from './previews/preview-host.ts';
+import { PreviewLinks } from './previews/preview-links.ts';
 import { parsePreviewOrigin } from './previews/preview-origin.ts';
 import { authRoutes } from './routes/auth.ts';
 import { consoleRoutes } from './routes/console.ts';
@@ -72,8 +74,10 @@ export function createOperatorApi(deps: OperatorApiDeps, configInput?: ApiConfig
   const previews = {
     credentials: new PreviewCredentials(config.previewTtlMs),
     origin: config.previewOrigin ? parsePreviewOrigin(config.previewOrigin) : undefined,
+    links: new PreviewLinks(deps.store),
   };
-  const routeDeps0 = { sandboxes: deps.sandboxes, config };
+  const live = new LiveAccess();
+  const routeDeps0 = { sandboxes: deps.sandboxes, config, live };
   const sessions = new SessionCache(deps.sessions);
 
   const app = new OpenAPIHono<ApiEnv>({ defaultHook: validationHook });
@@ -100,7 +104,7 @@ export function createOperatorApi(deps: OperatorApiDeps, configInput?: ApiConfig
   app.use('*', accessLog(deps.metrics));
   app.use('*', limiter.middleware);
   // A preview host serves its sandbox port and nothing else (no API, no console).
-  app.use('*', previewHost(routeDeps0, deps.sessions, previews.credentials, previews.origin));
+  app.use('*', previewHost(routeDeps0, deps.sessions, previews.credentials, previews.origin, previews.links));
   app.use('*', bodyLimits(config));
   app.use('*', requestTimeout(config.requestTimeoutMs));
 
@@ -130,7 +134,7 @@ export function createOperatorApi(deps: OperatorApiDeps, configInput?: ApiConfig
   app.use('/api/workflows/*', requireSession(sessions));
   registerWorkflows(app, workflows);
 
-  const routeDeps = { sandboxes: deps.sandboxes, sidecars, runs, runLog, config, tee: deps.tee };
+  const routeDeps = { sandboxes: deps.sandboxes, sidecars, runs, runLog, config, tee: deps.tee, live };
   const sandboxRoutes = sandboxApi(routeDeps, sessions, previews);
   const setSandboxId =
     (

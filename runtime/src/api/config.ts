@@ -61,6 +61,29 @@ export const ApiConfigSchema = z.object({
     .int()
     .positive()
     .default(10 * 60_000),
+  /**
+   * Shareable preview links (POST …/preview-links): off unless the operator enables them
+   * (PREVIEW_LINKS). Anyone with a link reaches that one port until it expires or is revoked.
+   */
+  previewLinks: z
+    .object({
+      enabled: z.boolean().default(false),
+      /** A link's lifetime when the owner names none (24 h). */
+      defaultTtlMs: z
+        .number()
+        .int()
+        .positive()
+        .default(24 * 3600_000),
+      /** The longest lifetime an owner may ask for (7 days). */
+      maxTtlMs: z
+        .number()
+        .int()
+        .positive()
+        .default(7 * 24 * 3600_000),
+      /** Requests per link per minute, whoever sends them (the per-IP limits apply as well). */
+      requestsPerMinute: perMinute.default(600),
+    })
+    .prefault({}),
   /** Whole-request timeout, streams excepted (120 s). */
   requestTimeoutMs: z.number().int().positive().default(120_000),
   /** Served over TLS (directly or by a terminating proxy): send HSTS. */

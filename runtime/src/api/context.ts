@@ -11,8 +11,10 @@ export interface ApiVariables {
   session: SessionClaims & { address: string; token: string };
   /** Set by the resolver of the mount point (`/api/sandboxes/:id` or `/api/sandbox`). */
   sandboxId: string;
-  /** Set by the access check: the caller's own sandbox. */
+  /** Set by the access check: the sandbox the caller may use. */
   sandbox: SandboxRecord;
+  /** Set by the access check: the caller owns the sandbox, or is one of its members. */
+  role: 'owner' | 'member';
 }
 
 export interface ApiEnv {

@@ -56,7 +56,12 @@ export interface ProvisionView {
 /** What the routes need from the sandbox manager (runtime/src/sandbox). */
 export interface ApiSandboxes {
   get(id: string): Awaitable<SandboxRecord | undefined | null>;
-  list(filter: { owner: string }): Awaitable<SandboxRecord[]>;
+  /** Non-deleted sandboxes `owner` owns, or (with `member`) that wallet is a member of. */
+  list(filter: { owner: string } | { member: string }): Awaitable<SandboxRecord[]>;
+  /** Team access: lets the wallet use the sandbox (idempotent); the updated record. */
+  addMember(id: string, address: string): Awaitable<SandboxRecord>;
+  /** NOT_FOUND when the wallet is not a member; the updated record. */
+  removeMember(id: string, address: string): Awaitable<SandboxRecord>;
   stop(id: string): Awaitable<unknown>;
   resume(id: string): Awaitable<unknown>;
   snapshot(id: string): Awaitable<unknown>;

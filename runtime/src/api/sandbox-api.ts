@@ -5,12 +5,15 @@ import type { ApiEnv } from './context.ts';
 import type { ApiSessions } from './deps.ts';
 import { requireSandboxAccess, requireSession } from './middleware/session.ts';
 import type { PreviewCredentials } from './previews/preview-credentials.ts';
+import type { PreviewLinks } from './previews/preview-links.ts';
 import type { PreviewOrigin } from './previews/preview-origin.ts';
 import { registerCapabilities } from './routes/capabilities.ts';
 import { registerExec } from './routes/exec.ts';
 import { registerFiles } from './routes/files.ts';
 import { registerLifecycle } from './routes/lifecycle.ts';
+import { registerMembers } from './routes/members.ts';
 import { registerPortProxy } from './routes/port-proxy.ts';
+import { registerPreviewLinks } from './routes/preview-links.ts';
 import { registerPreviews } from './routes/previews.ts';
 import { registerRuns } from './routes/runs.ts';
 import { registerGet } from './routes/sandboxes.ts';
@@ -23,7 +26,7 @@ import { validationHook } from './routes/validation.ts';
 export function sandboxApi(
   d: SandboxRouteDeps,
   sessions: Pick<ApiSessions, 'verify'>,
-  previews: { credentials: PreviewCredentials; origin: PreviewOrigin | undefined },
+  previews: { credentials: PreviewCredentials; origin: PreviewOrigin | undefined; links: PreviewLinks },
 ): OpenAPIHono<ApiEnv> {
   const app = new OpenAPIHono<ApiEnv>({ defaultHook: validationHook });
   // Order matters: who is calling (a Bearer session: on this origin no cookie opens anything, the
@@ -36,9 +39,11 @@ export function sandboxApi(
   registerCapabilities(app, d);
   registerLifecycle(app, d);
   registerSecrets(app, d);
+  registerMembers(app, d, d.live);
   registerTerminals(app, d);
   registerFiles(app, d);
   registerPreviews(app, d, previews.credentials, previews.origin);
+  registerPreviewLinks(app, d, previews.links, previews.origin);
   registerPortProxy(app, d);
   if (d.tee) registerTee(app, d.tee);
   return app;

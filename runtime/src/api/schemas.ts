@@ -155,11 +155,31 @@ export const SandboxViewSchema = z
         description:
           'what this sandbox was copied from (create from_sandbox / from_snapshot: the workspace only, never secrets, env or token); null: a fresh sandbox',
       }),
-    secret_names: z.array(z.string()),
+    role: z.enum(['owner', 'member']).openapi({
+      description: "the caller's role: owner, or member (team access: exec, prompt, terminals, files, ports)",
+    }),
+    members: z.array(z.string()).openapi({ description: 'member wallets (lowercased); team access' }),
+    secret_names: z.array(z.string()).openapi({ description: 'names only; empty for a member' }),
   })
   .openapi('Sandbox');
 
 export const SandboxListSchema = z.object({ sandboxes: z.array(SandboxViewSchema) }).openapi('SandboxList');
+
+export const SANDBOX_SCOPES = ['personal', 'team', 'all'] as const;
+export const SandboxListQuerySchema = z.object({
+  scope: z.enum(SANDBOX_SCOPES).default('all').openapi({
+    description:
+      'personal: yours with no members; team: shared ones (yours with members, and those you are a member of); all (default): both',
+  }),
+});
+
+export const MemberRequestSchema = z
+  .object({ address: z.string().openapi({ description: 'the wallet to let in (0x + 40 hex)' }) })
+  .openapi('MemberRequest');
+export const MemberParamsSchema = z.object({ address: z.string().max(64) });
+export const MembersSchema = z
+  .object({ sandbox_id: z.string(), owner: z.string(), members: z.array(z.string()) })
+  .openapi('Members');
 
 const userEnvName = (what: string) =>
   z

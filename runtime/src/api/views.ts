@@ -28,6 +28,10 @@ export interface SandboxView {
   snapshot_id: string | null;
   /** What this sandbox was copied from (create from_sandbox / from_snapshot); null: a fresh one. */
   source: { kind: 'sandbox' | 'snapshot'; sandbox_id: string; snapshot_id?: string } | null;
+  /** The caller's role on it (team access). */
+  role: 'owner' | 'member';
+  members: string[];
+  /** Names only, and only for the owner (secrets are the owner's). */
   secret_names: string[];
 }
 
@@ -49,7 +53,7 @@ export function timerDeadlines(r: SandboxRecord): SandboxView['timer_deadlines']
   return none;
 }
 
-export function sandboxView(r: SandboxRecord): SandboxView {
+export function sandboxView(r: SandboxRecord, role: 'owner' | 'member' = 'owner'): SandboxView {
   // The ports the sandbox exposes, each with its proxy path under the sandbox's API route.
   const ports: Record<string, { proxy: string }> = {};
   for (const p of r.exposedPorts ?? []) ports[String(p)] = { proxy: `port/${p}/` };
@@ -69,12 +73,14 @@ export function sandboxView(r: SandboxRecord): SandboxView {
     stop_reason: r.stopReason ?? null,
     timer_deadlines: timerDeadlines(r),
     agent: r.agent !== false,
-    snapshot_id: r.snapshotImageId ?? null,
+    snapshot_id: role === 'owner' ? (r.snapshotImageId ?? null) : null,
     source: !r.source
       ? null
       : r.source.kind === 'sandbox'
         ? { kind: 'sandbox', sandbox_id: r.source.sandboxId }
         : { kind: 'snapshot', sandbox_id: r.source.sandboxId, snapshot_id: r.source.snapshotId },
-    secret_names: Object.keys(r.userEnv ?? {}).sort(),
+    role,
+    members: [...(r.members ?? [])],
+    secret_names: role === 'owner' ? Object.keys(r.userEnv ?? {}).sort() : [],
   };
 }

@@ -27,6 +27,7 @@ import {
   stopSandbox,
   upgradeImage,
 } from './lifecycle.ts';
+import { addMember, removeMember } from './members.ts';
 import { SandboxMetrics } from './metrics.ts';
 import { runClaim } from './pool-claim.ts';
 import { type ProvisionProgress, ProvisionProgressSchema, provisionKey } from './provision-progress.ts';
@@ -197,12 +198,15 @@ export class SandboxManager {
     return mustGet(this.#ctx, id);
   }
 
-  list(filter: { owner?: string; serviceId?: string } = {}): SandboxRecord[] {
+  /** `member`: the sandboxes that wallet is a member of (team access). */
+  list(filter: { owner?: string; member?: string; serviceId?: string } = {}): SandboxRecord[] {
     const owner = filter.owner?.toLowerCase();
+    const member = filter.member?.toLowerCase();
     return this.#ctx.records
       .all()
       .filter((r) => r.state !== 'deleted')
       .filter((r) => owner === undefined || r.owner.toLowerCase() === owner)
+      .filter((r) => member === undefined || (r.members ?? []).includes(member))
       .filter((r) => filter.serviceId === undefined || r.serviceId === filter.serviceId)
       .sort((a, b) => a.createdAt - b.createdAt);
   }
@@ -279,6 +283,15 @@ export class SandboxManager {
 
   wipeSecrets(id: string): Promise<SandboxRecord> {
     return this.#lock(id, () => setSecrets(this.#ctx, id, {}));
+  }
+
+  /** Team access: lets `address` use the sandbox as itself (idempotent; stored with the record). */
+  addMember(id: string, address: string): Promise<SandboxRecord> {
+    return this.#lock(id, () => addMember(this.#ctx, id, address));
+  }
+
+  removeMember(id: string, address: string): Promise<SandboxRecord> {
+    return this.#lock(id, () => removeMember(this.#ctx, id, address));
   }
 
   /** Records activity (resets the idle timer). Cheap; no lock: a single-record update. */

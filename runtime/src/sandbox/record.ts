@@ -79,6 +79,10 @@ export type SandboxTimers = z.infer<typeof SandboxTimersSchema>;
 
 const EnvSchema = z.record(z.string(), z.string());
 
+/** A member wallet: an EVM address, lowercased. */
+export const MemberAddressSchema = z.string().regex(/^0x[0-9a-f]{40}$/);
+export const MAX_MEMBERS = 64;
+
 /** Sandbox ids and snapshot ids as the runtime makes them: the only forms a fork may name. */
 export const SANDBOX_ID_RE = /^sbx-[0-9a-f]{32}$/;
 export const SNAPSHOT_ID_RE = /^sha256:[0-9a-f]{64}$/;
@@ -161,6 +165,11 @@ export const SandboxRecordSchema = z.object({
    * refused with AGENT_DISABLED), no agent program in its env. Absent: true.
    */
   agent: z.boolean().optional(),
+  /**
+   * Team access: wallets (lowercased) the owner lets use the sandbox as themselves (exec, prompt,
+   * terminals, files, ports); only the owner manages members and secrets and deletes. Absent: none.
+   */
+  members: z.array(MemberAddressSchema).max(MAX_MEMBERS).optional(),
   /** A fork's source (create option from_sandbox / from_snapshot). Absent: a fresh sandbox. */
   source: SandboxSourceSchema.optional(),
   error: z.string().nullable(),

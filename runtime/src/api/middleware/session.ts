@@ -46,9 +46,24 @@ export function sameOwner(a: string, b: string): boolean {
   return a.toLowerCase() === b.toLowerCase();
 }
 
+/** The caller's role on a sandbox: its owner, a member (team access), or none. */
+export function roleOn(record: SandboxRecord, address: string): 'owner' | 'member' | undefined {
+  if (sameOwner(record.owner, address)) return 'owner';
+  return (record.members ?? []).includes(address.toLowerCase()) ? 'member' : undefined;
+}
+
+/** Owner-only actions (members, secrets, preview links, snapshots): FORBIDDEN for a member. */
+export function assertOwner(c: { get(k: 'role'): 'owner' | 'member' }, what: string): void {
+  if (c.get('role') !== 'owner') {
+    throw new RuntimeError('FORBIDDEN', `only the sandbox's owner may ${what}; members may not`);
+  }
+}
+
 /**
  * Loads the addressed sandbox and checks that the caller may use it: a scoped token only on its
- * sandbox (403), an unknown or deleted sandbox 404, another owner's 403. Then counts activity.
+ * sandbox (403), an unknown or deleted sandbox 404, a wallet that neither owns it nor is a member
+ * 403. The record is read afresh on every request, so a member removed a moment ago is refused.
+ * Then counts activity.
  */
 export function requireSandboxAccess(sandboxes: ApiSandboxes): MiddlewareHandler<ApiEnv> {
   const lastTouch = new Map<string, number>();
@@ -64,10 +79,10 @@ export function requireSandboxAccess(sandboxes: ApiSandboxes): MiddlewareHandler
       throw new RuntimeError('SANDBOX_NOT_FOUND', `no sandbox ${id}; list yours with GET /api/sandboxes`);
     }
     // Spec: another owner's sandbox answers 403 (not 404), on every route.
-    if (!sameOwner(record.owner, session.address)) {
-      throw new RuntimeError('FORBIDDEN', 'this sandbox belongs to another wallet');
-    }
+    const role = roleOn(record, session.address);
+    if (!role) throw new RuntimeError('FORBIDDEN', 'this sandbox belongs to another wallet');
     c.set('sandbox', record);
+    c.set('role', role);
     // Not awaited, and at most once a second per sandbox: activity bookkeeping (a store write)
     // must not add latency or load to every request; idle timers count in minutes.
     const log = c.get('log');

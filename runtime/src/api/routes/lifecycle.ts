@@ -1,7 +1,8 @@
-// Stop, resume (both idempotent) and snapshot of a sandbox.
+// Stop, resume (both idempotent; members too) and snapshot (owner only) of a sandbox.
 import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
 import type { SandboxRecord } from '../../sandbox/record.ts';
 import type { ApiEnv } from '../context.ts';
+import { assertOwner } from '../middleware/session.ts';
 import { errors, json, LifecycleResultSchema, SANDBOX_ERRORS, SnapshotResultSchema } from '../schemas.ts';
 import type { SandboxRouteDeps } from './types.ts';
 
@@ -64,6 +65,8 @@ export function registerLifecycle(app: OpenAPIHono<ApiEnv>, d: SandboxRouteDeps)
   });
 
   app.openapi(snapshotRoute, async (c) => {
+    // A snapshot is the owner's (storage counted to them, forks made from it): members may not.
+    assertOwner(c, 'take snapshots');
     const record = c.get('sandbox');
     const result = (await d.sandboxes.snapshot(record.id)) as Record<string, unknown> | undefined;
     const snapshot: Record<string, unknown> = {};

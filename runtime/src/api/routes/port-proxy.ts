@@ -97,12 +97,23 @@ export function registerPortProxy(app: OpenAPIHono<ApiEnv>, d: SandboxRouteDeps)
     const q = pathAndQuery.indexOf('?');
     const { port, prefix, rest } = parsePortPath(q < 0 ? pathAndQuery : pathAndQuery.slice(0, q));
     const search = q < 0 ? '' : pathAndQuery.slice(q);
-    return proxyToPort(c, d, c.get('sandbox'), port, prefix, `${rest}${search}`);
+    const grant = { sandboxId: c.get('sandbox').id, address: c.get('session').address };
+    return proxyToPort(c, d, c.get('sandbox'), port, prefix, `${rest}${search}`, (end) =>
+      d.live.hold(grant, end),
+    );
   };
 
   app.all('/port/:port/*', handler);
   app.all('/port/:port', handler);
 }
+
+/**
+ * Registers an open proxied exchange under the grant it was opened with (live-access.ts): `end`
+ * cuts it (the caller's access was taken away); the returned release is called when it closes.
+ */
+export type HoldExchange = (end: () => void) => () => void;
+
+const noHold: HoldExchange = () => () => {};
 
 /**
  * Proxies the request to container port `port` of `record` (the caller was checked), forwarding
@@ -115,6 +126,7 @@ export async function proxyToPort(
   port: number,
   prefix: string,
   pathAndQuery: string,
+  hold: HoldExchange = noHold,
 ): Promise<Response> {
   if (record.state !== 'running') {
     throw new RuntimeError(
@@ -142,9 +154,9 @@ export async function proxyToPort(
   const upgrade = (c.env as { upgrade?: UpgradeEnv } | undefined)?.upgrade;
   const wantsWs = c.req.header('upgrade')?.toLowerCase() === 'websocket';
   if (upgrade && wantsWs && c.req.method === 'GET') {
-    return proxyUpgrade(target, headers, upgrade, d.config.timeouts.default, port);
+    return proxyUpgrade(target, headers, upgrade, d.config.timeouts.default, port, hold);
   }
-  return proxyHttp(c, target, headers, d.config.timeouts.default, port);
+  return proxyHttp(c, target, headers, d.config.timeouts.default, port, hold);
 }
 
 /** One HTTP exchange, bytes untouched; a deadline applies to the response headers only. */
@@ -154,11 +166,15 @@ function proxyHttp(
   headers: Record<string, string>,
   timeoutMs: number,
   port: number,
+  hold: HoldExchange,
 ): Promise<Response> {
   const hasBody = !['GET', 'HEAD'].includes(c.req.method) && c.req.raw.body !== null;
   return new Promise<Response>((resolve, reject) => {
     let answered = false;
     const req = httpRequest(target, { method: c.req.method, headers, timeout: timeoutMs });
+    // Access taken away mid-exchange: the upstream goes, and so does the rest of the response.
+    const release = hold(() => req.destroy(new RuntimeError('FORBIDDEN', 'access to this port ended')));
+    req.on('close', release);
     const onClientGone = () => req.destroy();
     c.req.raw.signal.addEventListener('abort', onClientGone, { once: true });
     req.on('timeout', () => {
@@ -176,6 +192,7 @@ function proxyHttp(
     req.on('response', (res: IncomingMessage) => {
       answered = true;
       req.setTimeout(0);
+      req.on('error', (e) => res.destroy(e));
       resolve(
         new Response(bodyOf(res, c.req.method), {
           status: res.statusCode ?? 502,
@@ -247,6 +264,7 @@ function proxyUpgrade(
   up: UpgradeEnv,
   timeoutMs: number,
   port: number,
+  hold: HoldExchange,
 ): Promise<Response> {
   return new Promise<Response>((resolve, reject) => {
     const req = httpRequest(target, {
@@ -283,10 +301,13 @@ function proxyUpgrade(
       if (up.head.length > 0) upstream.write(up.head);
       upstream.pipe(up.socket);
       up.socket.pipe(upstream);
+      let release = () => {};
       const close = () => {
+        release();
         upstream.destroy();
         up.socket.destroy();
       };
+      release = hold(close);
       upstream.on('error', close);
       up.socket.on('error', close);
       upstream.on('close', close);

@@ -265,6 +265,10 @@ export function registerRuns(app: OpenAPIHono<ApiEnv>, d: SandboxRouteDeps): voi
     return streamSSE(c, async (stream) => {
       const abort = new AbortController();
       stream.onAbort(() => abort.abort());
+      // A member removed while following the run stops receiving it at once.
+      const release = d.live.hold({ sandboxId: c.get('sandbox').id, address: c.get('session').address }, () =>
+        abort.abort(),
+      );
       const keepalive = setInterval(() => void stream.write(': keep-alive\n\n'), KEEPALIVE_MS);
       try {
         for await (const ev of d.runLog.follow(run_id, after, abort.signal)) {
@@ -276,6 +280,7 @@ export function registerRuns(app: OpenAPIHono<ApiEnv>, d: SandboxRouteDeps): voi
         }
       } finally {
         clearInterval(keepalive);
+        release();
       }
     }) as never;
   });

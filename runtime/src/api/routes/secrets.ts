@@ -1,6 +1,8 @@
-// Phase-2 secrets: replace, wipe, and list their names (values never leave the operator).
+// Phase-2 secrets: replace, wipe, and list their names (values never leave the operator). The
+// owner's alone: a member (team access) gets 403 on all three.
 import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
 import type { ApiEnv } from '../context.ts';
+import { assertOwner } from '../middleware/session.ts';
 import {
   errors,
   json,
@@ -44,6 +46,7 @@ const namesRoute = createRoute({
 
 export function registerSecrets(app: OpenAPIHono<ApiEnv>, d: SandboxRouteDeps): void {
   app.openapi(setRoute, async (c) => {
+    assertOwner(c, 'set secrets');
     const record = c.get('sandbox');
     const { env } = c.req.valid('json');
     await d.sandboxes.injectSecrets(record.id, env);
@@ -51,12 +54,14 @@ export function registerSecrets(app: OpenAPIHono<ApiEnv>, d: SandboxRouteDeps): 
   });
 
   app.openapi(wipeRoute, async (c) => {
+    assertOwner(c, 'wipe secrets');
     const record = c.get('sandbox');
     await d.sandboxes.wipeSecrets(record.id);
     return c.json({ status: 'secrets_wiped' as const, sandbox_id: record.id }, 200);
   });
 
   app.openapi(namesRoute, (c) => {
+    assertOwner(c, 'read secrets');
     const record = c.get('sandbox');
     return c.json({ sandbox_id: record.id, names: Object.keys(record.userEnv ?? {}).sort() }, 200);
   });

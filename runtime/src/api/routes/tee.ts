@@ -3,6 +3,7 @@
 import { createRoute, type OpenAPIHono, z } from '@hono/zod-openapi';
 import type { ApiEnv } from '../context.ts';
 import type { ApiTee } from '../deps.ts';
+import { assertOwner } from '../middleware/session.ts';
 import { errors, json, jsonBody, PassThroughSchema, SANDBOX_ERRORS } from '../schemas.ts';
 
 const E = errors(400, ...SANDBOX_ERRORS, 409, 502, 503);
@@ -95,11 +96,13 @@ export function registerTee(app: OpenAPIHono<ApiEnv>, tee: ApiTee): void {
   app.openapi(publicKeyRoute, async (c) =>
     c.json(asObject(await tee.publicKey(c.get('sandbox').id, c.req.valid('query').nonce)), 200),
   );
-  app.openapi(sealedRoute, async (c) =>
-    c.json(asObject(await tee.sealedSecrets(c.get('sandbox').id, c.req.valid('json'))), 200),
-  );
+  app.openapi(sealedRoute, async (c) => {
+    assertOwner(c, 'set secrets');
+    return c.json(asObject(await tee.sealedSecrets(c.get('sandbox').id, c.req.valid('json'))), 200);
+  });
   // Bytes in, bytes out: nothing here can read either (no body validation beyond the size).
   app.openapi(channelRoute, async (c) => {
+    assertOwner(c, 'use the owner channel');
     const message = new Uint8Array(await c.req.arrayBuffer());
     if (message.length === 0 || message.length > MAX_CHANNEL_BYTES) {
       return c.json(

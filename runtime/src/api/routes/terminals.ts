@@ -144,6 +144,10 @@ export function registerTerminals(app: OpenAPIHono<ApiEnv>, d: SandboxRouteDeps)
     await client.getTerminal(tid, { requestId: c.get('requestId') });
     const abort = new AbortController();
     const events = client.streamTerminal(tid, { requestId: c.get('requestId'), signal: abort.signal });
+    // A member removed while watching the PTY stops receiving it at once (live-access.ts).
+    const release = d.live.hold({ sandboxId: record.id, address: c.get('session').address }, () =>
+      abort.abort(),
+    );
     return streamSSE(c, async (stream) => {
       stream.onAbort(() => abort.abort());
       const keepalive = setInterval(() => void stream.write(': keep-alive\n\n'), KEEPALIVE_MS);
@@ -158,6 +162,7 @@ export function registerTerminals(app: OpenAPIHono<ApiEnv>, d: SandboxRouteDeps)
       } finally {
         clearInterval(keepalive);
         abort.abort();
+        release();
       }
     }) as never;
   });

@@ -1,6 +1,7 @@
 // What the sandbox route modules share: their dependencies, bundled once by the app.
 import type { ApiConfig } from '../config.ts';
 import type { ApiSandboxes, ApiSidecars, ApiTee } from '../deps.ts';
+import type { LiveAccess } from '../live-access.ts';
 import type { RunLog } from '../runs/run-log.ts';
 import type { RunService } from '../runs/run-service.ts';
 
@@ -11,4 +12,6 @@ export interface SandboxRouteDeps {
   runLog: RunLog;
   config: ApiConfig;
   tee: ApiTee | undefined;
+  /** Open streams and proxied connections, ended when their grant is taken away. */
+  live: LiveAccess;
 }

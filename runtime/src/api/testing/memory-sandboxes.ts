@@ -1,6 +1,7 @@
 // Test fixture: an in-memory ApiSandboxes whose sidecar endpoint is a real local HTTP server. It is
 // a fixture for the API layer (no Docker), not a stand-in for the SandboxManager.
 import { RuntimeError } from '../../errors.ts';
+import { memberAddress } from '../../sandbox/members.ts';
 import { newSandboxId, newSidecarToken, type SandboxRecord } from '../../sandbox/record.ts';
 import type { ApiSandboxes } from '../deps.ts';
 
@@ -58,9 +59,28 @@ export class MemorySandboxes implements ApiSandboxes {
   get(id: string) {
     return this.records.get(id);
   }
-  list({ owner }: { owner: string }) {
-    const o = owner.toLowerCase();
-    return [...this.records.values()].filter((r) => r.owner.toLowerCase() === o);
+  list(filter: { owner: string } | { member: string }) {
+    const all = [...this.records.values()];
+    if ('member' in filter) return all.filter((r) => (r.members ?? []).includes(filter.member.toLowerCase()));
+    const o = filter.owner.toLowerCase();
+    return all.filter((r) => r.owner.toLowerCase() === o);
+  }
+  // Team access, with the manager's rules (sandbox/members.ts) on a plain map.
+  addMember(id: string, address: string) {
+    const a = memberAddress(address);
+    const r = this.records.get(id);
+    if (r && r.owner.toLowerCase() === a) throw new RuntimeError('VALIDATION', 'the owner is not a member');
+    return this.mutate(id, (x) => {
+      x.members = [...new Set([...(x.members ?? []), a])];
+    });
+  }
+  removeMember(id: string, address: string) {
+    const a = memberAddress(address);
+    if (!(this.records.get(id)?.members ?? []).includes(a))
+      throw new RuntimeError('NOT_FOUND', 'not a member');
+    return this.mutate(id, (x) => {
+      x.members = (x.members ?? []).filter((m) => m !== a);
+    });
   }
   private mutate(id: string, fn: (r: SandboxRecord) => void): SandboxRecord {
     const r = this.records.get(id);
