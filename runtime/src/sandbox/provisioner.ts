@@ -206,3 +206,29 @@ export function failureReason(e: unknown): string {
   if (isRuntimeError(e)) return e.message;
   return e instanceof Error ? e.message : String(e);
 }
+
+/**
+ * Takes back what a create built when the caller learns, after the fact, that nobody will ever
+ * reach the sandbox (the chain dropped the create): the sandbox is deleted and its provision
+ * recorded failed with `reason`, so a repeat of the call gets that failure. Undefined when the
+ * call provisioned nothing here.
+ */
+export async function withdrawProvision(
+  ctx: SandboxContext,
+  serviceId: string,
+  callId: string,
+  reason: string,
+  remove: (id: string) => Promise<unknown>,
+): Promise<{ sandboxId: string; deleted: boolean } | undefined> {
+  const progress = await ctx.provisions.get(provisionKey(serviceId, callId));
+  if (!progress) return undefined;
+  const rec = ctx.records.get(progress.sandboxId);
+  const deleted = rec !== undefined && rec.state !== 'deleted';
+  if (deleted) await remove(rec.id);
+  if (progress.phase !== 'failed') {
+    const tracker = new ProvisionTracker(progress, ctx.provisions, ctx.now, () => {});
+    await tracker.enter('failed', reason);
+  }
+  ctx.log.warn({ sandboxId: progress.sandboxId, callId, deleted, reason }, 'sandbox provision withdrawn');
+  return { sandboxId: progress.sandboxId, deleted };
+}
