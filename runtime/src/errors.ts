@@ -35,6 +35,8 @@ export const RuntimeErrorCodes = {
   STORAGE_LIMIT: 507,
   CIRCUIT_OPEN: 503,
   STORE_UNAVAILABLE: 503,
+  /** The store's filesystem is full: the write was refused whole; writes resume once there is room. */
+  STORE_FULL: 507,
   STORE_KEY_MISMATCH: 500,
   STORE_CORRUPT: 500,
   CONFIG_INVALID: 500,

@@ -28,6 +28,8 @@ const RUNTIME_TEXT: Readonly<Record<string, string>> = {
   SIDECAR_ERROR: 'the sandbox’s agent server failed the request',
   SIDECAR_TIMEOUT: 'the sandbox’s agent server did not answer in time',
   CIRCUIT_OPEN: 'the sandbox’s agent server is failing; try again later',
+  STORE_FULL:
+    'the operator’s disk is full: nothing of the sandbox was kept; try again later or use another operator',
 };
 
 /** The runtime's request fields under the job's names (`SandboxCreateRequest`). */

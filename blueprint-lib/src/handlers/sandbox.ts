@@ -1,5 +1,6 @@
 // Jobs 0 and 1: create a sandbox (only the operator OperatorAssigned names) and delete one (only
 // the operator OperatorRouted names). Results carry public facts only, never the sidecar token.
+import { isRuntimeError } from '@agent-sandbox/runtime';
 import { decodeJobResult, type JobContext, type JobValue, SKIP, type Skip } from '@agent-sandbox/sdk';
 import { type Hex, isAddressEqual } from 'viem';
 import type { CallRef } from '../chain.ts';
@@ -61,13 +62,20 @@ export function sandboxHandlers(deps: BlueprintDeps) {
     value: V,
     reason?: string,
   ): Promise<V> {
-    await handled.record(ctx.serviceId, ctx.callId, {
-      job,
-      outcome: 'result',
-      value,
-      ...(reason ? { reason } : {}),
-      ...(ctx.blockHash ? { blockHash: ctx.blockHash } : {}),
-    });
+    try {
+      await handled.record(ctx.serviceId, ctx.callId, {
+        job,
+        outcome: 'result',
+        value,
+        ...(reason ? { reason } : {}),
+        ...(ctx.blockHash ? { blockHash: ctx.blockHash } : {}),
+      });
+    } catch (e) {
+      // A full disk must not cost the call its one result: the answer still goes out (a repeat
+      // finds the runtime's own record of the create, or fails the same way).
+      if (!isRuntimeError(e, 'STORE_FULL')) throw e;
+      ctx.log.error({ err: e }, 'could not record the answer (the data dir is full); answering anyway');
+    }
     return value;
   }
 
