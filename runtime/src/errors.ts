@@ -27,6 +27,8 @@ export const RuntimeErrorCodes = {
   INTERNAL: 500,
   SIDECAR_ERROR: 502,
   DOCKER_ERROR: 502,
+  /** No Docker engine answers at the operator's socket (stopped, gone, refused). */
+  ENGINE_UNAVAILABLE: 503,
   EGRESS_RULES: 500,
   PROVISION_FAILED: 500,
   HEALTH_CHECK_TIMEOUT: 504,

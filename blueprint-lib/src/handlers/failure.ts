@@ -23,6 +23,8 @@ const RUNTIME_TEXT: Readonly<Record<string, string>> = {
   FORBIDDEN: 'the job’s caller may not act on this sandbox',
   CONFLICT: 'the sandbox is busy with another operation; try again',
   DOCKER_ERROR: 'the container engine refused the sandbox; nothing of it was kept',
+  ENGINE_UNAVAILABLE:
+    'the operator’s container engine does not answer: nothing of the sandbox was kept; try again later or use another operator',
   PROVISION_FAILED: 'the sandbox could not be started; nothing of it was kept',
   HEALTH_CHECK_TIMEOUT: 'the sandbox did not become healthy in time; nothing of it was kept',
   SIDECAR_ERROR: 'the sandbox’s agent server failed the request',

@@ -1,5 +1,6 @@
 // Provisioning a new sandbox for a create job: idempotent by call id, every phase recorded, and
 // everything created removed again when any phase fails.
+import { engineGone, engineUnavailable } from '../docker/docker-errors.ts';
 import { volumeName } from '../docker/labels.ts';
 import { isRuntimeError, RuntimeError } from '../errors.ts';
 import { type SandboxContext, transition } from './context.ts';
@@ -186,6 +187,8 @@ export async function failProvision(
   e: unknown,
 ): Promise<never> {
   const log = ctx.log.child({ sandboxId: rec.id, callId: rec.callId });
+  // The engine itself is gone (not a refusal of this sandbox): said as such, whatever step met it.
+  if (!isRuntimeError(e, 'ENGINE_UNAVAILABLE') && engineGone(e)) e = engineUnavailable(e);
   const reason = failureReason(e);
   log.warn({ phase: tracker.current.phase, reason }, 'sandbox provision failed');
   ctx.metrics?.failures.inc();
