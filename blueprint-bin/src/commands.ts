@@ -165,7 +165,47 @@ export async function devnetSecret(dataDir: string): Promise<string> {
   return secret;
 }
 
-export async function cmdDevnet(opts: { pretty: boolean; operator: string }): Promise<number> {
+/**
+ * The devnet operator's RPC: HTTP_RPC_URL / WS_RPC_URL when set (a proxy in front of the devnet's
+ * anvil, say), else the devnet's own. A set HTTP_RPC_URL must reach the devnet's chain — its chain
+ * id and its Tangle contract — or the command refuses to start.
+ */
+async function devnetRpc(
+  info: { chainId: number; rpcUrl: string; contracts: { tangle: Hex } },
+  env: Record<string, string | undefined>,
+): Promise<{ http: string; ws: string | undefined }> {
+  const http = env['HTTP_RPC_URL'];
+  const ws = env['WS_RPC_URL'];
+  if (!http) return { http: info.rpcUrl, ws };
+  const { createPublicClient, http: transport } = await import('viem');
+  const client = createPublicClient({ transport: transport(http, { retryCount: 0, timeout: 5000 }) });
+  let why: string | undefined;
+  try {
+    const [chainId, code] = await Promise.all([
+      client.getChainId(),
+      client.getCode({ address: info.contracts.tangle }),
+    ]);
+    if (chainId !== info.chainId) why = `reaches chain ${chainId}, not the devnet's ${info.chainId}`;
+    else if (!code || code === '0x') why = `has no Tangle contract at ${info.contracts.tangle}`;
+  } catch (e) {
+    why = `does not answer (${(e as Error).message.split('\n')[0]})`;
+  }
+  if (why) {
+    throw new ConfigError([
+      {
+        variable: 'HTTP_RPC_URL',
+        problem: `(${http}) ${why}: with \`devnet\` it must reach the devnet's anvil at ${info.rpcUrl} (directly or through a proxy); unset it to use the devnet's own`,
+      },
+    ]);
+  }
+  return { http, ws };
+}
+
+export async function cmdDevnet(opts: {
+  pretty: boolean;
+  operator: string;
+  stateFile?: string | undefined;
+}): Promise<number> {
   if (opts.operator !== 'operator1' && opts.operator !== 'operator2') {
     throw new ConfigError([{ variable: '--operator', problem: 'expected operator1 or operator2' }]);
   }
@@ -179,9 +219,11 @@ export async function cmdDevnet(opts: { pretty: boolean; operator: string }): Pr
   const devnet = await startDevnet({
     reuse: true,
     detach: true,
+    ...(opts.stateFile ? { stateFile: resolve(opts.stateFile) } : {}),
     log: (line) => log.info({ step: 'devnet' }, line),
   });
   const info = devnet.info;
+  const rpc = await devnetRpc(info, process.env);
   const dataDir = resolve(process.env['DATA_DIR'] ?? resolve(devnet.stateFile, '..', which));
   await mkdir(join(dataDir, 'keystore'), { recursive: true, mode: 0o700 });
   const keyFile = join(dataDir, 'keystore', KEYSTORE_DEV_FILE);
@@ -190,8 +232,8 @@ export async function cmdDevnet(opts: { pretty: boolean; operator: string }): Pr
   }
   const env: Record<string, string | undefined> = {
     ...process.env,
-    HTTP_RPC_URL: info.rpcUrl,
-    WS_RPC_URL: process.env['WS_RPC_URL'],
+    HTTP_RPC_URL: rpc.http,
+    WS_RPC_URL: rpc.ws,
     TANGLE_CONTRACT: info.contracts.tangle,
     BLUEPRINT_CONTRACT: info.contracts.cloud,
     BLUEPRINT_ID: `${info.blueprints.cloud}`,
@@ -202,7 +244,10 @@ export async function cmdDevnet(opts: { pretty: boolean; operator: string }): Pr
     OPERATOR_API_PORT: process.env['OPERATOR_API_PORT'] ?? (which === 'operator1' ? '9090' : '9091'),
     SESSION_AUTH_SECRET: process.env['SESSION_AUTH_SECRET'] ?? (await devnetSecret(dataDir)),
   };
-  log.info({ rpc: info.rpcUrl, serviceId: info.services.cloud, dataDir }, `devnet ready; starting ${which}`);
+  log.info(
+    { rpc: rpc.http, ws: rpc.ws, devnetRpc: info.rpcUrl, serviceId: info.services.cloud, dataDir },
+    `devnet ready; starting ${which}`,
+  );
   return cmdRun({ pretty: opts.pretty, env });
 }
 

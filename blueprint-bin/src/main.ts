@@ -55,12 +55,19 @@ Options:
 The private key is never printed.
 Options:
   --force  replace an existing key file (create)`,
-  devnet: `Usage: agent-sandbox-operator devnet [--operator operator1|operator2] [--pretty]
+  devnet: `Usage: agent-sandbox-operator devnet [--operator operator1|operator2] [--devnet-state FILE] [--pretty]
 
 Starts (or reuses) the local devnet (anvil + contracts, .devnet/devnet.json), then runs an operator
 for the cloud service with the devnet's operator key, a SESSION_AUTH_SECRET generated once and kept
 in DATA_DIR (mode 0600), and prints the operator API URL. DATA_DIR defaults to .devnet/<operator>;
-OPERATOR_API_PORT to 9090 (operator1) / 9091 (operator2), the URLs the devnet registered.`,
+OPERATOR_API_PORT to 9090 (operator1) / 9091 (operator2), the URLs the devnet registered.
+The operator uses the devnet's anvil, unless HTTP_RPC_URL (and WS_RPC_URL) name another way to
+it (a proxy in front of it, say): HTTP_RPC_URL must reach the devnet's chain id and its Tangle
+contract, or the command refuses to start and says so (exit 2).
+Options:
+  --operator NAME     which devnet operator key to run (default operator1)
+  --devnet-state FILE  the devnet's state file (default .devnet/devnet.json): reuse the devnet
+                      it describes when that one is running, else start one and write it there`,
   'deploy-blueprint': `Usage: agent-sandbox-operator deploy-blueprint --image REF --image-sha256 HEX
          [--modes cloud,instance,tee-instance] [--managers mode=0x…,…] [--metadata-uri URI] [--json]
 
@@ -138,6 +145,7 @@ export async function main(argv: string[]): Promise<number> {
       capacity: { type: 'string' },
       'rpc-address': { type: 'string' },
       operator: { type: 'string' },
+      'devnet-state': { type: 'string' },
       json: { type: 'boolean' },
       modes: { type: 'string' },
       image: { type: 'string' },
@@ -189,7 +197,11 @@ export async function main(argv: string[]): Promise<number> {
     case 'keys':
       return cmdKeys({ action: positionals[0], force: values.force ?? false });
     case 'devnet':
-      return cmdDevnet({ pretty, operator: values.operator ?? 'operator1' });
+      return cmdDevnet({
+        pretty,
+        operator: values.operator ?? 'operator1',
+        stateFile: values['devnet-state'],
+      });
     case 'status':
       return cmdStatus({ url: values.url, local: values.local ?? false });
     default:

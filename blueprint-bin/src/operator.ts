@@ -374,7 +374,7 @@ async function startJobs(
   });
   const runner = createRunner(
     runnerOptionsFromEnvironment(env, key, router, {
-      afterJob: afterJob(writer, log),
+      afterJob: afterJob(writer, log, sandbox),
       onCallVanished: (v) => sandbox.vanished(v),
       logger: log,
       concurrency: v.JOB_CONCURRENCY!,

@@ -38,6 +38,8 @@ export type SandboxRuntime = Pick<SandboxManager, 'create' | 'get' | 'sidecarEnd
   delete(id: string): Promise<unknown>;
   /** Progress of the create job `callId` of service `serviceId`. */
   getProvision(callId: string, serviceId: string): Promise<ProvisionProgress>;
+  /** Deletes what the create `callId` built and records it failed with `reason` (none built: undefined). */
+  withdrawProvision: SandboxManager['withdrawProvision'];
 };
 
 /** The runtime's workflow store and runner (WorkflowService, built by the operator API) as the job handlers use it. */

@@ -2,45 +2,74 @@
 // - a call Tangle completed with another operator's result is settled on the blueprint by the
 //   chosen operator (settleCall), so the owner's sandbox is recorded and its slot counted once;
 // - a create it gave up on gives back its reservation (releaseReservation);
+// - a create whose result the blueprint ignored (its reservation was released after the timeout
+//   while it was built) is undone: its sandbox is deleted, the provision says why;
 // - a sandbox stopped for good (GC'd to `expired`, or `failed`) is reported gone, freeing its slot;
 //   an instance whose sandbox is gone or whose service ended is reported deprovisioned;
 // - cloud: once the service is terminated, its sandboxes are deleted (nobody can reach them).
 import type { StoreCollection } from '@agent-sandbox/runtime';
 import type { Logger } from 'pino';
 import type { Hex } from 'viem';
+import type { CallRef } from './chain.ts';
 import type { ChainWriter } from './chain-writes.ts';
 import { JOB_SANDBOX_CREATE } from './jobs.ts';
 
 export interface FinishedJob {
-  event: { serviceId: bigint; callId: bigint; jobIndex: number };
+  event: { serviceId: bigint; callId: bigint; jobIndex: number; blockNumber?: bigint };
   outcome: 'submitted' | 'already-done' | 'failed' | 'aborted' | 'vanished' | 'skipped';
   skipReason?: string;
   output?: Hex;
 }
 
+/** What afterJob asks of the create handler once a create's result is on chain (sandboxHandlers). */
+export interface CreateResults {
+  /** Undoes the create when the blueprint ignored its result (released reservation). */
+  afterResult(call: CallRef, output: Hex): Promise<boolean>;
+}
+
 /** The runner's afterJob hook for this blueprint. Failures are logged, never thrown. */
-export function afterJob(writer: ChainWriter, log: Logger) {
+export function afterJob(writer: ChainWriter, log: Logger, creates?: CreateResults) {
   return async (done: FinishedJob): Promise<void> => {
+    await followUp(writer, log, done);
     const { event, outcome } = done;
-    const ids = { serviceId: `${event.serviceId}`, callId: `${event.callId}` };
+    if (
+      !creates ||
+      event.jobIndex !== JOB_SANDBOX_CREATE ||
+      !done.output ||
+      (outcome !== 'submitted' && outcome !== 'already-done')
+    )
+      return;
     try {
-      if (outcome === 'already-done' && done.output) {
-        // Another operator's result completed the call on Tangle; the blueprint ignored it if we
-        // were the chosen one, so record ours there (a no-op when our own result counted).
-        const r = await writer.settleCall(event.serviceId, event.callId, done.output);
-        if (r === 'sent')
-          log.info(ids, 'call completed by another operator; our outcome settled on the blueprint');
-      } else if (
-        event.jobIndex === JOB_SANDBOX_CREATE &&
-        (outcome === 'failed' || (outcome === 'skipped' && done.skipReason === 'handler-error'))
-      ) {
-        const r = await writer.releaseReservation(event.serviceId, event.callId);
-        if (r === 'sent') log.warn(ids, 'gave up on a create; its reserved slot is released');
-      }
+      await creates.afterResult({ ...event, blockNumber: event.blockNumber ?? 0n }, done.output);
     } catch (err) {
-      log.error({ ...ids, err }, 'follow-up on the blueprint failed');
+      log.error(
+        { serviceId: `${event.serviceId}`, callId: `${event.callId}`, err },
+        'checking that the blueprint recorded this create failed',
+      );
     }
   };
+}
+
+async function followUp(writer: ChainWriter, log: Logger, done: FinishedJob): Promise<void> {
+  const { event, outcome } = done;
+  const ids = { serviceId: `${event.serviceId}`, callId: `${event.callId}` };
+  try {
+    if (outcome === 'already-done' && done.output) {
+      // Another operator's result completed the call on Tangle; the blueprint ignored it if we
+      // were the chosen one, so record ours there (a no-op when our own result counted).
+      const r = await writer.settleCall(event.serviceId, event.callId, done.output);
+      if (r === 'sent')
+        log.info(ids, 'call completed by another operator; our outcome settled on the blueprint');
+    } else if (
+      event.jobIndex === JOB_SANDBOX_CREATE &&
+      (outcome === 'failed' || (outcome === 'skipped' && done.skipReason === 'handler-error'))
+    ) {
+      const r = await writer.releaseReservation(event.serviceId, event.callId);
+      if (r === 'sent') log.warn(ids, 'gave up on a create; its reserved slot is released');
+    }
+  } catch (err) {
+    log.error({ ...ids, err }, 'follow-up on the blueprint failed');
+  }
 }
 
 /** The sandbox facts the reporter reads (SandboxManager.list() fits). */

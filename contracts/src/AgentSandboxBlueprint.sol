@@ -29,7 +29,9 @@ contract AgentSandboxBlueprint is AgentSandboxState {
     event OperatorCapacitySet(address indexed operator, uint32 capacity);
     event DefaultCapacitySet(uint32 capacity);
     event ReservationTimeoutSet(uint64 timeoutSeconds);
-    /// A result from an operator that was not chosen for the call: it changed nothing.
+    /// A result that changed nothing: from an operator that was not chosen for the call, or for a
+    /// call no longer open (its reservation was released after the timeout, or it was settled).
+    /// The chosen operator that meets it in its own result's receipt undoes what it built.
     event ResultIgnored(uint64 indexed serviceId, uint64 indexed callId, address indexed operator);
     /// The chosen operator's outcome, recorded by settleCall after Tangle took another's result.
     event CallSettled(uint64 indexed serviceId, uint64 indexed callId, address indexed operator, bytes outputs);
@@ -201,7 +203,8 @@ contract AgentSandboxBlueprint is AgentSandboxState {
     }
 
     /// Best-effort by protocol: never reverts on a bad result, records nothing instead. A result
-    /// from an operator other than the chosen one changes nothing but emits ResultIgnored.
+    /// from an operator other than the chosen one, or for a call no longer open (released,
+    /// settled), changes nothing but emits ResultIgnored.
     function onJobResult(uint64 serviceId, uint8, uint64 callId, address operator, bytes32 inputsHash, bytes calldata outputs)
         external
         payable
@@ -210,8 +213,7 @@ contract AgentSandboxBlueprint is AgentSandboxState {
     {
         uint256 key = _key(serviceId, callId);
         PendingCall storage p = _pending[key];
-        if (!p.open || p.inputsHash != inputsHash) return;
-        if (p.operator != address(0) && operator != p.operator) {
+        if (!p.open || p.inputsHash != inputsHash || (p.operator != address(0) && operator != p.operator)) {
             emit ResultIgnored(serviceId, callId, operator);
             return;
         }

@@ -191,6 +191,44 @@ contract AgentSandboxBlueprintHardeningTest is BlueprintFixture {
         vm.assertEq(reserved, 0, "not freed twice");
     }
 
+    /// Issue 29: a slow but legitimate create whose reservation a stranger released after the
+    /// timeout. Tangle still completes the call with the assigned operator's late result, so the
+    /// blueprint must say in that result's transaction that it recorded nothing (ResultIgnored):
+    /// the operator reads it there and deletes the sandbox it built. Before, the drop was silent.
+    function test_lateResult_afterExpiredRelease_isDroppedVisibly() public {
+        vm.warp(20_000);
+        (uint64 callId, address op) = submitCreate(USER, abi.encode(createReq("slow")));
+        vm.warp(20_000 + bsm.reservationTimeout());
+        vm.prank(STRANGER);
+        bsm.releaseReservation(sid, callId);
+        vm.expectEmit(true, true, true, true, address(bsm));
+        emit AgentSandboxBlueprint.ResultIgnored(sid, callId, op);
+        vm.prank(op);
+        tangle.submitResult(sid, callId, abi.encode("slow-sb", "{}"));
+        vm.assertTrue(tangle.getJobCall(sid, callId).completed, "tangle took the result");
+        vm.assertEq(bsm.getSandboxOperator("slow-sb"), address(0), "nothing recorded");
+        (uint32 active, uint32 reserved,) = bsm.getOperatorLoad(op);
+        vm.assertEq(active, 0, "no slot taken");
+        vm.assertEq(reserved, 0, "not freed twice");
+        // Nor can the operator record it afterwards, and the owner's delete finds nothing.
+        vm.expectRevert(abi.encodeWithSelector(AgentSandboxBlueprint.NotChosenOperator.selector, sid, callId, op));
+        vm.prank(op);
+        bsm.settleCall(sid, callId, abi.encode("slow-sb", "{}"));
+        vm.prank(USER);
+        expectManagerRevert(address(bsm), abi.encodeWithSelector(AgentSandboxBlueprint.UnknownSandbox.selector, "slow-sb"));
+        tangle.submitJob(sid, 1, abi.encode("slow-sb"));
+    }
+
+    /// A result for a call the blueprint still holds is never reported dropped.
+    function test_resultOfAnOpenCall_isNotDropped() public {
+        (uint64 callId, address op) = submitCreate(USER, abi.encode(createReq("kept")));
+        vm.recordLogs();
+        vm.prank(op);
+        tangle.submitResult(sid, callId, abi.encode("kept-sb", "{}"));
+        vm.assertEq(countLogs(vm.getRecordedLogs(), address(bsm), AgentSandboxBlueprint.ResultIgnored.selector), 0, "not dropped");
+        vm.assertEq(bsm.getSandboxOperator("kept-sb"), op, "recorded");
+    }
+
     function test_reservation_assignedOperatorReleasesItsOwn_atOnce() public {
         (uint64 callId, address op) = submitCreate(USER, abi.encode(createReq("given-up")));
         vm.prank(op);

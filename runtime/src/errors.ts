@@ -34,6 +34,8 @@ export const RuntimeErrorCodes = {
   INTERNAL: 500,
   SIDECAR_ERROR: 502,
   DOCKER_ERROR: 502,
+  /** No Docker engine answers at the operator's socket (stopped, gone, refused). */
+  ENGINE_UNAVAILABLE: 503,
   EGRESS_RULES: 500,
   PROVISION_FAILED: 500,
   HEALTH_CHECK_TIMEOUT: 504,
@@ -42,6 +44,8 @@ export const RuntimeErrorCodes = {
   STORAGE_LIMIT: 507,
   CIRCUIT_OPEN: 503,
   STORE_UNAVAILABLE: 503,
+  /** The store's filesystem is full: the write was refused whole; writes resume once there is room. */
+  STORE_FULL: 507,
   STORE_KEY_MISMATCH: 500,
   STORE_CORRUPT: 500,
   CONFIG_INVALID: 500,

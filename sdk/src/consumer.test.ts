@@ -1,5 +1,7 @@
 // Recovery of result transactions signed and persisted by a run that then died (before or after
 // broadcasting them): the next run re-sends the same bytes and never handles those calls again.
+import { execFileSync } from 'node:child_process';
+import { rmSync, writeFileSync } from 'node:fs';
 import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -166,4 +168,72 @@ describe('result consumer recovery', () => {
     expect(cursor.inFlightCount).toBe(0);
     await consumer.stop();
   });
+
+  // Issue 29: the data dir fills up while a result is being sent. The signed tx cannot be made
+  // durable, so it is not broadcast yet; the consumer retries the write (it used to give the call
+  // up until a restart) and sends the result once space returns — exactly one.
+  it.skipIf(process.getuid?.() !== 0)(
+    'a result whose cursor write meets a full disk is sent once space returns',
+    async () => {
+      const dir = await mkdtemp(join(tmpdir(), 'sdk-consumer-full-'));
+      execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=1m', 'tmpfs', dir]);
+      try {
+        const start = await chain.client.getBlockNumber({ cacheTime: 0 });
+        const [id] = await submitJobs(chain, 0, ['0x07']);
+        const head = await chain.client.getBlockNumber({ cacheTime: 0 });
+        const { events } = await fetchJobSubmitted(chain.client, chain.tangle, chain.serviceId, start, head);
+        const e = events.find((x) => x.callId === id)!;
+        const pos = { block: e.blockNumber, logIndex: e.logIndex };
+        const cursor = await JobCursor.open(
+          join(dir, 'data'),
+          { chainId: chain.chainId, tangle: chain.tangle, serviceId: chain.serviceId },
+          async () => start,
+        );
+        const key = await loadKeystore({
+          uri: await writeDevKey(join(dir, 'ks'), chain.operators[1]),
+          testMode: true,
+        });
+        let sawFull: () => void = () => {};
+        const full = new Promise<void>((res) => {
+          sawFull = res;
+        });
+        const log = pino(
+          { level: 'warn' },
+          {
+            write: (line: string) => {
+              if (line.includes('cannot write the job cursor')) sawFull();
+            },
+          },
+        );
+        const consumer = new ResultConsumer({
+          client: chain.client,
+          account: key.account,
+          chainId: chain.chainId,
+          tangle: chain.tangle,
+          serviceId: chain.serviceId,
+          cursor,
+          log,
+        });
+        cursor.begin(id!, pos);
+        await cursor.persist();
+        const filler = join(dir, 'filler');
+        try {
+          writeFileSync(filler, Buffer.alloc(2_000_000));
+        } catch {
+          // ENOSPC: the filler took what there was.
+        }
+        const outcome = consumer.submit({ callId: id!, pos }, '0x0700');
+        // The old consumer gave the call up here ('aborted': no result until a restart).
+        expect(await Promise.race([full.then(() => 'retrying'), outcome])).toBe('retrying');
+        expect((await resultsByCall(chain)).get(id!)).toBeUndefined(); // not broadcast before it is durable
+        rmSync(filler);
+        expect(await outcome).toBe('submitted');
+        expect((await resultsByCall(chain)).get(id!)).toEqual([{ operator: key.address, output: '0x0700' }]);
+        expect(cursor.pendingTxs).toEqual([]);
+        await consumer.stop();
+      } finally {
+        execFileSync('umount', [dir]);
+      }
+    },
+  );
 });

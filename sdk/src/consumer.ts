@@ -10,6 +10,7 @@ import {
   type TransactionReceipt,
 } from 'viem';
 import { sleep } from './backoff.ts';
+import { isSdkError } from './errors.ts';
 import type { CallRef, JobCursor, LogPosition, PendingResultTx } from './job-cursor.ts';
 import { callStates, estimateResultGas, resultCalldata } from './result-calls.ts';
 import { ResultFees } from './result-fees.ts';
@@ -304,7 +305,7 @@ export class ResultConsumer {
         calls: items.map((i) => ({ callId: i.callId, pos: i.pos, blockHash: i.blockHash })),
       };
       // Durable before broadcast: after a crash the SAME signed bytes are re-sent, so no second result.
-      await cursor.addPending(tx);
+      await this.#durably(() => cursor.addPending(tx));
       this.#t['persisted'] = performance.now();
       this.#nonce = nonce + 1;
       try {
@@ -410,7 +411,7 @@ export class ResultConsumer {
         },
         'job results submitted',
       );
-      await cursor.settlePending(tx.hash, tx.calls);
+      await this.#durably(() => cursor.settlePending(tx.hash, tx.calls));
       for (const i of items) i.settle('submitted');
       return;
     }
@@ -473,6 +474,22 @@ export class ResultConsumer {
 
   #retry<T>(fn: () => Promise<T>, okIf?: RegExp): Promise<T> {
     return retryRpc(fn, this.#abort.signal, this.#o.log, okIf);
+  }
+
+  /**
+   * A cursor write that fails (its disk is full) is retried until it holds — the in-memory state
+   * is already updated, so the retry writes the same — instead of dropping the calls until a
+   * restart; the result goes out once there is room.
+   */
+  async #durably(write: () => Promise<void>): Promise<void> {
+    for (;;) {
+      try {
+        return await write();
+      } catch (e) {
+        if (!isSdkError(e, 'CURSOR')) throw e;
+        await this.#pause(e, 'cannot write the job cursor (is the data dir full?); retrying');
+      }
+    }
   }
 
   async #pause(err: unknown, msg: string): Promise<void> {

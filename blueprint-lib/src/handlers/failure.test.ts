@@ -17,6 +17,8 @@ describe('describeFailure', () => {
       'IMAGE_NOT_FOUND',
       'HEALTH_CHECK_TIMEOUT',
       'INTERNAL',
+      'ENGINE_UNAVAILABLE',
+      'STORE_FULL',
     ] as const) {
       const f = describeFailure(new RuntimeError(code, `provisioning failed: ${engineText}`));
       expect(f.code).toBe(code);
@@ -24,6 +26,13 @@ describe('describeFailure', () => {
       expect(f.message.length).toBeLessThanOrEqual(200);
       expect(f.message.length).toBeGreaterThan(10);
     }
+  });
+
+  it('says an engine that does not answer and a full disk as such (issue 29)', () => {
+    expect(describeFailure(new RuntimeError('ENGINE_UNAVAILABLE', engineText)).message).toMatch(
+      /container engine does not answer: nothing of the sandbox was kept/,
+    );
+    expect(describeFailure(new RuntimeError('STORE_FULL', engineText)).message).toMatch(/disk is full/);
   });
 
   it('is the same text for the same code whatever the cause', () => {

@@ -27,11 +27,15 @@ const RUNTIME_TEXT: Readonly<Record<string, string>> = {
   SOURCE_UNAVAILABLE:
     'the sandbox or snapshot to copy has no workspace to copy now; resume the sandbox or take a new snapshot',
   DOCKER_ERROR: 'the container engine refused the sandbox; nothing of it was kept',
+  ENGINE_UNAVAILABLE:
+    'the operator’s container engine does not answer: nothing of the sandbox was kept; try again later or use another operator',
   PROVISION_FAILED: 'the sandbox could not be started; nothing of it was kept',
   HEALTH_CHECK_TIMEOUT: 'the sandbox did not become healthy in time; nothing of it was kept',
   SIDECAR_ERROR: 'the sandbox’s agent server failed the request',
   SIDECAR_TIMEOUT: 'the sandbox’s agent server did not answer in time',
   CIRCUIT_OPEN: 'the sandbox’s agent server is failing; try again later',
+  STORE_FULL:
+    'the operator’s disk is full: nothing of the sandbox was kept; try again later or use another operator',
 };
 
 /** The runtime's request fields under the job's names (`SandboxCreateRequest`). */

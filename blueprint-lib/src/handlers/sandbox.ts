@@ -1,17 +1,26 @@
 // Jobs 0 and 1: create a sandbox (only the operator OperatorAssigned names) and delete one (only
 // the operator OperatorRouted names). Results carry public facts only, never the sidecar token.
-import { type JobContext, type JobValue, SKIP, type Skip } from '@agent-sandbox/sdk';
-import { isAddressEqual } from 'viem';
+import { isRuntimeError } from '@agent-sandbox/runtime';
+import { decodeJobResult, type JobContext, type JobValue, SKIP, type Skip } from '@agent-sandbox/sdk';
+import { type Hex, isAddressEqual } from 'viem';
+import type { CallRef } from '../chain.ts';
 import type { BlueprintDeps, SandboxFacts } from '../deps.ts';
 import { BlueprintError } from '../errors.ts';
 import { HandledCalls } from '../handled-calls.ts';
-import type { SANDBOX_CREATE_INPUT, SANDBOX_CREATE_OUTPUT, SANDBOX_DELETE_INPUT } from '../jobs.ts';
+import { type SANDBOX_CREATE_INPUT, SANDBOX_CREATE_OUTPUT, type SANDBOX_DELETE_INPUT } from '../jobs.ts';
 import { runtimeCreateParams, validateCreateRequest, validateSandboxId } from '../validate.ts';
 import { describeFailure } from './failure.ts';
 
 export { describeFailure };
 
 type CreateOutput = JobValue<typeof SANDBOX_CREATE_OUTPUT>;
+
+const RELEASED_BEFORE_RUN = (callId: bigint) =>
+  `the slot reserved for create call ${callId} was released (expired, or the service ended) before it ran; submit the create again`;
+const RELEASED_WHILE_BUILT = (callId: bigint) =>
+  `the slot reserved for create call ${callId} was released (the reservation timed out, or the service ended) while its sandbox was being built; the blueprint would not record it, so the sandbox was deleted; submit the create again`;
+const RELEASED_AT_RESULT = (callId: bigint) =>
+  `the slot reserved for create call ${callId} was released (the reservation timed out, or the service ended) before its result was recorded, so the blueprint ignored the result; the sandbox built for it was deleted; submit the create again`;
 type JsonOutput = { json: string };
 
 /** The public result document of a created sandbox: facts only; the token never appears. */
@@ -53,13 +62,20 @@ export function sandboxHandlers(deps: BlueprintDeps) {
     value: V,
     reason?: string,
   ): Promise<V> {
-    await handled.record(ctx.serviceId, ctx.callId, {
-      job,
-      outcome: 'result',
-      value,
-      ...(reason ? { reason } : {}),
-      ...(ctx.blockHash ? { blockHash: ctx.blockHash } : {}),
-    });
+    try {
+      await handled.record(ctx.serviceId, ctx.callId, {
+        job,
+        outcome: 'result',
+        value,
+        ...(reason ? { reason } : {}),
+        ...(ctx.blockHash ? { blockHash: ctx.blockHash } : {}),
+      });
+    } catch (e) {
+      // A full disk must not cost the call its one result: the answer still goes out (a repeat
+      // finds the runtime's own record of the create, or fails the same way).
+      if (!isRuntimeError(e, 'STORE_FULL')) throw e;
+      ctx.log.error({ err: e }, 'could not record the answer (the data dir is full); answering anyway');
+    }
     return value;
   }
 
@@ -83,6 +99,54 @@ export function sandboxHandlers(deps: BlueprintDeps) {
       );
     }
     await handled.forget(call.serviceId, call.callId);
+  }
+
+  /** Deletes what this create built (if anything) and records why on its provision. */
+  async function withdraw(
+    call: Pick<JobContext, 'serviceId' | 'callId'> & { log?: JobContext['log'] },
+    why: (callId: bigint) => string,
+  ): Promise<string | undefined> {
+    const r = await deps.sandboxes.withdrawProvision(`${call.serviceId}`, `${call.callId}`, why(call.callId));
+    if (r?.deleted) {
+      (call.log ?? deps.logger)?.warn(
+        { callId: `${call.callId}`, sandboxId: r.sandboxId, reason: why(call.callId) },
+        'the chain released this create; the sandbox built for it is deleted',
+      );
+    }
+    return r?.sandboxId;
+  }
+
+  /**
+   * After a create's result went to chain: when its reservation had been released meanwhile (the
+   * blueprint then ignored the result: ResultIgnored), nothing on chain knows the sandbox and its
+   * owner's delete reverts UnknownSandbox, so the operator deletes it and records why — on the
+   * provision (the API shows it) and in the handled record (a repeat answers the failure).
+   * True when it withdrew the create.
+   */
+  async function afterResult(call: CallRef, output: Hex): Promise<boolean> {
+    let sandboxId: string;
+    try {
+      ({ sandboxId } = decodeJobResult(SANDBOX_CREATE_OUTPUT, output));
+    } catch {
+      return false;
+    }
+    if (!sandboxId || !(await deps.chain.reservationReleased(call))) return false;
+    await withdraw(call, RELEASED_AT_RESULT);
+    const message = RELEASED_AT_RESULT(call.callId);
+    await handled.record(call.serviceId, call.callId, {
+      job: 0,
+      outcome: 'result',
+      value: {
+        sandboxId: '',
+        json: JSON.stringify({ error: message, code: 'EXPIRED', phase: 'ready', callId: `${call.callId}` }),
+      },
+      reason: message,
+    });
+    deps.logger?.warn(
+      { callId: `${call.callId}`, sandboxId },
+      'the blueprint ignored this create result (its reservation was released); its sandbox is deleted',
+    );
+    return true;
   }
 
   async function create(
@@ -132,13 +196,11 @@ export function sandboxHandlers(deps: BlueprintDeps) {
       );
     };
     // A create whose slot was already given back is not provisioned: the blueprint would record
-    // nothing of it, so the sandbox would run without the chain knowing it.
+    // nothing of it, so the sandbox would run without the chain knowing it. (One a restart cut
+    // short may have built something already: that goes.)
     if (await releasedRead) {
-      const expired = new BlueprintError(
-        'EXPIRED',
-        `the slot reserved for create call ${ctx.callId} was released (expired, or the service ended) before it ran; submit the create again`,
-      );
-      return fail(expired, 'admission');
+      await withdraw(ctx, RELEASED_BEFORE_RUN);
+      return fail(new BlueprintError('EXPIRED', RELEASED_BEFORE_RUN(ctx.callId)), 'admission');
     }
     let v: ReturnType<typeof validateCreateRequest>;
     try {
@@ -167,6 +229,12 @@ export function sandboxHandlers(deps: BlueprintDeps) {
       if (ctx.signal.aborted) throw e;
       const p = await deps.sandboxes.getProvision(`${ctx.callId}`, `${ctx.serviceId}`).catch(() => undefined);
       return fail(e, p?.failedPhase ?? p?.phase ?? 'admission');
+    }
+    // A slow create can outlive its reservation, which anyone may then release: the blueprint
+    // would drop this result, so the sandbox goes now and the result says why.
+    if (await deps.chain.reservationReleased(ctx)) {
+      await withdraw(ctx, RELEASED_WHILE_BUILT);
+      return fail(new BlueprintError('EXPIRED', RELEASED_WHILE_BUILT(ctx.callId)), 'ready');
     }
     ctx.log.info({ sandboxId: rec.id }, 'sandbox running');
     return answer(ctx, 0, {
@@ -246,5 +314,5 @@ export function sandboxHandlers(deps: BlueprintDeps) {
     });
   }
 
-  return { create, remove, handled, vanished };
+  return { create, remove, handled, vanished, afterResult };
 }

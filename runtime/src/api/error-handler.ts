@@ -31,6 +31,7 @@ const GENERIC_5XX: Record<number, string> = {
   502: 'the sandbox backend failed; retry, or report this request id to the operator',
   503: 'service unavailable; retry later',
   504: 'the operation timed out; retry later',
+  507: 'the operator is out of storage for this; retry later, or tell its operator',
 };
 
 function fromHttpException(e: HTTPException): RuntimeError {

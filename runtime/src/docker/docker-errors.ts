@@ -16,7 +16,31 @@ export function dockerMessage(e: unknown): string {
   return (d?.json?.message ?? d?.message ?? String(e)).trim();
 }
 
+/** Socket errors that mean no engine answers at the configured socket (gone, stopped, refused). */
+const GONE = new Set(['ENOENT', 'ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ENOTSOCK']);
+
+/** The engine itself is not there (not: the engine refused a request), found on `e` or its causes. */
+export function engineGone(e: unknown): boolean {
+  type SocketError = { code?: unknown; syscall?: unknown; cause?: unknown };
+  for (let x = e as SocketError | undefined, i = 0; x && i < 8; i++, x = x.cause as SocketError) {
+    if (typeof x.code !== 'string' || !GONE.has(x.code)) continue;
+    // Connecting failed, or the engine dropped the connection under a request.
+    if (x.syscall === 'connect' || x.code === 'ECONNRESET' || x.code === 'EPIPE') return true;
+  }
+  return false;
+}
+
+export function engineUnavailable(e: unknown): RuntimeError {
+  const code = (e as { code?: string } | undefined)?.code ?? 'no answer';
+  return new RuntimeError(
+    'ENGINE_UNAVAILABLE',
+    `the Docker engine does not answer (${code}); nothing was created. Start it (or fix DOCKER_HOST / the socket path) — running sandboxes are adopted again when it is back`,
+    { cause: e },
+  );
+}
+
 export function wrap(what: string, e: unknown): RuntimeError {
+  if (engineGone(e)) return engineUnavailable(e);
   if (e instanceof RuntimeError) return e;
   return new RuntimeError('DOCKER_ERROR', `docker ${what} failed: ${dockerMessage(e)}`, { cause: e });
 }

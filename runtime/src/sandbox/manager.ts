@@ -31,7 +31,14 @@ import { addMember, removeMember } from './members.ts';
 import { SandboxMetrics } from './metrics.ts';
 import { runClaim } from './pool-claim.ts';
 import { type ProvisionProgress, ProvisionProgressSchema, provisionKey } from './provision-progress.ts';
-import { admit, callKey, existingProvision, type ProvisionHooks, runProvision } from './provisioner.ts';
+import {
+  admit,
+  callKey,
+  existingProvision,
+  type ProvisionHooks,
+  runProvision,
+  withdrawProvision,
+} from './provisioner.ts';
 import { gcTick, reaperTick, type TickResult } from './reaper.ts';
 import { type ReconcileReport, reconcile } from './reconcile.ts';
 import { type SandboxRecord, SandboxRecordSchema } from './record.ts';
@@ -228,6 +235,16 @@ export class SandboxManager {
           )[0];
     if (!p) throw new RuntimeError('NOT_FOUND', `no provision for call ${c}`);
     return p;
+  }
+
+  /**
+   * The create `callId` must not stand (its caller learnt the chain dropped it): its sandbox is
+   * deleted and its provision recorded failed with `reason`, which a repeat of the call answers.
+   */
+  withdrawProvision(serviceId: string, callId: string, reason: string) {
+    return this.#calls.run(callKey(serviceId, callId), () =>
+      withdrawProvision(this.#ctx, serviceId, callId, reason, (id) => this.delete(id)),
+    );
   }
 
   stop(id: string): Promise<SandboxRecord> {

@@ -1,5 +1,6 @@
 // Provisioning a new sandbox for a create job: idempotent by call id, every phase recorded, and
 // everything created removed again when any phase fails.
+import { engineGone, engineUnavailable } from '../docker/docker-errors.ts';
 import { volumeName } from '../docker/labels.ts';
 import { isRuntimeError, RuntimeError } from '../errors.ts';
 import { type SandboxContext, transition } from './context.ts';
@@ -197,6 +198,8 @@ export async function failProvision(
   e: unknown,
 ): Promise<never> {
   const log = ctx.log.child({ sandboxId: rec.id, callId: rec.callId });
+  // The engine itself is gone (not a refusal of this sandbox): said as such, whatever step met it.
+  if (!isRuntimeError(e, 'ENGINE_UNAVAILABLE') && engineGone(e)) e = engineUnavailable(e);
   const reason = failureReason(e);
   log.warn({ phase: tracker.current.phase, reason }, 'sandbox provision failed');
   ctx.metrics?.failures.inc();
@@ -216,4 +219,30 @@ export async function failProvision(
 export function failureReason(e: unknown): string {
   if (isRuntimeError(e)) return e.message;
   return e instanceof Error ? e.message : String(e);
+}
+
+/**
+ * Takes back what a create built when the caller learns, after the fact, that nobody will ever
+ * reach the sandbox (the chain dropped the create): the sandbox is deleted and its provision
+ * recorded failed with `reason`, so a repeat of the call gets that failure. Undefined when the
+ * call provisioned nothing here.
+ */
+export async function withdrawProvision(
+  ctx: SandboxContext,
+  serviceId: string,
+  callId: string,
+  reason: string,
+  remove: (id: string) => Promise<unknown>,
+): Promise<{ sandboxId: string; deleted: boolean } | undefined> {
+  const progress = await ctx.provisions.get(provisionKey(serviceId, callId));
+  if (!progress) return undefined;
+  const rec = ctx.records.get(progress.sandboxId);
+  const deleted = rec !== undefined && rec.state !== 'deleted';
+  if (deleted) await remove(rec.id);
+  if (progress.phase !== 'failed') {
+    const tracker = new ProvisionTracker(progress, ctx.provisions, ctx.now, () => {});
+    await tracker.enter('failed', reason);
+  }
+  ctx.log.warn({ sandboxId: progress.sandboxId, callId, deleted, reason }, 'sandbox provision withdrawn');
+  return { sandboxId: progress.sandboxId, deleted };
 }

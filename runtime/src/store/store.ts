@@ -6,7 +6,8 @@
 // Both keys come from SESSION_AUTH_SECRET via HKDF-SHA256 (see sealing.ts). Binding the disk key as
 // associated data means a value copied under another key fails to open. Collection names are the
 // only plaintext on disk; they name kinds of records, never their contents.
-import { mkdir } from 'node:fs/promises';
+import { mkdir, readdir, stat, statfs } from 'node:fs/promises';
+import { join } from 'node:path';
 import { Level } from 'level';
 import type { z } from 'zod';
 import { parseAuthSecret } from '../crypto.ts';
@@ -57,16 +58,31 @@ export interface StoreCollection<T> {
 
 type Db = Level<string, Uint8Array>;
 
-/** The open database and its keys; shared by the store and its collections, never exported. */
+/**
+ * The open database and its keys; shared by the store and its collections, never exported.
+ * After a failed write (a full disk) the handle is not written to again: LevelDB's log then ends in
+ * a torn record, and records appended behind it are silently lost at the next open. Writes are
+ * refused (STORE_FULL) until there is room, then the database is reopened — which drops the torn
+ * tail and starts a new log — and writes go on.
+ */
 class Backend {
-  readonly db: Db;
+  db: Db;
+  readonly dir: string;
   readonly keys: StoreKeys;
   readonly sync: boolean;
   readonly #lock = new KeyLock();
   closed = false;
+  /** Why writes are refused (a failed write broke the handle), until a reopen succeeds. */
+  #broken: RuntimeError | undefined;
+  #reopening: Promise<void> | undefined;
+  /** The handle is closed (a reopen failed): reads too must reopen first. */
+  #down = false;
+  #active = 0;
+  #idle: Array<() => void> = [];
 
-  constructor(db: Db, keys: StoreKeys, sync: boolean) {
+  constructor(db: Db, dir: string, keys: StoreKeys, sync: boolean) {
     this.db = db;
+    this.dir = dir;
     this.keys = keys;
     this.sync = sync;
   }
@@ -100,21 +116,59 @@ class Backend {
     return JSON.parse(decoder.decode(plain)) as { i: string; v: unknown };
   }
 
-  /** Runs a LevelDB operation, mapping its failures to STORE_UNAVAILABLE. */
-  async run<R>(op: (db: Db, sync: boolean) => Promise<R>): Promise<R> {
+  /**
+   * Runs a LevelDB operation, mapping its failures to STORE_FULL (no space: nothing was written)
+   * or STORE_UNAVAILABLE. A write while the handle is broken first tries to recover.
+   */
+  async run<R>(op: (db: Db, sync: boolean) => Promise<R>, kind: 'read' | 'write' = 'read'): Promise<R> {
     if (this.closed) {
       throw new RuntimeError('STORE_UNAVAILABLE', 'the store is closed; reopen it to continue');
     }
+    while (this.#reopening) await this.#reopening.catch(() => {});
+    if (this.#broken && (kind === 'write' || this.#down)) await this.#recover();
+    this.#active++;
     try {
       return await op(this.db, this.sync);
     } catch (cause) {
       if (cause instanceof RuntimeError) throw cause;
+      if (kind === 'write' && (cause as { code?: string }).code === 'LEVEL_IO_ERROR') {
+        this.#broken = storeFull(this.dir, cause);
+        throw this.#broken;
+      }
       throw new RuntimeError(
         'STORE_UNAVAILABLE',
-        'the store could not complete the operation; check disk space and permissions',
+        `the store in ${this.dir} could not complete the operation; check disk space and permissions`,
         { cause },
       );
+    } finally {
+      this.#active--;
+      if (this.#active === 0) for (const go of this.#idle.splice(0)) go();
     }
+  }
+
+  /** Reopens the database once its filesystem has room again; else refuses the write. */
+  #recover(): Promise<void> {
+    this.#reopening ??= (async () => {
+      const broken = this.#broken!;
+      if ((await freeBytes(this.dir)) < (await logBytes(this.dir)) + REOPEN_HEADROOM) throw broken;
+      if (this.#active > 0) await new Promise<void>((go) => this.#idle.push(go));
+      await this.db.close().catch(() => {});
+      const db: Db = new Level<string, Uint8Array>(this.dir, { keyEncoding: 'utf8', valueEncoding: 'view' });
+      this.db = db;
+      try {
+        await db.open();
+      } catch (cause) {
+        // Still no room for the replayed log: every operation retries the reopen until one succeeds.
+        this.#down = true;
+        this.#broken = storeFull(this.dir, cause);
+        throw this.#broken;
+      }
+      this.#broken = undefined;
+      this.#down = false;
+    })().finally(() => {
+      this.#reopening = undefined;
+    });
+    return this.#reopening;
   }
 
   /** Runs `fn` holding the per-key locks of all `keys` (taken in sorted order: no deadlock). */
@@ -168,7 +222,7 @@ export class EncryptedStore {
       await db.close();
       throw e;
     }
-    return new EncryptedStore(new Backend(db, keys, opts.sync ?? false));
+    return new EncryptedStore(new Backend(db, opts.dir, keys, opts.sync ?? false));
   }
 
   /** A typed view of one kind of record. `schema` (zod) is checked on every write and read. */
@@ -196,6 +250,33 @@ export class EncryptedStore {
     this.#b.closed = true;
     await this.#b.db.close();
   }
+}
+
+/** Room a reopen needs beyond the log it replays into a table (LevelDB's own files, a new log). */
+const REOPEN_HEADROOM = 256 * 1024;
+
+function storeFull(dir: string, cause: unknown): RuntimeError {
+  const text = String((cause as Error)?.message ?? cause);
+  const why = /no space/i.test(text) ? 'is full (no space left on device)' : 'failed a write (an I/O error)';
+  return new RuntimeError(
+    'STORE_FULL',
+    `the operator's store in ${dir} ${why}: nothing was written; free space on that filesystem (or grow it), and writes resume by themselves once there is room`,
+    { cause },
+  );
+}
+
+async function freeBytes(dir: string): Promise<number> {
+  const s = await statfs(dir).catch(() => undefined);
+  return s ? s.bavail * s.bsize : 0;
+}
+
+/** Size of LevelDB's write-ahead logs in `dir` (what a reopen writes out as a table). */
+async function logBytes(dir: string): Promise<number> {
+  let n = 0;
+  for (const f of await readdir(dir).catch(() => [] as string[])) {
+    if (f.endsWith('.log')) n += (await stat(join(dir, f)).catch(() => ({ size: 0 }))).size;
+  }
+  return n;
 }
 
 /** Verifies the secret against the sentinel record, or writes the sentinel into a new store. */
@@ -267,7 +348,7 @@ class Collection<T> implements StoreCollection<T> {
   async put(id: string, value: T): Promise<void> {
     const key = this.#b.diskKey(this.name, id);
     const sealed = this.#b.seal(key, id, this.#check(value, 'write'));
-    await this.#b.locked([key], () => this.#b.run((db, sync) => db.put(key, sealed, { sync })));
+    await this.#b.locked([key], () => this.#b.run((db, sync) => db.put(key, sealed, { sync }), 'write'));
   }
 
   async putMany(entries: ReadonlyArray<readonly [string, T]>): Promise<void> {
@@ -279,13 +360,13 @@ class Collection<T> implements StoreCollection<T> {
     if (ops.length === 0) return;
     await this.#b.locked(
       ops.map((o) => o.key),
-      () => this.#b.run((db, sync) => db.batch(ops, { sync })),
+      () => this.#b.run((db, sync) => db.batch(ops, { sync }), 'write'),
     );
   }
 
   async del(id: string): Promise<void> {
     const key = this.#b.diskKey(this.name, id);
-    await this.#b.locked([key], () => this.#b.run((db, sync) => db.del(key, { sync })));
+    await this.#b.locked([key], () => this.#b.run((db, sync) => db.del(key, { sync }), 'write'));
   }
 
   async delMany(ids: readonly string[]): Promise<void> {
@@ -293,7 +374,7 @@ class Collection<T> implements StoreCollection<T> {
     if (ops.length === 0) return;
     await this.#b.locked(
       ops.map((o) => o.key),
-      () => this.#b.run((db, sync) => db.batch(ops, { sync })),
+      () => this.#b.run((db, sync) => db.batch(ops, { sync }), 'write'),
     );
   }
 
@@ -332,12 +413,12 @@ class Collection<T> implements StoreCollection<T> {
       const current = sealed === undefined ? undefined : this.#decode(key, sealed)[1];
       const next = await fn(current);
       if (next === undefined) {
-        if (sealed !== undefined) await this.#b.run((db, sync) => db.del(key, { sync }));
+        if (sealed !== undefined) await this.#b.run((db, sync) => db.del(key, { sync }), 'write');
         return undefined;
       }
       const checked = this.#check(next, 'write');
       const out = this.#b.seal(key, id, checked);
-      await this.#b.run((db, sync) => db.put(key, out, { sync }));
+      await this.#b.run((db, sync) => db.put(key, out, { sync }), 'write');
       return checked;
     });
   }
