@@ -1,5 +1,6 @@
 // @agent-sandbox/runtime/testing: test-only door of the runtime (never imported by product code).
 
+export { type Harness, startHarness } from './src/api/testing/harness.ts';
 export {
   makeRig,
   removeOperatorObjects,
@@ -9,4 +10,3 @@ export {
 } from './src/sandbox/testing/rig.ts';
 export { FAKE_PHALA_API_KEY, type FakePhala, startFakePhala } from './src/tee/testing/fake-phala.ts';
 export { FakeTsmFirmware, type FakeTsmOptions } from './src/tee/testing/fake-tsm.ts';
-export { type Harness, startHarness } from './src/api/testing/harness.ts';
