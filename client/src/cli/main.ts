@@ -18,6 +18,7 @@ const handlers: Record<string, () => Promise<Command>> = {
   exec: async () => (await ops()).exec,
   prompt: async () => (await import('./prompt.ts')).prompt,
   terminal: async () => (await import('./terminal.ts')).terminal,
+  files: async () => (await import('./files.ts')).files,
   secrets: async () => (await ops()).secrets,
   stop: async () => (await ops()).stop,
   resume: async () => (await ops()).resume,
