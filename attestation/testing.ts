@@ -10,3 +10,10 @@ export {
   TEST_CHIP_ID,
   TEST_TCB,
 } from './src/testing/sev-test-pki.ts';
+export {
+  createTdxTestPki,
+  saveTdxTestRoot,
+  signTdxQuote,
+  startFakePccs,
+  type TdxTestPki,
+} from './src/testing/tdx-test-pki.ts';

@@ -10,3 +10,4 @@ export {
 } from './src/sandbox/testing/rig.ts';
 export { FAKE_PHALA_API_KEY, type FakePhala, startFakePhala } from './src/tee/testing/fake-phala.ts';
 export { FakeTsmFirmware, type FakeTsmOptions } from './src/tee/testing/fake-tsm.ts';
+export { startWiretap, type Wiretap } from './src/tee/testing/wiretap.ts';

@@ -14,8 +14,8 @@ export interface ChannelClientOptions {
   ctx: string;
   address: `0x${string}`;
   signMessage(message: string): Promise<`0x${string}`>;
-  /** POSTs the encapsulated bytes to the relay and returns its response (body streamed). */
-  relay(message: Uint8Array, contentType: string): Promise<Response>;
+  /** POSTs the encapsulated bytes to the relay and returns its response (body streamed); `signal` ends it. */
+  relay(message: Uint8Array, contentType: string, signal?: AbortSignal): Promise<Response>;
   nowMs?: () => number;
 }
 
@@ -43,8 +43,13 @@ export class ChannelClient {
     return auth;
   }
 
-  /** One request; resolves once the response head (status, type) is in. */
-  async send(method: ChannelMethod, path: string, body?: unknown): Promise<ChannelResponse> {
+  /** One request; resolves once the response head (status, type) is in. `signal` hangs up (a stream). */
+  async send(
+    method: ChannelMethod,
+    path: string,
+    body?: unknown,
+    signal?: AbortSignal,
+  ): Promise<ChannelResponse> {
     const now = (this.o.nowMs ?? Date.now)();
     const inner = {
       v: 1,
@@ -55,7 +60,7 @@ export class ChannelClient {
       ...(body === undefined ? {} : { body: typeof body === 'string' ? body : JSON.stringify(body) }),
     };
     const { message, opener } = encapsulateRequest(this.o.pubkey, utf8(JSON.stringify(inner)));
-    const res = await this.o.relay(message, CHANNEL_REQUEST_TYPE);
+    const res = await this.o.relay(message, CHANNEL_REQUEST_TYPE, signal);
     if (!res.ok || !res.body) {
       const text = await res.text().catch(() => '');
       throw new AttestationError('CHANNEL', `the relay answered ${res.status} ${text.slice(0, 300)}`.trim());

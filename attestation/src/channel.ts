@@ -13,10 +13,10 @@
 
 import { randomBytes } from 'node:crypto';
 import { chacha20poly1305 } from '@noble/ciphers/chacha.js';
-import { expand, extract } from '@noble/hashes/hkdf.js';
 import { sha256 } from '@noble/hashes/sha2.js';
 import { concatBytes, utf8 } from './bytes.ts';
 import { AttestationError } from './errors.ts';
+import { hkdfExpand, hkdfExtract } from './hkdf.ts';
 import { type HpkeContext, setupBaseR, setupBaseS } from './hpke.ts';
 
 export const CHANNEL_REQUEST_TYPE = 'message/ohttp-req';
@@ -46,10 +46,10 @@ const requestInfo = (hdr: Uint8Array) => concatBytes(utf8(REQUEST_LABEL), new Ui
 
 function responseKeys(hpke: HpkeContext, enc: Uint8Array, responseNonce: Uint8Array) {
   const secret = hpke.export(utf8(RESPONSE_LABEL), RESPONSE_NONCE_LEN);
-  const prk = extract(sha256, secret, concatBytes(enc, responseNonce));
+  const prk = hkdfExtract(secret, concatBytes(enc, responseNonce));
   return {
-    key: expand(sha256, prk, utf8('key'), KEY_LEN),
-    nonce: expand(sha256, prk, utf8('nonce'), NONCE_LEN),
+    key: hkdfExpand(prk, utf8('key'), KEY_LEN),
+    nonce: hkdfExpand(prk, utf8('nonce'), NONCE_LEN),
   };
 }
 

@@ -1,12 +1,17 @@
 // HPKE base mode (RFC 9180) for one suite: DHKEM(X25519, HKDF-SHA256) 0x0020, HKDF-SHA256 0x0001,
-// ChaCha20-Poly1305 0x0003, built from @noble primitives. Proven against RFC 9180 A.2.1.
+// ChaCha20-Poly1305 0x0003: X25519 and HMAC from node:crypto (OpenSSL), the AEAD from @noble.
+// Proven against RFC 9180 A.2.1.
 
-import { randomBytes } from 'node:crypto';
+import {
+  createPrivateKey,
+  createPublicKey,
+  diffieHellman,
+  generateKeyPairSync,
+  type KeyObject,
+} from 'node:crypto';
 import { chacha20poly1305 } from '@noble/ciphers/chacha.js';
-import { x25519 } from '@noble/curves/ed25519.js';
-import { expand, extract } from '@noble/hashes/hkdf.js';
-import { sha256 } from '@noble/hashes/sha2.js';
 import { concatBytes, utf8 } from './bytes.ts';
+import { hkdfExpand, hkdfExtract } from './hkdf.ts';
 
 const KEM_ID = 0x0020;
 const KDF_ID = 0x0001;
@@ -21,19 +26,64 @@ const HPKE_SUITE = concatBytes(utf8('HPKE'), i2osp(KEM_ID, 2), i2osp(KDF_ID, 2),
 const V1 = utf8('HPKE-v1');
 
 const labeledExtract = (suite: Uint8Array, salt: Uint8Array, label: string, ikm: Uint8Array) =>
-  extract(sha256, concatBytes(V1, suite, utf8(label), ikm), salt);
+  hkdfExtract(concatBytes(V1, suite, utf8(label), ikm), salt);
 const labeledExpand = (suite: Uint8Array, prk: Uint8Array, label: string, info: Uint8Array, len: number) =>
-  expand(sha256, prk, concatBytes(i2osp(len, 2), V1, suite, utf8(label), info), len);
+  hkdfExpand(prk, concatBytes(i2osp(len, 2), V1, suite, utf8(label), info), len);
+
+// X25519 by node:crypto (OpenSSL): ~0.1 ms a scalar multiplication against ~2.5 ms in pure JS.
+// Importing a raw private key (PKCS#8) costs ~0.7 ms in OpenSSL 3, so each private key's
+// KeyObject is made once (the enclave's key, an ephemeral one from generateKeyPair) and kept
+// beside its bytes; a peer's public key is imported from JWK (~10 µs).
+const PKCS8_X25519 = Buffer.from('302e020100300506032b656e04220420', 'hex');
+const keyObjects = new WeakMap<Uint8Array, KeyObject>();
+function privateKeyOf(sk: Uint8Array): KeyObject {
+  let k = keyObjects.get(sk);
+  if (!k) {
+    k = createPrivateKey({ key: Buffer.concat([PKCS8_X25519, sk]), format: 'der', type: 'pkcs8' });
+    keyObjects.set(sk, k);
+  }
+  return k;
+}
+
+function x25519PublicKey(sk: Uint8Array): Uint8Array {
+  return new Uint8Array(
+    Buffer.from(createPublicKey(privateKeyOf(sk)).export({ format: 'jwk' }).x!, 'base64url'),
+  );
+}
+
+/** X25519(sk, pk); refuses a low-order peer key (an all-zero shared secret, RFC 9180 §7.1.4). */
+function x25519Shared(sk: Uint8Array, pk: Uint8Array): Uint8Array {
+  if (pk.length !== 32) throw new Error('an X25519 public key is 32 bytes');
+  let dh: Buffer;
+  try {
+    dh = diffieHellman({
+      privateKey: privateKeyOf(sk),
+      publicKey: createPublicKey({
+        key: { kty: 'OKP', crv: 'X25519', x: Buffer.from(pk).toString('base64url') },
+        format: 'jwk',
+      }),
+    });
+  } catch (e) {
+    throw new Error('X25519 refused the peer key (low order?)', { cause: e });
+  }
+  if (dh.every((b) => b === 0)) throw new Error('X25519 gave the all-zero secret: a low-order peer key');
+  return new Uint8Array(dh);
+}
 
 /** RFC 9180 §7.1.3 DeriveKeyPair for X25519. */
 export function deriveKeyPair(ikm: Uint8Array): { secretKey: Uint8Array; publicKey: Uint8Array } {
   const prk = labeledExtract(KEM_SUITE, new Uint8Array(0), 'dkp_prk', ikm);
   const secretKey = labeledExpand(KEM_SUITE, prk, 'sk', new Uint8Array(0), 32);
-  return { secretKey, publicKey: x25519.getPublicKey(secretKey) };
+  return { secretKey, publicKey: x25519PublicKey(secretKey) };
 }
 
+/** A fresh key pair (RFC 9180 lets GenerateKeyPair be any random key generation: OpenSSL's). */
 export function generateKeyPair(): { secretKey: Uint8Array; publicKey: Uint8Array } {
-  return deriveKeyPair(randomBytes(32));
+  const { privateKey } = generateKeyPairSync('x25519');
+  const jwk = privateKey.export({ format: 'jwk' });
+  const secretKey = new Uint8Array(Buffer.from(jwk.d!, 'base64url'));
+  keyObjects.set(secretKey, privateKey);
+  return { secretKey, publicKey: new Uint8Array(Buffer.from(jwk.x!, 'base64url')) };
 }
 
 function extractAndExpand(dh: Uint8Array, kemContext: Uint8Array): Uint8Array {
@@ -83,7 +133,7 @@ export function setupBaseS(
   info: Uint8Array,
   ephemeral = generateKeyPair(),
 ): { enc: Uint8Array; sharedSecret: Uint8Array; ctx: HpkeContext } {
-  const dh = x25519.getSharedSecret(ephemeral.secretKey, pkR);
+  const dh = x25519Shared(ephemeral.secretKey, pkR);
   const enc = ephemeral.publicKey;
   const sharedSecret = extractAndExpand(dh, concatBytes(enc, pkR));
   return { enc, sharedSecret, ctx: keySchedule(sharedSecret, info) };
@@ -94,8 +144,8 @@ export function setupBaseR(
   skR: Uint8Array,
   info: Uint8Array,
 ): { sharedSecret: Uint8Array; ctx: HpkeContext } {
-  const pkR = x25519.getPublicKey(skR);
-  const dh = x25519.getSharedSecret(skR, enc); // throws on a low-order point (all-zero result)
+  const pkR = x25519PublicKey(skR);
+  const dh = x25519Shared(skR, enc); // throws on a low-order point (all-zero result)
   const sharedSecret = extractAndExpand(dh, concatBytes(enc, pkR));
   return { sharedSecret, ctx: keySchedule(sharedSecret, info) };
 }

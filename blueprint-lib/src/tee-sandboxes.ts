@@ -1,8 +1,9 @@
 // The operator API's view of sandboxes in phala mode: the local SandboxManager's, plus the CVM
-// sandboxes the TEE backend deployed (their sidecars reached over the CVM's URL), so sign-in,
-// exec, files, terminals, agents and the …/tee/* routes work on a CVM sandbox as on a container.
-// Operations a CVM does not have here (stop, resume, snapshot, members) and plaintext secrets (they would
-// pass through the operator: use `secrets set --sealed`) are refused, saying so.
+// sandboxes the TEE backend deployed, so sign-in, get/list and the …/tee/* routes (attestation,
+// the owner channel the operator relays blind) work on a CVM sandbox. The CVM's sidecar takes
+// exec, files, terminals and agent runs from its owner only, over that channel: the plain routes
+// (which would pass them through this operator in plaintext) answer 409 saying so, as do the
+// operations a CVM does not have here (stop, resume, snapshot, members) and plaintext secrets.
 import { type ApiSandboxes, newRecord, RuntimeError, type SandboxRecord } from '@agent-sandbox/runtime';
 
 export interface CvmSandboxes {
@@ -39,7 +40,13 @@ export function withCvmSandboxes(base: ApiSandboxes, cvms: CvmSandboxes): ApiSan
         : base.injectSecrets(id, env),
     wipeSecrets: (id) => (cvms.record(id) ? refuse('wiping secrets') : base.wipeSecrets(id)),
     touch: (id) => (cvms.record(id) ? undefined : base.touch(id)),
-    sidecarEndpoint: (id) => (cvms.record(id) ? cvms.endpoint(id) : base.sidecarEndpoint(id)),
+    sidecarEndpoint: (id) => {
+      if (!cvms.record(id)) return base.sidecarEndpoint(id);
+      throw new RuntimeError(
+        'CONFLICT',
+        `sandbox ${id} runs in a Phala CVM that takes exec, files, prompts and terminals only from its owner, end to end over the owner channel (POST …/tee/channel): this operator cannot run them or see them. Use the CLI with --tee (it verifies the enclave first), e.g. \`agent-sandbox exec ${id} --tee --measurement HEX … -- CMD\``,
+      );
+    },
     exposedPort: (id, port) => (cvms.record(id) ? null : (base.exposedPort?.(id, port) ?? null)),
   };
 }

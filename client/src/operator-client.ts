@@ -22,6 +22,7 @@ import {
 import { ClientError } from './errors.ts';
 import { OperatorHttp, type OperatorHttpOptions } from './operator-http.ts';
 import type { SseEvent } from './sse.ts';
+import type { FileList, SandboxOps } from './tee-sandbox.ts';
 import { type Workflow, WorkflowList, type WorkflowRun, WorkflowRunList } from './workflow-types.ts';
 
 export interface OperatorClientOptions extends OperatorHttpOptions {
@@ -87,7 +88,21 @@ export function terminalText(ev: SseEvent): string | undefined {
   return ev.data;
 }
 
-export class OperatorClient {
+const FileListSchema = z.looseObject({
+  path: z.string(),
+  entries: z.array(
+    z.looseObject({
+      name: z.string(),
+      type: z.enum(['file', 'directory', 'symlink', 'other']),
+      size: z.number(),
+      mtime_ms: z.number(),
+    }),
+  ),
+  truncated: z.boolean(),
+});
+const FileWritten = z.looseObject({ path: z.string(), size: z.number() });
+
+export class OperatorClient implements SandboxOps {
   readonly http: OperatorHttp;
   private readonly mode: 'cloud' | 'instance';
 
@@ -337,6 +352,33 @@ export class OperatorClient {
     const res = await this.http.request('POST', this.path(id, `/runs/${encodeURIComponent(runId)}/cancel`));
     if (res.status === 404) throw await this.http.errorFrom(res);
     await res.body?.cancel().catch(() => {});
+  }
+
+  // ---- workspace files ----------------------------------------------------------------------
+
+  async listFiles(id: string, path: string): Promise<FileList> {
+    const q = path ? `?path=${encodeURIComponent(path)}` : '';
+    return this.http.json('GET', this.path(id, `/files${q}`), FileListSchema);
+  }
+
+  async readFile(id: string, path: string): Promise<Uint8Array> {
+    const res = await this.http.request(
+      'GET',
+      this.path(id, `/files/content?path=${encodeURIComponent(path)}`),
+    );
+    if (res.status === 404) throw await this.http.errorFrom(res);
+    return new Uint8Array(await res.arrayBuffer());
+  }
+
+  async writeFile(id: string, path: string, bytes: Uint8Array): Promise<{ path: string; size: number }> {
+    return this.http.json(
+      'PUT',
+      this.path(id, `/files/content?path=${encodeURIComponent(path)}`),
+      FileWritten,
+      {
+        raw: { bytes, type: 'application/octet-stream' },
+      },
+    );
   }
 
   // ---- terminals ----------------------------------------------------------------------------

@@ -231,8 +231,12 @@ export function ownerChannel(
     ctx: verified.ctx,
     address: owner.address,
     signMessage: (message) => owner.signMessage({ message }),
-    relay: (bytes, type) =>
-      api.request('POST', '/api/sandbox/tee/channel', { raw: { bytes, type }, timeoutMs: 600_000 }),
+    relay: (bytes, type, signal) =>
+      api.request('POST', '/api/sandbox/tee/channel', {
+        raw: { bytes, type },
+        timeoutMs: 24 * 3_600_000, // a terminal or agent-run stream lasts as long as the owner keeps it
+        ...(signal ? { signal } : {}),
+      }),
   });
 }
 

@@ -4,21 +4,45 @@
 // shape), reports it on chain, and serves it on its API: the owner signs in, gets evidence over
 // a nonce of their own bound to the CVM's key (and naming the owner), seals a secret over the owner
 // channel the operator relays blind, and a command sent the same way sees it; the operator's own
-// paths (its API's plain exec, its token) run nothing there. No real CVM or Phala account was
-// reached; the quotes are not Intel-signed.
+// paths (its API's plain exec, its token) run nothing there. The CLI with --tee verifies the
+// enclave and sends exec, files, prompts and terminal keys over that channel; two wiretaps (the
+// CLI↔operator link and the operator↔CVM link) carry none of their plaintext. No real CVM or
+// Phala account was reached: the quotes are signed by a test Intel PKI (its root trusted only
+// with --test-anchors in test mode), from a real quote's TD report.
 import type { ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { openSync, readFileSync } from 'node:fs';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ChannelClient, checkBinding, fromHex, parseContext, sealSecrets } from '@agent-sandbox/attestation';
+import { PassThrough } from 'node:stream';
+import {
+  ChannelClient,
+  checkBinding,
+  fromHex,
+  parseContext,
+  parseDstackEventLog,
+  replayDstackRtmrs,
+  sealSecrets,
+} from '@agent-sandbox/attestation';
+import {
+  createTdxTestPki,
+  saveTdxTestRoot,
+  signTdxQuote,
+  startFakePccs,
+} from '@agent-sandbox/attestation/testing';
 import { devnetOperatorEnv, operatorReady, spawnOperator } from '@agent-sandbox/blueprint-bin/testing';
 import { SANDBOX_CREATE_INPUT } from '@agent-sandbox/blueprint-lib';
 import { DevnetJobs } from '@agent-sandbox/blueprint-lib/testing';
-import { FAKE_PHALA_API_KEY, type FakePhala, startFakePhala } from '@agent-sandbox/runtime/testing';
-import { type FakeDstack, startFakeDstack } from '@agent-sandbox/sidecar/testing';
+import {
+  FAKE_PHALA_API_KEY,
+  type FakePhala,
+  startFakePhala,
+  startWiretap,
+  type Wiretap,
+} from '@agent-sandbox/runtime/testing';
+import { DSTACK_SAMPLE, type FakeDstack, startFakeDstack } from '@agent-sandbox/sidecar/testing';
 import { encodeAbiParameters } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
@@ -42,8 +66,14 @@ const freePort = (): Promise<number> =>
 let dir = '';
 let dstack: FakeDstack;
 let phala: FakePhala;
+let pccs: { url: string; close(): Promise<void> } | undefined;
+/** MRTD of the real quote the test PKI's quotes carry (attestation/testdata/tdx/tdx_quote.bin). */
+const MRTD =
+  '91eb2b44d141d4ece09f0c75c2c53d247a3c68edd7fafe8a3520c942a604a407de03ae6dc5f87f27428b2538873118b7';
 let operator: ChildProcess | undefined;
 let operatorUrl = '';
+/** Every byte between the owner (test, CLI) and the operator API: operatorUrl is this tap. */
+let apiTap: Wiretap | undefined;
 let serviceId = 0n;
 const operatorLog = () => {
   try {
@@ -84,9 +114,18 @@ beforeAll(async () => {
   await writeFile(join(dir, 'operator-ecdsa.key'), `${devnet.accounts.operator1.privateKey}\n`, {
     mode: 0o600,
   });
-  dstack = await startFakeDstack(join(dir, 'dstack.sock'));
+  const pki = await createTdxTestPki();
+  await saveTdxTestRoot(join(dir, 'pki'), pki);
+  pccs = await startFakePccs(pki);
+  // RTMR3 = the replay of the event log the fake agent serves beside each quote (as dstack's is).
+  const rtmr3 = fromHex(replayDstackRtmrs(parseDstackEventLog(DSTACK_SAMPLE.event_log))[3]!);
+  dstack = await startFakeDstack(join(dir, 'dstack.sock'), {
+    quote: (rd) => signTdxQuote(pki, rd, { rtmr3 }),
+  });
   phala = await startFakePhala({ dstackSocket: dstack.socketPath, bootPolls: 1 });
   serviceId = await new DevnetJobs(devnet).newService('teeInstance', config);
+  const apiPort = await freePort();
+  apiTap = await startWiretap(`http://127.0.0.1:${apiPort}`);
   const env = devnetOperatorEnv(
     {
       devnet,
@@ -98,19 +137,21 @@ beforeAll(async () => {
       labels: `agent-sandbox.test=1,agent-sandbox.test.suite=e2e-phala`,
       extra: {
         DATA_DIR: join(dir, 'op'),
-        OPERATOR_API_PORT: `${await freePort()}`,
+        OPERATOR_API_PORT: `${apiPort}`,
+        OPERATOR_PUBLIC_URL: apiTap.url,
         OPERATOR_MODE: 'tee-instance',
         TEE_BACKEND: 'phala',
         PHALA_API_KEY: FAKE_PHALA_API_KEY,
         PHALA_API_ENDPOINT: phala.endpoint,
         PHALA_SANDBOX_IMAGE: `reg.example/agent-sandbox@sha256:${'a'.repeat(64)}`,
-        TEE_PCCS_URL: 'http://127.0.0.1:1',
+        TEE_PCCS_URL: pccs.url,
       },
     },
     randomBytes(32).toString('hex'),
   );
   operator = spawnOperator({ env, detached: true, stderr: openSync(join(dir, 'operator.log'), 'a') });
-  operatorUrl = await operatorReady(operator, { log: operatorLog });
+  await operatorReady(operator, { log: operatorLog });
+  operatorUrl = apiTap.url;
 });
 
 afterAll(async () => {
@@ -121,6 +162,8 @@ afterAll(async () => {
   }
   await phala?.close();
   await dstack?.close();
+  await pccs?.close();
+  await apiTap?.close();
   if (dir) await rm(dir, { recursive: true, force: true });
 });
 
@@ -198,7 +241,8 @@ describe('tee-instance on TEE_BACKEND=phala through the operator program', () =>
         env: { AGENT_SANDBOX_PRIVATE_KEY: devnet.accounts.serviceOwner.privateKey },
       },
     );
-    expect(exec.code).not.toBe(0);
+    // Said plainly (exit 4), never a bare 403: the CVM takes exec only over the owner channel.
+    expect([exec.code, exec.err], exec.err).toEqual([4, expect.stringMatching(/owner channel.*--tee/)]);
     expect(exec.out + exec.err).not.toContain(secret);
     const asOperator = await fetch(`${phala.cvm()!.sidecar.sidecar.url}/terminals/commands`, {
       method: 'POST',
@@ -210,7 +254,7 @@ describe('tee-instance on TEE_BACKEND=phala through the operator program', () =>
     expect(operatorLog()).not.toContain(secret);
   });
 
-  it('the CLI fails closed on these quotes (not Intel-signed): verify and sealed secrets exit 8, nothing sent', async () => {
+  it('without the test root the CLI fails closed (the quotes are not Intel-signed): verify and sealed secrets exit 8, nothing sent', async () => {
     const target = [
       '--operator',
       operatorUrl,
@@ -235,5 +279,123 @@ describe('tee-instance on TEE_BACKEND=phala through the operator program', () =>
     expect(sealed.code, sealed.err).toBe(8);
     expect(JSON.stringify(phala.calls.slice(before))).not.toContain('never-sent');
     expect(operatorLog()).not.toContain('never-sent');
+  });
+
+  it('the CLI with --tee: exec, files, prompt and terminal go over the channel; neither link carries their plaintext', async () => {
+    const tap = apiTap!;
+    const apiFrom = tap.bytes().length;
+    const cvmFrom = phala.cvmWire().length;
+    const tag = randomBytes(5).toString('hex');
+    const secret = `cli-sealed-${tag}`;
+    const env = {
+      AGENT_SANDBOX_PRIVATE_KEY: devnet.accounts.serviceOwner.privateKey,
+      AGENT_SANDBOX_TEST_MODE: 'true',
+      TEE_CLI_SECRET: secret,
+      SANDBOX_AGENT_COMMAND: `printf 'reply:%s\\n' "$(printf %s "$SIDECAR_AGENT_MESSAGE" | tr a-z A-Z)"`,
+    };
+    const target = [
+      '--operator',
+      operatorUrl,
+      '--rpc',
+      devnet.rpcUrl,
+      '--blueprint',
+      devnet.contracts.teeInstance,
+      '--service',
+      `${serviceId}`,
+      '--measurement',
+      MRTD,
+      '--test-anchors',
+      join(dir, 'pki'),
+    ];
+    const cli = (
+      argv: string[],
+      extra: Parameters<typeof runCliInProcess>[1] extends infer O ? Partial<O> : never = {},
+    ) =>
+      runCliInProcess(argv, {
+        configDir: join(dir, 'cli-tee') /* one session: sign-in is rate limited */,
+        env,
+        ...extra,
+      });
+    const verify = await cli(['tee', 'verify', ...target, '--json']);
+    expect(verify.code, verify.err).toBe(0);
+    const sid = (JSON.parse(verify.out) as { sandbox_id: string }).sandbox_id;
+    const sealed = await cli([
+      'secrets',
+      'set',
+      sid,
+      'TEE_CLI_SECRET',
+      'SANDBOX_AGENT_COMMAND',
+      '--sealed',
+      ...target,
+    ]);
+    expect(sealed.code, sealed.err).toBe(0);
+
+    const command = `printenv TEE_CLI_SECRET; echo cmd-${tag}-$((6*7))`;
+    const exec = await cli(['exec', sid, '--tee', ...target, '--', command]);
+    expect([exec.code, exec.out], exec.err).toEqual([0, `${secret}\ncmd-${tag}-42\n`]);
+
+    const body = `file-body-${tag}\n`;
+    await writeFile(join(dir, 'up.txt'), body);
+    const put = await cli([
+      'files',
+      'put',
+      sid,
+      join(dir, 'up.txt'),
+      `notes-${tag}/f.txt`,
+      '--tee',
+      ...target,
+    ]);
+    expect(put.code, put.err).toBe(0);
+    const get = await cli([
+      'files',
+      'get',
+      sid,
+      `notes-${tag}/f.txt`,
+      join(dir, 'down.txt'),
+      '--tee',
+      ...target,
+    ]);
+    expect(get.code, get.err).toBe(0);
+    expect(await readFile(join(dir, 'down.txt'), 'utf8')).toBe(body);
+    const ls = await cli(['files', 'ls', sid, `notes-${tag}`, '--tee', '--json', ...target]);
+    expect((JSON.parse(ls.out) as { entries: Array<{ name: string }> }).entries.map((e) => e.name)).toEqual([
+      'f.txt',
+    ]);
+
+    const prompt = await cli(['prompt', sid, '--tee', ...target, `whisper-${tag}`]);
+    expect([prompt.code, prompt.out], prompt.err).toEqual([0, `reply:WHISPER-${tag.toUpperCase()}\n`]);
+
+    // The terminal: keys in over the channel (buffered until it opens), the PTY's output back;
+    // it leaves when input ends, once the answer is on screen.
+    const stdin = new PassThrough();
+    stdin.write(`echo term-${tag}-$((6*7))\n`);
+    const t = await cli(['terminal', sid, '--tee', ...target], {
+      stdin,
+      onStdout: (soFar) => {
+        if (soFar.includes(`term-${tag}-42`)) stdin.end();
+      },
+    });
+    expect(t.code, t.err).toBe(0);
+    expect(t.out).toContain(`term-${tag}-42`);
+
+    // What the operator handled: its API link and its link to the CVM; and its log.
+    const wires = {
+      operatorApi: tap.bytes().subarray(apiFrom).toString('latin1'),
+      toCvm: phala.cvmWire().subarray(cvmFrom).toString('latin1'),
+      log: operatorLog(),
+    };
+    expect(wires.toCvm.length).toBeGreaterThan(0);
+    for (const plain of [
+      secret,
+      `cmd-${tag}`,
+      'printenv',
+      `file-body-${tag}`,
+      `whisper-${tag}`,
+      `WHISPER-${tag.toUpperCase()}`,
+      `term-${tag}`,
+    ]) {
+      for (const [where, bytes] of Object.entries(wires))
+        expect(bytes, `${plain} on ${where}`).not.toContain(plain);
+    }
   });
 });

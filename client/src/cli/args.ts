@@ -52,9 +52,20 @@ export const TEE_VERIFY_OPTIONS = {
   'test-anchors': {
     type: 'string',
     arg: 'DIR',
-    help: 'trust a test SEV PKI (ark.pem, ask.pem); needs AGENT_SANDBOX_TEST_MODE=true',
+    help: 'trust a test SEV PKI (ark.pem, ask.pem) and/or a test Intel root (intel-root.pem); needs AGENT_SANDBOX_TEST_MODE=true',
   },
 } as const;
+
+/** `--tee` on exec, files, prompt and terminal: the owner channel into a verified enclave. */
+export const TEE_CHANNEL_OPTIONS: Record<string, OptSpec> = {
+  tee: {
+    type: 'boolean',
+    help: 'TEE-instance: verify the enclave first (as `tee verify`), then talk to it end to end over the owner channel (the operator relays only ciphertext)',
+  },
+  ...TEE_VERIFY_OPTIONS,
+};
+const TEE_DETAILS =
+  ' With --tee (TEE-instance services) nothing is sent unless the enclave verifies (exit 8); then the request, its output and any file bodies travel encrypted to the attested key and signed by you inside, so the operator relays bytes it cannot read. Without --tee a Phala CVM sandbox refuses these commands (exit 4): its enclave takes them only over the channel. Where the TEE side is the operator program itself (TEE_BACKEND=direct) --tee verifies, then uses the plain routes.';
 
 export const GLOBAL_OPTIONS: Record<string, OptSpec> = {
   operator: { type: 'string', arg: 'URL', help: 'operator API URL (env AGENT_SANDBOX_OPERATOR)' },
@@ -173,9 +184,11 @@ export const COMMANDS: Record<string, CommandSpec> = {
       cwd: { type: 'string', arg: 'DIR', help: 'working directory' },
       env: { type: 'string', multiple: true, arg: 'K=V', help: 'extra env for this command; repeatable' },
       timeout: { type: 'string', arg: 'MS', help: 'command timeout in ms (server default 30000)' },
+      ...TEE_CHANNEL_OPTIONS,
     },
     details:
-      "The words after -- are joined with spaces and run by the sandbox's shell (like ssh), so quote a command that needs its own quoting as one argument. Prints the command's stdout and stderr. Exits 7 when the command ran but exited non-zero.",
+      "The words after -- are joined with spaces and run by the sandbox's shell (like ssh), so quote a command that needs its own quoting as one argument. Prints the command's stdout and stderr. Exits 7 when the command ran but exited non-zero." +
+      TEE_DETAILS,
     examples: ["agent-sandbox exec sb-123 -- 'ls -la /home/agent'"],
   },
   prompt: {
@@ -189,16 +202,34 @@ export const COMMANDS: Record<string, CommandSpec> = {
       timeout: { type: 'string', arg: 'MS', help: 'run timeout in ms' },
       run: { type: 'string', arg: 'RUN_ID', help: 'follow an existing run instead of starting one' },
       'last-event-id': { type: 'string', arg: 'ID', help: 'with --run: resume after this event' },
+      ...TEE_CHANNEL_OPTIONS,
     },
-    details: 'With --json, prints one JSON event per line (id, event, data).',
+    details:
+      'With --json, prints one JSON event per line (id, event, data). With --tee the run streams straight from the enclave (no --run/--last-event-id: the operator keeps no record of it).' +
+      TEE_DETAILS,
   },
   terminal: {
     summary: 'open an interactive shell in the sandbox (Ctrl-] to leave)',
     usage: 'terminal <id>',
     positionals: [id],
-    options: { cwd: { type: 'string', arg: 'DIR', help: 'start directory' } },
+    options: { cwd: { type: 'string', arg: 'DIR', help: 'start directory' }, ...TEE_CHANNEL_OPTIONS },
     details:
-      'Raw-mode terminal: keys go to the remote shell (Ctrl-C included); the window size follows yours. Exits when the shell exits or on Ctrl-].',
+      'Raw-mode terminal: keys go to the remote shell (Ctrl-C included); the window size follows yours. Exits when the shell exits or on Ctrl-].' +
+      TEE_DETAILS,
+  },
+  files: {
+    summary: "the sandbox's workspace files: ls [DIR] | get PATH [LOCAL] | put LOCAL PATH",
+    usage: 'files ls <id> [DIR] | files get <id> PATH [LOCAL|-] | files put <id> LOCAL|- PATH',
+    positionals: [{ name: 'action', required: true }, id, { name: 'args', required: false, rest: true }],
+    options: { ...TEE_CHANNEL_OPTIONS },
+    details:
+      'Paths are relative to the workspace (/home/agent); symlinks are listed, never followed. get writes to LOCAL (default: stdout); put reads LOCAL (- for stdin) and replaces PATH (parents created). Limit 16 MiB a file.' +
+      TEE_DETAILS,
+    examples: [
+      'agent-sandbox files ls sb-123 src',
+      'agent-sandbox files get sb-123 notes.txt ./notes.txt',
+      'agent-sandbox files put sb-123 ./data.csv data/data.csv --tee --measurement 7f51e1…',
+    ],
   },
   secrets: {
     summary: 'manage the sandbox secrets: set K=V… | wipe | list',

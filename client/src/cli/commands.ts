@@ -1,9 +1,16 @@
 // The CLI's operator-API commands: login/logout, list/get, exec, secrets, stop/resume/snapshot.
 import { SANDBOX_SCOPES, type Sandbox, type SandboxScope } from '../api-types.ts';
 import { ClientError, ExitCode } from '../errors.ts';
+import type { SandboxOps } from '../tee-sandbox.ts';
 import type { CliContext } from './context.ts';
 
 export type Command = (ctx: CliContext) => Promise<number>;
+
+/** exec/files/prompt/terminal: with --tee the verified enclave over the owner channel, else the operator's routes. */
+export async function sandboxOps(ctx: CliContext, id: string): Promise<SandboxOps> {
+  if (ctx.args.options.tee === true) return (await import('./tee.ts')).teeSandboxOps(ctx, id);
+  return ctx.operator(id);
+}
 
 /** `K=V` pairs (and, with `fromEnv`, bare `K` read from the environment). */
 export function parsePairs(
@@ -124,7 +131,7 @@ export const exec: Command = async (ctx) => {
   const timeout = o.timeout as string | undefined;
   if (timeout !== undefined && !/^\d+$/.test(timeout))
     throw new ClientError('USAGE', '--timeout must be milliseconds');
-  const client = await ctx.operator(id);
+  const client = await sandboxOps(ctx, id);
   const r = await client.exec(id, command, {
     ...(o.cwd ? { cwd: o.cwd as string } : {}),
     ...(o.env ? { env: parsePairs(o.env as string[], '--env') } : {}),

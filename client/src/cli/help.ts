@@ -14,11 +14,11 @@ export const EXIT_CODES_HELP = `Exit codes:
   1    usage: bad flags or arguments, invalid input
   2    auth: no/expired session, wrong key or password, not the owner
   3    not found: no such sandbox (or run, terminal)
-  4    conflict/state: sandbox not running, a run already active
+  4    conflict/state: sandbox not running, a run already active, a CVM sandbox without --tee
   5    remote: operator unreachable or failing, provisioning failed
   6    chain: RPC error, reverted transaction, no result on chain
   7    exec only: the command ran and exited non-zero
-  8    tee verify / secrets set --sealed: the attestation did not verify (nothing was sent)
+  8    tee verify / secrets set --sealed / --tee: the attestation did not verify (nothing was sent)
   130  interrupted (Ctrl-C)`;
 
 export function globalHelp(): string {

@@ -19,6 +19,7 @@ const handlers: Record<string, () => Promise<Command>> = {
   exec: async () => (await ops()).exec,
   prompt: async () => (await import('./prompt.ts')).prompt,
   terminal: async () => (await import('./terminal.ts')).terminal,
+  files: async () => (await import('./files.ts')).files,
   secrets: async () => (await ops()).secrets,
   members: async () => (await import('./team.ts')).members,
   preview: async () => (await import('./team.ts')).preview,

@@ -2,7 +2,7 @@
 // cancels the run on the operator before exiting 130.
 import { ClientError } from '../errors.ts';
 import type { PromptRun, RunEvent } from '../operator-client.ts';
-import type { Command } from './commands.ts';
+import { type Command, sandboxOps } from './commands.ts';
 import type { CliContext } from './context.ts';
 
 interface Part {
@@ -94,21 +94,31 @@ export class RunPrinter {
 export const prompt: Command = async (ctx) => {
   const [id, ...words] = ctx.args.positionals as [string, ...string[]];
   const o = ctx.args.options;
-  const client = await ctx.operator(id);
   const timeout = o.timeout as string | undefined;
   if (timeout !== undefined && !/^\d+$/.test(timeout))
     throw new ClientError('USAGE', '--timeout must be milliseconds');
+  if (o.tee === true && (typeof o.run === 'string' || typeof o['last-event-id'] === 'string')) {
+    throw new ClientError(
+      'USAGE',
+      '--run/--last-event-id follow a run the operator recorded; a --tee run streams from the enclave only',
+    );
+  }
   let run: PromptRun;
   if (typeof o.run === 'string') {
-    run = client.runHandle(id, { run_id: o.run });
+    run = (await ctx.operator(id)).runHandle(id, { run_id: o.run });
   } else {
+    const client = await sandboxOps(ctx, id);
     run = await client.prompt(id, words.join(' '), {
       ...(typeof o.session === 'string' ? { sessionId: o.session } : {}),
       ...(typeof o.backend === 'string' ? { backendType: o.backend } : {}),
       ...(typeof o.model === 'string' ? { model: o.model } : {}),
       ...(timeout ? { timeoutMs: Number(timeout) } : {}),
     });
-    ctx.note(`run ${run.runId}${run.sessionId ? ` (session ${run.sessionId})` : ''}`);
+    ctx.note(
+      o.tee === true
+        ? 'run in the enclave (streamed over the owner channel)'
+        : `run ${run.runId}${run.sessionId ? ` (session ${run.sessionId})` : ''}`,
+    );
   }
   const printer = new RunPrinter(ctx);
   const lastEventId = typeof o['last-event-id'] === 'string' ? o['last-event-id'] : undefined;

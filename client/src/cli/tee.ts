@@ -1,7 +1,9 @@
-// `agent-sandbox tee verify` and `secrets set --sealed`: resolve the TEE-instance target (chain,
-// blueprint, service, operator), the user's own measurement allow-list and anchors, then verify
-// (and seal) with client/src/tee.ts. Nothing is sent unless both attestations verify.
-import { readFileSync } from 'node:fs';
+// `agent-sandbox tee verify`, `secrets set --sealed` and `--tee` on exec/files/prompt/terminal:
+// resolve the TEE-instance target (chain, blueprint, service, operator), the user's own
+// measurement allow-list and anchors, then verify (and seal, or open the owner channel) with
+// client/src/tee.ts. Nothing is sent unless both attestations verify.
+import { X509Certificate } from 'node:crypto';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import {
   type MeasurementEntry,
@@ -10,8 +12,9 @@ import {
   type TrustAnchors,
 } from '@agent-sandbox/attestation';
 import { type Address, isAddress } from 'viem';
-import { ClientError } from '../errors.ts';
-import { sendSealedSecrets, type TeeTarget, verifyTeeInstance } from '../tee.ts';
+import { ClientError, isClientError } from '../errors.ts';
+import { ownerChannel, sendSealedSecrets, type TeeTarget, verifyTeeInstance } from '../tee.ts';
+import { type SandboxOps, TeeSandbox } from '../tee-sandbox.ts';
 import type { Command } from './commands.ts';
 import type { CliContext } from './context.ts';
 
@@ -57,9 +60,20 @@ function anchors(ctx: CliContext): TrustAnchors | undefined {
       '--test-anchors trusts evidence no TEE signed; it needs AGENT_SANDBOX_TEST_MODE=true',
     );
   }
+  // A test SEV PKI (ark.pem + ask.pem) and/or a test Intel root (intel-root.pem); the rest stay production.
+  const read = (f: string) => (existsSync(join(dir, f)) ? readFileSync(join(dir, f), 'utf8') : undefined);
+  const [ark, ask, intel] = [read('ark.pem'), read('ask.pem'), read('intel-root.pem')];
+  if (!(ark && ask) && !intel) {
+    throw new ClientError(
+      'USAGE',
+      `--test-anchors ${dir} holds neither ark.pem + ask.pem nor intel-root.pem`,
+    );
+  }
+  const prod = productionAnchors();
   return {
-    ...productionAnchors(),
-    sev: { ark: readFileSync(join(dir, 'ark.pem'), 'utf8'), ask: readFileSync(join(dir, 'ask.pem'), 'utf8') },
+    ...prod,
+    ...(ark && ask ? { sev: { ark, ask } } : {}),
+    ...(intel ? { intelRootDer: new Uint8Array(new X509Certificate(intel).raw) } : {}),
   };
 }
 
@@ -169,4 +183,31 @@ export async function sealedSecretsSet(
       `sealed secrets set on ${r.verified.sandboxId}: ${Object.keys(env).join(', ')} (opened only inside the enclave)`,
     );
   return 0;
+}
+
+/**
+ * `--tee`: verify the enclave (exit 8 unless both attestations verify), then the sandbox's
+ * operations over the owner channel. A backend without a channel (409: direct, whose TEE side is
+ * the operator program the attestation measured) gets the plain routes, as sealed secrets do.
+ */
+export async function teeSandboxOps(ctx: CliContext, id: string): Promise<SandboxOps> {
+  const { t, api, account } = await target(ctx);
+  const a = anchors(ctx);
+  const verified = await verifyTeeInstance(t, api, {
+    allowList: allowList(ctx),
+    ...minTcb(ctx),
+    ...(a ? { anchors: a } : {}),
+  });
+  if (id !== verified.sandboxId && id !== 'instance') {
+    ctx.note(`note: the attested instance sandbox is ${verified.sandboxId} (you named ${id})`);
+  }
+  const channel = ownerChannel(verified, api, account);
+  try {
+    // One round trip that also proves the enclave takes your signature.
+    await channel.json('GET', '/health');
+  } catch (e) {
+    if (!(isClientError(e) && e.status === 409)) throw e;
+    return ctx.operator(id);
+  }
+  return new TeeSandbox(channel);
 }

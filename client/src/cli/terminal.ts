@@ -1,14 +1,15 @@
-// `agent-sandbox terminal`: an interactive shell over the operator's terminal routes — raw-mode
+// `agent-sandbox terminal`: an interactive shell over the operator's terminal routes (with --tee,
+// the enclave's own, over the owner channel) — raw-mode
 // stdin goes to the PTY as input, window resizes follow SIGWINCH, PTY output streams to stdout.
 // Leaves when the shell exits (its stream ends) or on Ctrl-] (0x1d), like telnet.
 import { ClientError } from '../errors.ts';
-import type { Command } from './commands.ts';
+import { type Command, sandboxOps } from './commands.ts';
 
 const LEAVE = 0x1d; // Ctrl-]
 
 export const terminal: Command = async (ctx) => {
   const id = ctx.args.positionals[0]!;
-  const client = await ctx.operator(id);
+  const client = await sandboxOps(ctx, id);
   const { stdin, stdout } = ctx.io;
   const size = () => ({ cols: stdout.columns ?? 80, rows: stdout.rows ?? 24 });
   const cwd = ctx.args.options.cwd;

@@ -56,10 +56,25 @@ export function teeChannelHandler(
     const { res } = ctx;
     const sealer: ResponseSealer = opened.sealer;
     res.writeHead(200, { 'content-type': CHANNEL_RESPONSE_TYPE, 'cache-control': 'no-store' });
-    res.write(sealer.head);
+    // Small sealed frames, corked until the turn ends: the nonce, the head and a short body leave
+    // in one write (one syscall, one TCP segment) instead of one each (bench/tee-channel.bench.ts).
+    let corked = false;
+    const send = (frame: Uint8Array, end = false) => {
+      if (!corked) {
+        corked = true;
+        res.cork();
+        process.nextTick(() => {
+          corked = false;
+          res.uncork();
+        });
+      }
+      if (end) res.end(frame);
+      else res.write(frame);
+    };
+    send(sealer.head);
     const fail = (status: number, code: string, message: string) => {
-      res.write(sealer.chunk(encodeHead({ status, type: 'application/json' })));
-      res.end(sealer.chunk(text(JSON.stringify(errorBody(code, message))), true));
+      send(sealer.chunk(encodeHead({ status, type: 'application/json' })));
+      send(sealer.chunk(text(JSON.stringify(errorBody(code, message))), true), true);
     };
     let inner: Awaited<ReturnType<ChannelEndpoint['accept']>>;
     try {
@@ -86,7 +101,7 @@ export function teeChannelHandler(
         },
       },
       (answer) => {
-        res.write(
+        send(
           sealer.chunk(
             encodeHead({
               status: answer.statusCode ?? 502,
@@ -95,9 +110,9 @@ export function teeChannelHandler(
           ),
         );
         answer.on('data', (c: Buffer) => {
-          for (let i = 0; i < c.length; i += MAX_CHUNK) res.write(sealer.chunk(c.subarray(i, i + MAX_CHUNK)));
+          for (let i = 0; i < c.length; i += MAX_CHUNK) send(sealer.chunk(c.subarray(i, i + MAX_CHUNK)));
         });
-        answer.on('end', () => res.end(sealer.chunk(new Uint8Array(0), true)));
+        answer.on('end', () => send(sealer.chunk(new Uint8Array(0), true), true));
         answer.on('error', () => res.destroy());
       },
     );

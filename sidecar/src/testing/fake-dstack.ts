@@ -2,7 +2,8 @@
 // /var/run/dstack.sock), answering /GetQuote in the shape of the real sample response
 // (attestation/testdata/tdx/dstack_getquote_response.json) with the caller's report_data patched
 // into the sample quote at offset 568 — exactly what dstack's own simulator does, so the quote's
-// signature no longer verifies: it tests the wire and the binding, not Intel's signature.
+// signature no longer verifies: it tests the wire and the binding, not Intel's signature. With
+// `quote` (a test TDX PKI's signer) its quotes verify under that test root.
 import { readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 
@@ -29,7 +30,12 @@ export interface FakeDstack {
   close(): Promise<void>;
 }
 
-export async function startFakeDstack(socketPath: string): Promise<FakeDstack> {
+export interface FakeDstackOptions {
+  /** Makes the quote over a report_data (e.g. a test TDX PKI's signTdxQuote, which then verifies). */
+  quote?: (reportData: Uint8Array) => Uint8Array;
+}
+
+export async function startFakeDstack(socketPath: string, o: FakeDstackOptions = {}): Promise<FakeDstack> {
   const fake: FakeDstack = { socketPath, calls: [], honest: true, close: async () => {} };
   const srv: Server = createServer((req, res) => {
     let text = '';
@@ -41,8 +47,10 @@ export async function startFakeDstack(socketPath: string): Promise<FakeDstack> {
       if (req.url === '/GetQuote') {
         const rd = String(body.report_data ?? '');
         if (!/^[0-9a-f]{0,128}$/.test(rd)) return void res.writeHead(400).end('bad report_data');
-        const q = Buffer.from(DSTACK_SAMPLE.quote, 'hex');
-        if (fake.honest) Buffer.from(rd.padEnd(128, '0'), 'hex').copy(q, 568);
+        let q = Buffer.from(DSTACK_SAMPLE.quote, 'hex');
+        const want = Buffer.from(rd.padEnd(128, '0'), 'hex');
+        if (fake.honest && o.quote) q = Buffer.from(o.quote(new Uint8Array(want)));
+        else if (fake.honest) want.copy(q, 568);
         res.setHeader('content-type', 'application/json');
         return void res.end(
           JSON.stringify({ ...DSTACK_SAMPLE, quote: q.toString('hex'), report_data: rd.padEnd(128, '0') }),

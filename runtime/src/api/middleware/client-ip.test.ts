@@ -43,6 +43,8 @@ describe('classify', () => {
     ['GET', '/api/sandbox/port/3000/x', 'write'],
     ['POST', '/api/sandboxes/sbx-1/terminals/t1/input', 'terminal'],
     ['GET', '/api/sandbox/terminals/t1/stream', 'terminal'],
+    ['POST', '/api/sandbox/tee/channel', 'terminal'],
+    ['GET', '/api/sandbox/tee/public-key', 'write'],
     ['GET', '/api/provisions/12', 'read'],
   ])('%s %s → %s', (m, p, cls) => {
     expect(classify(m, p)).toBe(cls);

@@ -22,7 +22,9 @@ export function classify(method: string, path: string): RouteClass {
   const m = SANDBOX.exec(path);
   const rest = m?.[2] ?? '';
   if (m) {
-    if (rest.startsWith('/terminals')) return 'terminal';
+    // The owner channel carries every owner operation of a CVM sandbox, a terminal's keystrokes
+    // (one request each) included, and the operator cannot tell which: the terminal bucket.
+    if (rest.startsWith('/terminals') || rest === '/tee/channel') return 'terminal';
     // Reading secret names and the port proxy count as writes (spec table).
     if (rest.startsWith('/secrets') || rest.startsWith('/port/') || rest.startsWith('/tee/')) return 'write';
   }

@@ -82,7 +82,7 @@ describe('TEE_BACKEND=phala (fake Phala Cloud, real sidecar as the CVM, fake dst
       env: { GREETING: 'hello' },
     });
     const cvm = phala.cvm()!;
-    expect(d).toMatchObject({ sandboxId, deploymentId: cvm.id, sidecarUrl: cvm.sidecar.sidecar.url });
+    expect(d).toMatchObject({ sandboxId, deploymentId: cvm.id, sidecarUrl: phala.cvmUrl() });
     expect(phala.statePolls).toBeGreaterThanOrEqual(3);
     const cvmToken = cvm.token;
     // The sidecar token and context went encrypted only.

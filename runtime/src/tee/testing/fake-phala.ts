@@ -7,6 +7,7 @@ import { createServer, type Server } from 'node:http';
 import { ownerChannel, type SidecarFixture, startSidecarFixture } from '@agent-sandbox/sidecar/testing';
 import type { LocalAccount } from 'viem';
 import { decryptEnvForCvm } from '../phala/env-encryption.ts';
+import { startWiretap, type Wiretap } from './wiretap.ts';
 
 export const FAKE_PHALA_API_KEY = 'phala-test-key';
 
@@ -17,6 +18,10 @@ export interface FakePhala {
   cvm(): { sidecar: SidecarFixture; token: string; id: string } | undefined;
   /** Runs a command in the CVM's sandbox as the agent (exec), ordered by `owner` over the channel. */
   inCvm(command: string, owner: LocalAccount): Promise<{ stdout: string; status: number }>;
+  /** The CVM's public URL (…/network): a wiretap in front of its sidecar. */
+  cvmUrl(): string | undefined;
+  /** Every byte between the operator and the CVM's sidecar (through cvmUrl). */
+  cvmWire(): Buffer;
   /** How many GET …/state calls answered before `running`. */
   statePolls: number;
   close(): Promise<void>;
@@ -26,11 +31,14 @@ export async function startFakePhala(o: { dstackSocket: string; bootPolls?: numb
   const cvmKey = generateKeyPairSync('x25519');
   const cvmPub = Buffer.from(cvmKey.publicKey.export({ format: 'jwk' }).x!, 'base64url').toString('hex');
   let cvm: { sidecar: SidecarFixture; token: string; id: string } | undefined;
+  let tap: Wiretap | undefined;
   let next = 76;
   const fake: FakePhala = {
     endpoint: '',
     calls: [],
     cvm: () => cvm,
+    cvmUrl: () => tap?.url,
+    cvmWire: () => tap?.bytes() ?? Buffer.alloc(0),
     statePolls: 0,
     async inCvm(command, owner) {
       const c = cvm!;
@@ -75,6 +83,7 @@ export async function startFakePhala(o: { dstackSocket: string; bootPolls?: numb
           SIDECAR_DSTACK_SOCKET: o.dstackSocket,
         });
         cvm = { sidecar, token: env.SIDECAR_AUTH_TOKEN ?? '', id };
+        tap = await startWiretap(sidecar.sidecar.url);
         return send({ id: Number(id), app_id: `app${id}` });
       }
       const m = /\/cvms\/(\d+)(\/\w+)?$/.exec(u);
@@ -82,8 +91,7 @@ export async function startFakePhala(o: { dstackSocket: string; bootPolls?: numb
       if (!m || !booted || m[1] !== booted.id) return send({ detail: 'no such CVM' }, 404);
       if (m[2] === '/state')
         return send({ status: ++fake.statePolls < (o.bootPolls ?? 3) ? 'starting' : 'running' });
-      if (m[2] === '/network')
-        return send({ public_urls: [{ app: booted.sidecar.sidecar.url }], internal_ip: '10.0.0.7' });
+      if (m[2] === '/network') return send({ public_urls: [{ app: tap!.url }], internal_ip: '10.0.0.7' });
       if (req.method === 'DELETE' && !m[2]) return send({});
       if (req.method === 'POST' && m[2] === '/shutdown') return send({});
       return send({ detail: 'not faked' }, 404);
@@ -92,6 +100,7 @@ export async function startFakePhala(o: { dstackSocket: string; bootPolls?: numb
   await new Promise<void>((r) => api.listen(0, '127.0.0.1', r));
   fake.endpoint = `http://127.0.0.1:${(api.address() as { port: number }).port}/api/v1`;
   fake.close = async () => {
+    await tap?.close();
     await cvm?.sidecar.close();
     await new Promise((r) => api.close(r));
   };
