@@ -47,14 +47,15 @@ describe('producer under connection loss', () => {
       tangle: chain.tangle,
       serviceId: chain.serviceId,
       dataDir: join(dir, 'data'),
-      // The safety scan comes every 4 x 60 s: anything faster below is the WebSocket path.
-      pollIntervalMs: 60_000,
+      // The safety scan comes every 4 x 1 h: whatever answers within this test is the WebSocket
+      // path (the reconnect's backfill), however slow a busy machine makes each answer.
+      pollIntervalMs: 3_600_000,
       logger: pino({ level: 'info' }, { write: (l: string) => lines.push(l) }),
     });
     await runner.start();
     try {
       const [a] = await submitJobs(chain, 0, ['0x0a']);
-      await waitAnswered([a!], 10_000);
+      await waitAnswered([a!], 120_000);
 
       await proxy.cut();
       await new Promise((r) => setTimeout(r, 200));
@@ -62,8 +63,7 @@ describe('producer under connection loss', () => {
       await new Promise((r) => setTimeout(r, 300));
       await proxy.resume();
       // No job is submitted after the reconnect: only the reconnect's backfill can answer these.
-      const took = await waitAnswered(during, 20_000);
-      expect(took).toBeLessThan(20_000);
+      await waitAnswered(during, 120_000);
       expect(lines.some((l) => l.includes('websocket head subscription failed'))).toBe(true);
       const r = await resultsByCall(chain);
       for (const id of [a!, ...during]) expect(r.get(id)?.length).toBe(1);
@@ -71,7 +71,7 @@ describe('producer under connection loss', () => {
       await runner.stop();
       await proxy.close();
     }
-  });
+  }, 300_000);
 
   it('survives an HTTP RPC outage with logged backoff and catches up afterwards', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'sdk-http-'));
