@@ -6,98 +6,30 @@
 // sees it), the `--json` events carry the tool call and its output, the final text and the usage
 // the server charged, and a `--session` follow-up reaches the server with the first turn in it.
 // One operator, one sandbox, the four harnesses in turn (CI-cheap).
-import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { openSync, readFileSync } from 'node:fs';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { createServer } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
-import { devnetOperatorEnv, operatorReady, spawnOperator } from '@agent-sandbox/blueprint-bin/testing';
-import { DevnetJobs } from '@agent-sandbox/blueprint-lib/testing';
 import { ensureSandboxImage } from '@agent-sandbox/sandbox-image';
 import Docker from 'dockerode';
-import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { ModelServer } from '../model-server/server.ts';
+import { type CliResult, type CloudOperator, startCloudOperator } from './fixture.ts';
 
 const devnet = inject('devnet');
 const image = inject('sandboxImage');
-const ROOT = resolve(import.meta.dirname, '..', '..');
-const CLI = join(ROOT, 'client', 'bin', 'agent-sandbox.mjs');
 const RUN = `e2e-agents-${Date.now().toString(36)}`;
 const SUITE_LABEL = 'agent-sandbox.test.suite=e2e-agents';
 const HARNESSES = ['codex', 'claude', 'opencode', 'gemini'] as const;
 const SECRET = `sk-test-${randomBytes(12).toString('hex')}`;
 const docker = new Docker();
 
-const ownerKey = generatePrivateKey();
-const owner = privateKeyToAccount(ownerKey);
-let dir = '';
-let operator: ChildProcess | undefined;
-let operatorUrl = '';
-let serviceId = 0n;
+let op: CloudOperator | undefined;
 let server: ModelServer;
 let keys: Record<string, string> = {};
 /** Each harness's session id (the follow-ups continue it). */
 const sessions: Record<string, string> = {};
 
-const freePort = (): Promise<number> =>
-  new Promise((res, rej) => {
-    const s = createServer();
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as { port: number };
-      s.close(() => res(port));
-    });
-    s.on('error', rej);
-  });
-
-const operatorLog = () => {
-  try {
-    return readFileSync(join(dir, 'operator.log'), 'utf8').slice(-3000);
-  } catch {
-    return '(no log)';
-  }
-};
-
-interface CliResult {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-/** Runs the real CLI launcher as a user would, with this test's chain, key, operator and cache. */
-function cli(args: string[], env: Record<string, string> = {}): Promise<CliResult> {
-  const child = spawn(process.execPath, [CLI, ...args], {
-    cwd: ROOT,
-    stdio: ['ignore', 'pipe', 'pipe'],
-    env: {
-      PATH: process.env['PATH'] ?? '',
-      HOME: dir,
-      AGENT_SANDBOX_CONFIG_DIR: join(dir, 'cli-config'),
-      AGENT_SANDBOX_RPC: devnet.rpcUrl,
-      AGENT_SANDBOX_TANGLE: devnet.contracts.tangle,
-      AGENT_SANDBOX_SERVICE: `${serviceId}`,
-      AGENT_SANDBOX_PRIVATE_KEY: ownerKey,
-      AGENT_SANDBOX_OPERATOR: operatorUrl,
-      ...env,
-    },
-  });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (d: Buffer) => {
-    stdout += d.toString();
-  });
-  child.stderr.on('data', (d: Buffer) => {
-    stderr += d.toString();
-  });
-  return new Promise((res) => child.on('close', (code) => res({ code, stdout, stderr })));
-}
-
-function ok(r: CliResult): CliResult {
-  expect(r.code, `stdout:\n${r.stdout}\nstderr:\n${r.stderr}\noperator log:\n${operatorLog()}`).toBe(0);
-  return r;
-}
+/** The owner's CLI against this test's operator (see fixture.ts). */
+const cli = (args: string[], env: Record<string, string> = {}) => op!.cli(args, env);
+const ok = (r: CliResult) => op!.ok(r);
 
 // biome-ignore lint/suspicious/noExplicitAny: run event payloads
 type Ev = { event: string; data: any };
@@ -109,7 +41,6 @@ const events = (r: CliResult): Ev[] =>
     .map((l) => JSON.parse(l) as Ev);
 
 beforeAll(async () => {
-  dir = await mkdtemp(join(tmpdir(), `${RUN}-`));
   // SANDBOX_EGRESS=open puts sandboxes on Docker's default bridge with no egress rules: under the
   // default `public` policy a sandbox may not reach the host or private addresses (by design), and
   // the scripted model server stands in for a provider on exactly such an address (the bridge
@@ -130,48 +61,17 @@ beforeAll(async () => {
     withHarnesses: true,
     onProgress: (l) => process.stderr.write(`[harness image] ${l}\n`),
   });
-  const jobs = new DevnetJobs(devnet);
-  serviceId = await jobs.newService('cloud', '0x', { operators: ['operator1'], permitted: [owner.address] });
-  const keyFile = join(dir, 'operator-ecdsa.key');
-  await writeFile(keyFile, `${devnet.accounts.operator1.privateKey}\n`, { mode: 0o600 });
-  const env = devnetOperatorEnv(
-    {
-      devnet,
-      blueprintId: devnet.blueprints.cloud,
-      serviceId,
-      dataDir: join(dir, 'operator1'),
-      keyFile,
-      port: await freePort(),
-      operatorId: `${RUN}-operator1`,
-      image,
-      labels: `agent-sandbox.test=1,${SUITE_LABEL}`,
-      extra: { SANDBOX_HARNESS_IMAGE: harness.tag, SANDBOX_EGRESS: 'open' },
-    },
-    randomBytes(32).toString('hex'),
-  );
-  operator = spawnOperator({ env, detached: true, stderr: openSync(join(dir, 'operator.log'), 'a') });
-  operatorUrl = await operatorReady(operator, { timeoutMs: 90_000, log: operatorLog });
+  op = await startCloudOperator(devnet, {
+    run: RUN,
+    suiteLabel: SUITE_LABEL,
+    image,
+    extra: { SANDBOX_HARNESS_IMAGE: harness.tag, SANDBOX_EGRESS: 'open' },
+  });
 }, 900_000);
 
 afterAll(async () => {
-  const c = operator;
-  if (c && c.exitCode === null && c.signalCode === null) {
-    const exited = new Promise((r) => c.once('exit', r));
-    c.kill('SIGTERM');
-    await Promise.race([exited, new Promise((r) => setTimeout(r, 20_000))]);
-    try {
-      process.kill(-c.pid!, 'SIGKILL');
-    } catch {}
-  }
-  for (const x of await docker.listContainers({ all: true, filters: { label: [SUITE_LABEL] } })) {
-    if (x.Labels['agent-sandbox.operator'] === `${RUN}-operator1`)
-      await docker
-        .getContainer(x.Id)
-        .remove({ force: true, v: true })
-        .catch(() => {});
-  }
+  await op?.close();
   await server?.close();
-  if (dir) await rm(dir, { recursive: true, force: true });
 }, 60_000);
 
 describe('agent-sandbox prompt with each harness, through the operator', () => {

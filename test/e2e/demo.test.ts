@@ -3,155 +3,44 @@
 // the `agent-sandbox` CLI (spawned): create → login → exec → prompt (the demo's own agent program
 // via SANDBOX_AGENT_COMMAND) → secrets set/list/wipe → workflows → delete, then no container of it
 // remains.
-import { type ChildProcess, spawn } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
-import { openSync, readFileSync } from 'node:fs';
-import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
-import { createServer } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
-import { devnetOperatorEnv, operatorReady, spawnOperator } from '@agent-sandbox/blueprint-bin/testing';
-import { DevnetJobs } from '@agent-sandbox/blueprint-lib/testing';
+import { readFileSync } from 'node:fs';
+import { readFile, stat } from 'node:fs/promises';
+import { join } from 'node:path';
 import Docker from 'dockerode';
 import type { Address } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { type CliResult, type CloudOperator, ROOT, startCloudOperator } from './fixture.ts';
 
 const devnet = inject('devnet');
 const image = inject('sandboxImage');
-const ROOT = resolve(import.meta.dirname, '..', '..');
-const CLI = join(ROOT, 'client', 'bin', 'agent-sandbox.mjs');
 const AGENT = readFileSync(join(ROOT, 'scripts', 'demo', 'agent.sh'), 'utf8');
 const RUN = `e2e-demo-${Date.now().toString(36)}`;
 const SUITE_LABEL = 'agent-sandbox.test.suite=e2e-demo';
 const docker = new Docker();
 
-function freePort(): Promise<number> {
-  return new Promise((res, rej) => {
-    const s = createServer();
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as { port: number };
-      s.close(() => res(port));
-    });
-    s.on('error', rej);
-  });
-}
-
 const ownerKey = generatePrivateKey();
 const owner = privateKeyToAccount(ownerKey);
+let op: CloudOperator | undefined;
 let dir = '';
-let operator: ChildProcess | undefined;
 let operatorUrl = '';
-let serviceId = 0n;
 
-/**
- * A fresh cloud service served by operator1 alone, `owner` its permitted caller. One operator, so
- * the CLI's --operator names the assigned one (the devnet registered fixed API ports for both
- * operators, which a test on free ports cannot serve).
- */
-async function newService(jobs: DevnetJobs): Promise<bigint> {
-  return jobs.newService('cloud', '0x', { operators: ['operator1'], permitted: [owner.address] });
-}
-
-/** Starts `agent-sandbox-operator run` (its own process group) and resolves with its API URL. */
-async function startOperator(): Promise<string> {
-  const dataDir = join(dir, 'operator1');
-  const keyFile = join(dir, 'operator-ecdsa.key');
-  await writeFile(keyFile, `${devnet.accounts.operator1.privateKey}\n`, { mode: 0o600 });
-  const env = devnetOperatorEnv(
-    {
-      devnet,
-      blueprintId: devnet.blueprints.cloud,
-      serviceId,
-      dataDir,
-      keyFile,
-      port: await freePort(),
-      operatorId: `${RUN}-operator1`,
-      image,
-      labels: `agent-sandbox.test=1,${SUITE_LABEL}`,
-    },
-    randomBytes(32).toString('hex'),
-  );
-  const child = spawnOperator({ env, detached: true, stderr: openSync(join(dir, 'operator.log'), 'a') });
-  operator = child;
-  return operatorReady(child, { timeoutMs: 90_000, log: operatorLog });
-}
-
-const operatorLog = () => {
-  try {
-    return readFileSync(join(dir, 'operator.log'), 'utf8').slice(-3000);
-  } catch {
-    return '(no log)';
-  }
-};
-
-interface CliResult {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-/** Runs the real CLI launcher as a user would, with this test's chain, key, operator and cache. */
-function cli(args: string[], env: Record<string, string> = {}): Promise<CliResult> {
-  const child = spawn(process.execPath, [CLI, ...args], {
-    cwd: ROOT,
-    stdio: ['ignore', 'pipe', 'pipe'],
-    env: {
-      PATH: process.env['PATH'] ?? '',
-      HOME: dir,
-      AGENT_SANDBOX_CONFIG_DIR: join(dir, 'cli-config'),
-      AGENT_SANDBOX_RPC: devnet.rpcUrl,
-      AGENT_SANDBOX_TANGLE: devnet.contracts.tangle,
-      AGENT_SANDBOX_SERVICE: `${serviceId}`,
-      AGENT_SANDBOX_PRIVATE_KEY: ownerKey,
-      AGENT_SANDBOX_OPERATOR: operatorUrl,
-      ...env,
-    },
-  });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (d: Buffer) => {
-    stdout += d.toString();
-  });
-  child.stderr.on('data', (d: Buffer) => {
-    stderr += d.toString();
-  });
-  return new Promise((res) => child.on('close', (code) => res({ code, stdout, stderr })));
-}
-
+/** The owner's CLI against this test's operator (see fixture.ts). */
+const cli = (args: string[], env: Record<string, string> = {}) => op!.cli(args, env);
 /** Expects exit 0, showing the CLI's and the operator's output when it is not. */
-function ok(r: CliResult): CliResult {
-  expect(r.code, `stdout:\n${r.stdout}\nstderr:\n${r.stderr}\noperator log:\n${operatorLog()}`).toBe(0);
-  return r;
-}
+const ok = (r: CliResult) => op!.ok(r);
 
 const containersOf = (sandboxId: string) =>
   docker.listContainers({ all: true, filters: { label: [`agent-sandbox.id=${sandboxId}`, SUITE_LABEL] } });
 
 beforeAll(async () => {
-  dir = await mkdtemp(join(tmpdir(), `${RUN}-`));
-  serviceId = await newService(new DevnetJobs(devnet));
-  operatorUrl = await startOperator();
+  op = await startCloudOperator(devnet, { run: RUN, suiteLabel: SUITE_LABEL, image, ownerKey });
+  ({ dir, url: operatorUrl } = op);
 }, 180_000);
 
 afterAll(async () => {
-  const c = operator;
-  if (c && c.exitCode === null && c.signalCode === null) {
-    const exited = new Promise((r) => c.once('exit', r));
-    c.kill('SIGTERM');
-    await Promise.race([exited, new Promise((r) => setTimeout(r, 20_000))]);
-    try {
-      process.kill(-c.pid!, 'SIGKILL');
-    } catch {}
-  }
-  for (const x of await docker.listContainers({ all: true, filters: { label: [SUITE_LABEL] } })) {
-    if (x.Labels['agent-sandbox.operator'] === `${RUN}-operator1`)
-      await docker
-        .getContainer(x.Id)
-        .remove({ force: true, v: true })
-        .catch(() => {});
-  }
-  await rm(dir, { recursive: true, force: true });
+  await op?.close();
 }, 60_000);
 
 describe('the demo path through the CLI', () => {

@@ -3,129 +3,21 @@
 // CLI. The pooled container is unreachable before its claim (`get` of its id exits 3), the on-chain
 // create claims it (progress shows pool_claim, same container), its bootstrap token is refused by
 // the sidecar afterwards, exec sees the create's env, the pool refills, and delete leaves nothing.
-import { type ChildProcess, spawn } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
-import { openSync, readFileSync } from 'node:fs';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { createServer } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
-import { devnetOperatorEnv, operatorReady, spawnOperator } from '@agent-sandbox/blueprint-bin/testing';
-import { DevnetJobs } from '@agent-sandbox/blueprint-lib/testing';
-import { localTangleAbi } from '@agent-sandbox/contracts';
 import Docker from 'dockerode';
-import { parseEther, parseEventLogs } from 'viem';
-import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { type CliResult, type CloudOperator, startCloudOperator } from './fixture.ts';
 
 const devnet = inject('devnet');
 const image = inject('sandboxImage');
-const ROOT = resolve(import.meta.dirname, '..', '..');
-const CLI = join(ROOT, 'client', 'bin', 'agent-sandbox.mjs');
 const RUN = `e2e-pool-${Date.now().toString(36)}`;
 const OPERATOR_ID = `${RUN}-operator1`;
 const SUITE_LABEL = 'agent-sandbox.test.suite=e2e-warm-pool';
 const docker = new Docker();
-const ownerKey = generatePrivateKey();
-const owner = privateKeyToAccount(ownerKey);
-let dir = '';
-let operator: ChildProcess | undefined;
+let op: CloudOperator | undefined;
 let operatorUrl = '';
-let serviceId = 0n;
 
-function freePort(): Promise<number> {
-  return new Promise((res, rej) => {
-    const s = createServer();
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as { port: number };
-      s.close(() => res(port));
-    });
-    s.on('error', rej);
-  });
-}
-
-/** A fresh cloud service served by operator1 alone, `owner` its permitted caller. */
-async function newService(jobs: DevnetJobs): Promise<bigint> {
-  await jobs.pub.request({
-    method: 'anvil_setBalance' as never,
-    params: [owner.address, `0x${parseEther('100').toString(16)}`] as never,
-  });
-  const req = await jobs.send(jobs.account('serviceOwner'), 'requestService', [
-    BigInt(devnet.blueprints.cloud),
-    [devnet.accounts.operator1.address],
-    '0x',
-    [owner.address],
-    0n,
-    '0x0000000000000000000000000000000000000000',
-    0n,
-    0,
-  ]);
-  const [ev] = parseEventLogs({
-    abi: localTangleAbi,
-    eventName: 'ServiceRequested',
-    logs: req.logs as never,
-  });
-  const done = await jobs.send(jobs.account('operator1'), 'approveService', [
-    {
-      requestId: ev!.args.requestId,
-      securityCommitments: [],
-      blsPubkey: [0n, 0n, 0n, 0n],
-      blsPopSignature: [0n, 0n],
-      teeCommitments: [],
-    },
-  ]);
-  const [act] = parseEventLogs({
-    abi: localTangleAbi,
-    eventName: 'ServiceActivated',
-    logs: done.logs as never,
-  });
-  return act!.args.serviceId;
-}
-
-const operatorLog = () => {
-  try {
-    return readFileSync(join(dir, 'operator.log'), 'utf8').slice(-3000);
-  } catch {
-    return '(no log)';
-  }
-};
-
-interface CliResult {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-function cli(args: string[]): Promise<CliResult> {
-  const child = spawn(process.execPath, [CLI, ...args], {
-    cwd: ROOT,
-    stdio: ['ignore', 'pipe', 'pipe'],
-    env: {
-      PATH: process.env['PATH'] ?? '',
-      HOME: dir,
-      AGENT_SANDBOX_CONFIG_DIR: join(dir, 'cli-config'),
-      AGENT_SANDBOX_RPC: devnet.rpcUrl,
-      AGENT_SANDBOX_TANGLE: devnet.contracts.tangle,
-      AGENT_SANDBOX_SERVICE: `${serviceId}`,
-      AGENT_SANDBOX_PRIVATE_KEY: ownerKey,
-      AGENT_SANDBOX_OPERATOR: operatorUrl,
-    },
-  });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (d: Buffer) => {
-    stdout += d.toString();
-  });
-  child.stderr.on('data', (d: Buffer) => {
-    stderr += d.toString();
-  });
-  return new Promise((res) => child.on('close', (code) => res({ code, stdout, stderr })));
-}
-
-function ok(r: CliResult): CliResult {
-  expect(r.code, `stdout:\n${r.stdout}\nstderr:\n${r.stderr}\noperator log:\n${operatorLog()}`).toBe(0);
-  return r;
-}
+const cli = (args: string[]) => op!.cli(args);
+const ok = (r: CliResult) => op!.ok(r);
 
 /** Waits (bounded) until the operator's metrics report `n` pooled containers. */
 async function poolReady(n: number): Promise<void> {
@@ -133,7 +25,7 @@ async function poolReady(n: number): Promise<void> {
   for (;;) {
     const text = await (await fetch(`${operatorUrl}/metrics`)).text();
     if (new RegExp(`^agent_sandbox_warm_pool_ready ${n}$`, 'm').test(text)) return;
-    if (Date.now() > deadline) throw new Error(`warm pool never reached ${n}; log:\n${operatorLog()}`);
+    if (Date.now() > deadline) throw new Error(`warm pool never reached ${n}; log:\n${op!.log()}`);
     await new Promise((r) => setTimeout(r, 100));
   }
 }
@@ -144,47 +36,19 @@ const mine = async () =>
   ).map((c) => ({ id: c.Id, sandboxId: c.Labels['agent-sandbox.id'] ?? '' }));
 
 beforeAll(async () => {
-  dir = await mkdtemp(join(tmpdir(), `${RUN}-`));
-  serviceId = await newService(new DevnetJobs(devnet));
-  const keyFile = join(dir, 'operator-ecdsa.key');
-  await writeFile(keyFile, `${devnet.accounts.operator1.privateKey}\n`, { mode: 0o600 });
-  const env = devnetOperatorEnv(
-    {
-      devnet,
-      blueprintId: devnet.blueprints.cloud,
-      serviceId,
-      dataDir: join(dir, 'operator1'),
-      keyFile,
-      port: await freePort(),
-      operatorId: OPERATOR_ID,
-      image,
-      labels: `agent-sandbox.test=1,${SUITE_LABEL}`,
-      // The CLI asks for 1 core, 1024 MB and 5 GB unless told; the pool holds the operator's
-      // defaults (1, 1024, 10), and workspaces hold their disk size here (loop disks): match them.
-      extra: { SANDBOX_WARM_POOL: '1', SANDBOX_DEFAULT_DISK_GB: '5' },
-    },
-    randomBytes(32).toString('hex'),
-  );
-  operator = spawnOperator({ env, detached: true, stderr: openSync(join(dir, 'operator.log'), 'a') });
-  operatorUrl = await operatorReady(operator, { timeoutMs: 90_000, log: operatorLog });
+  op = await startCloudOperator(devnet, {
+    run: RUN,
+    suiteLabel: SUITE_LABEL,
+    image,
+    // The CLI asks for 1 core, 1024 MB and 5 GB unless told; the pool holds the operator's
+    // defaults (1, 1024, 10), and workspaces hold their disk size here (loop disks): match them.
+    extra: { SANDBOX_WARM_POOL: '1', SANDBOX_DEFAULT_DISK_GB: '5' },
+  });
+  operatorUrl = op.url;
 }, 180_000);
 
 afterAll(async () => {
-  const c = operator;
-  if (c && c.exitCode === null && c.signalCode === null) {
-    const exited = new Promise((r) => c.once('exit', r));
-    c.kill('SIGTERM');
-    await Promise.race([exited, new Promise((r) => setTimeout(r, 20_000))]);
-    try {
-      process.kill(-c.pid!, 'SIGKILL');
-    } catch {}
-  }
-  for (const x of await mine())
-    await docker
-      .getContainer(x.id)
-      .remove({ force: true, v: true })
-      .catch(() => {});
-  await rm(dir, { recursive: true, force: true });
+  await op?.close();
 }, 60_000);
 
 describe('warm pool through the chain and the CLI', () => {
@@ -225,7 +89,7 @@ describe('warm pool through the chain and the CLI', () => {
     ok(await cli(['delete', id]));
     expect((await mine()).map((c) => c.sandboxId)).toEqual([refill[0]!.sandboxId]);
     // A clean shutdown removes the unclaimed container too.
-    const c = operator!;
+    const c = op!.child;
     const exited = new Promise((res) => c.once('exit', res));
     c.kill('SIGTERM');
     await exited;
