@@ -119,38 +119,11 @@ export function operatorRssMiB(pid: number): number {
 }
 
 /** A service of the cloud blueprint served by operator1 alone, with no operator program: the chain floor's. */
-export async function sideService(chain: Chain): Promise<bigint> {
-  const jobs = new DevnetJobs(chain.info);
-  const req = await jobs.send(jobs.account('serviceOwner'), 'requestService', [
-    BigInt(chain.info.blueprints.cloud),
-    [chain.info.accounts.operator1.address],
-    '0x',
-    [chain.user.address],
-    0n,
-    '0x0000000000000000000000000000000000000000',
-    0n,
-    0,
-  ]);
-  const [ev] = parseEventLogs({
-    abi: localTangleAbi,
-    eventName: 'ServiceRequested',
-    logs: req.logs as never,
+export function sideService(chain: Chain): Promise<bigint> {
+  return new DevnetJobs(chain.info).newService('cloud', '0x', {
+    operators: ['operator1'],
+    permitted: [chain.user.address],
   });
-  const done = await jobs.send(jobs.account('operator1'), 'approveService', [
-    {
-      requestId: ev!.args.requestId,
-      securityCommitments: [],
-      blsPubkey: [0n, 0n, 0n, 0n],
-      blsPopSignature: [0n, 0n],
-      teeCommitments: [],
-    },
-  ]);
-  const [act] = parseEventLogs({
-    abi: localTangleAbi,
-    eventName: 'ServiceActivated',
-    logs: done.logs as never,
-  });
-  return act!.args.serviceId;
 }
 
 /** The chain's floor: submitJob mined -> the bench, as the operator, posts a result -> mined. */

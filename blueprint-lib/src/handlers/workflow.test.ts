@@ -128,6 +128,21 @@ async function answer(
   return o.output;
 }
 
+/** Dispatches a job to `r` as `c` describes (a submitted call or a forged one) and returns its answer's JSON; throws if it skipped. */
+async function answerJson(r: ReturnType<typeof router>, jobIndex: number, input: Hex, c: JobContext) {
+  const o = await r.router.dispatch({ jobIndex, input }, c);
+  if (o.kind !== 'result') throw new Error(`job ${jobIndex} did not answer: ${JSON.stringify(o)}`);
+  return decodeJobResult(JSON_OUTPUT, o.output).json;
+}
+
+/** The context of a call the chain never saw (as a contract bug would let through), dated at `at`. */
+const forgedCtx = (callId: bigint, at: { blockNumber: bigint; transactionHash: Hex }, jobIndex: number) =>
+  ctx({ callId, blockNumber: at.blockNumber, transactionHash: at.transactionHash }, jobIndex);
+
+/** Job 2's input for a manual workflow on `sandboxId` of this service. */
+const manualWorkflow = (name: string, config: string, sandboxId: string) =>
+  encodeAbiParameters(WORKFLOW_CREATE_INPUT, [name, config, 'manual', '', '', 0, sandboxId, 0n]);
+
 /** A sandbox on chain (job 0 submitted, answered and posted), held by the operator it was assigned to. */
 async function sandboxOnChain(name: string) {
   const input = testCreateInput({ name });
@@ -163,16 +178,11 @@ describe('workflow jobs', () => {
     const { me, mine, sandboxId } = await sandboxOnChain('wf');
     const other = router(jobs.otherOperator(me), { store: otherStore, manager: otherManager });
 
-    const wfIn = encodeAbiParameters(WORKFLOW_CREATE_INPUT, [
+    const wfIn = manualWorkflow(
       'nightly',
       JSON.stringify({ command: 'echo secret-output-$((6*7))' }),
-      'manual',
-      '',
-      '',
-      0,
       sandboxId,
-      0n,
-    ]);
+    );
     const wfCall = await jobs.submit(JOB_WORKFLOW_CREATE, wfIn);
     // The non-holder skips (its own view: it does not hold the sandbox; the chain names the holder).
     const skipped = await other.router.dispatch({ jobIndex: 2, input: wfIn }, ctx(wfCall, 2));
@@ -197,20 +207,7 @@ describe('workflow jobs', () => {
 
     // A create the holder refused still settles on chain (any result records it): its trigger and
     // cancel are answered with a failure, never "triggered" or "canceled"; the non-holder skips.
-    const bad = await run(
-      mine,
-      JOB_WORKFLOW_CREATE,
-      encodeAbiParameters(WORKFLOW_CREATE_INPUT, [
-        'refused',
-        '{"bogus":1}',
-        'manual',
-        '',
-        '',
-        0,
-        sandboxId,
-        0n,
-      ]),
-    );
+    const bad = await run(mine, JOB_WORKFLOW_CREATE, manualWorkflow('refused', '{"bogus":1}', sandboxId));
     expect(bad.json).toMatchObject({ code: 'INVALID_REQUEST' });
     const badId = encodeAbiParameters(WORKFLOW_ID_INPUT, [bad.call.callId]);
     for (const job of [JOB_WORKFLOW_TRIGGER, JOB_WORKFLOW_CANCEL]) {
@@ -219,9 +216,7 @@ describe('workflow jobs', () => {
         kind: 'skip',
         reason: 'handler-skipped',
       });
-      const out = await mine.router.dispatch({ jobIndex: job, input: badId }, ctx(call, job));
-      if (out.kind !== 'result') throw new Error('the holder did not answer');
-      expect(JSON.parse(decodeJobResult(JSON_OUTPUT, out.output).json)).toMatchObject({
+      expect(JSON.parse(await answerJson(mine, job, badId, ctx(call, job)))).toMatchObject({
         code: 'NOT_FOUND',
         error: expect.stringMatching(/not stored on this operator.*create it again/),
       });
@@ -234,16 +229,7 @@ describe('workflow jobs', () => {
 
     const attacker = await jobs.addCaller();
     const marker = `/tmp/pwned-${RUN}`;
-    const steal = encodeAbiParameters(WORKFLOW_CREATE_INPUT, [
-      'steal',
-      JSON.stringify({ command: `env > ${marker}` }),
-      'manual',
-      '',
-      '',
-      0,
-      sandboxId,
-      0n,
-    ]);
+    const steal = manualWorkflow('steal', JSON.stringify({ command: `env > ${marker}` }), sandboxId);
     // On chain: the blueprint reverts the submission (NotSandboxOwner), so no job exists.
     const notOwner = toFunctionSelector('NotSandboxOwner(address,address)').slice(2);
     await expect(jobs.submit(JOB_WORKFLOW_CREATE, steal, attacker)).rejects.toThrow(
@@ -251,25 +237,15 @@ describe('workflow jobs', () => {
     );
     // Off chain: had a contract bug let it through, the holder's handler refuses it as well.
     const asAttacker = (callId: bigint, jobIndex: number): JobContext => ({
-      ...ctx({ callId, blockNumber: sbCall.blockNumber, transactionHash: sbCall.transactionHash }, jobIndex),
+      ...forgedCtx(callId, sbCall, jobIndex),
       caller: attacker.address,
     });
-    const forged = await mine.router.dispatch({ jobIndex: 2, input: steal }, asAttacker(1_000_000n, 2));
-    if (forged.kind !== 'result') throw new Error('forged create did not answer');
-    expect(JSON.parse(decodeJobResult(JSON_OUTPUT, forged.output).json)).toMatchObject({ code: 'FORBIDDEN' });
+    const forged = await answerJson(mine, 2, steal, asAttacker(1_000_000n, 2));
+    expect(JSON.parse(forged)).toMatchObject({ code: 'FORBIDDEN' });
     expect(await wfOf(mine).get(`${jobs.serviceId}`, '1000000')).toBeUndefined();
 
     // The owner's own workflow: the attacker can neither trigger nor cancel it, on chain or off.
-    const own = encodeAbiParameters(WORKFLOW_CREATE_INPUT, [
-      'own',
-      JSON.stringify({ command: `env > ${marker}` }),
-      'manual',
-      '',
-      '',
-      0,
-      sandboxId,
-      0n,
-    ]);
+    const own = manualWorkflow('own', JSON.stringify({ command: `env > ${marker}` }), sandboxId);
     const wfCall = await jobs.submit(JOB_WORKFLOW_CREATE, own);
     await answer(mine, me, wfCall, 2, own);
     const idIn = encodeAbiParameters(WORKFLOW_ID_INPUT, [wfCall.callId]);
@@ -284,9 +260,9 @@ describe('workflow jobs', () => {
       [JOB_WORKFLOW_TRIGGER, 1_000_001n],
       [JOB_WORKFLOW_CANCEL, 1_000_002n],
     ] as const) {
-      const out = await mine.router.dispatch({ jobIndex: job, input: idIn }, asAttacker(callId, job));
-      if (out.kind !== 'result') throw new Error('forged call did not answer');
-      expect(JSON.parse(decodeJobResult(JSON_OUTPUT, out.output).json)).toMatchObject({ code: 'FORBIDDEN' });
+      expect(JSON.parse(await answerJson(mine, job, idIn, asAttacker(callId, job)))).toMatchObject({
+        code: 'FORBIDDEN',
+      });
     }
     expect((await wfOf(mine).get(`${jobs.serviceId}`, `${wfCall.callId}`))?.active).toBe(true);
     expect(await wfOf(mine).runs(`${jobs.serviceId}`, `${wfCall.callId}`)).toEqual([]);
@@ -298,7 +274,7 @@ describe('workflow jobs', () => {
   });
 
   it('a cron workflow fires at its one-minute slot (test clock), a canceled one never again; fields it cannot honour are refused', async () => {
-    const { me, mine, sandboxId, sbCall } = await sandboxOnChain('cron');
+    const { mine, sandboxId, sbCall } = await sandboxOnChain('cron');
     const wfInput = (over: { trigger?: string; config?: string; sandboxConfig?: string; service?: bigint }) =>
       encodeAbiParameters(WORKFLOW_CREATE_INPUT, [
         'every-minute',
@@ -324,17 +300,13 @@ describe('workflow jobs', () => {
     // Another service: the blueprint reverts the submission; the handler refuses it as well.
     const elsewhere = wfInput({ service: jobs.serviceId + 1000n });
     await expect(jobs.submit(JOB_WORKFLOW_CREATE, elsewhere)).rejects.toThrow();
-    const forgedCreate = await mine.router.dispatch(
-      { jobIndex: JOB_WORKFLOW_CREATE, input: elsewhere },
-      ctx(
-        { callId: 2_000_001n, blockNumber: sbCall.blockNumber, transactionHash: sbCall.transactionHash },
-        2,
-      ),
+    const forgedCreate = await answerJson(
+      mine,
+      JOB_WORKFLOW_CREATE,
+      elsewhere,
+      forgedCtx(2_000_001n, sbCall, 2),
     );
-    if (forgedCreate.kind !== 'result') throw new Error('create did not answer');
-    expect(decodeJobResult(JSON_OUTPUT, forgedCreate.output).json).toMatch(
-      /target_service_id .* is another service/,
-    );
+    expect(forgedCreate).toMatch(/target_service_id .* is another service/);
 
     const t0 = Date.parse('2026-05-01T12:00:10Z');
     clock.now = t0;
@@ -355,15 +327,8 @@ describe('workflow jobs', () => {
     expect((await run(mine, JOB_WORKFLOW_CANCEL, idIn)).json).toMatchObject({ canceled: true });
     for (let m = 2; m <= 6; m++) expect(await svc.tick(t0 + m * 60_000)).toEqual([]);
     // Triggering a canceled workflow is refused on chain (inactive); the handler refuses it too.
-    const forged = await mine.router.dispatch(
-      { jobIndex: JOB_WORKFLOW_TRIGGER, input: idIn },
-      ctx(
-        { callId: 2_000_000n, blockNumber: sbCall.blockNumber, transactionHash: sbCall.transactionHash },
-        3,
-      ),
-    );
-    if (forged.kind !== 'result') throw new Error('trigger did not answer');
-    expect(decodeJobResult(JSON_OUTPUT, forged.output).json).toMatch(/canceled/);
+    const forged = await answerJson(mine, JOB_WORKFLOW_TRIGGER, idIn, forgedCtx(2_000_000n, sbCall, 3));
+    expect(forged).toMatch(/canceled/);
     expect((await svc.runs(`${jobs.serviceId}`, id)).length).toBe(1);
     const probe = await (
       await createApiSidecars({ sidecarEndpoint: (x: string) => manager.sidecarEndpoint(x) }).client(
