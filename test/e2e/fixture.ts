@@ -1,8 +1,11 @@
-// Test-only (e2e and bench; never product code): the preamble the cloud e2e files share — a fresh
-// cloud service of the shared devnet served by operator1 alone with the test's wallet as its
-// permitted caller, an `agent-sandbox-operator run` process on a free port serving it, the
-// spawned `agent-sandbox` CLI signed in as that wallet, and the teardown that leaves nothing.
-import { type ChildProcess, spawn } from 'node:child_process';
+// Test-only (e2e; never product code): the preamble the e2e files share. For cloud mode all of it —
+// a fresh cloud service of the shared devnet served by operator1 alone with the test's wallet as
+// its permitted caller, an `agent-sandbox-operator run` process on a free port serving it, the
+// spawned `agent-sandbox` CLI signed in as that wallet, and the teardown that leaves nothing
+// (`startCloudOperator`). For the instance and TEE files, which start their operators their own way,
+// the parts: a free port, the operator's dir and key file, a log's tail, an instance service's
+// config and the spawned CLI as a devnet wallet.
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { openSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -10,10 +13,11 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { devnetOperatorEnv, operatorReady, spawnOperator } from '@agent-sandbox/blueprint-bin/testing';
-import { DevnetJobs } from '@agent-sandbox/blueprint-lib/testing';
+import { SANDBOX_CREATE_INPUT, type SandboxCreateRequest } from '@agent-sandbox/blueprint-lib';
+import { DevnetJobs, testCreateRequest } from '@agent-sandbox/blueprint-lib/testing';
 import type { DevnetInfo } from '@agent-sandbox/devnet';
 import Docker from 'dockerode';
-import type { Hex, LocalAccount } from 'viem';
+import { encodeAbiParameters, type Hex, type LocalAccount } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { expect } from 'vitest';
 
@@ -29,6 +33,61 @@ export function freePort(): Promise<number> {
       s.close(() => res(port));
     });
     s.on('error', rej);
+  });
+}
+
+/** A fresh temp dir holding `role`'s key file (`operator-ecdsa.key`, mode 600), as its machine would. */
+export async function operatorDir(
+  devnet: DevnetInfo,
+  run: string,
+  role: 'operator1' | 'operator2' = 'operator1',
+): Promise<{ dir: string; keyFile: string }> {
+  const dir = await mkdtemp(join(tmpdir(), `${run}-`));
+  const keyFile = join(dir, 'operator-ecdsa.key');
+  await writeFile(keyFile, `${devnet.accounts[role].privateKey}\n`, { mode: 0o600 });
+  return { dir, keyFile };
+}
+
+/** The last `chars` characters of a log file; `missing` when there is none yet. */
+export function logTail(file: string, chars: number, missing = ''): string {
+  try {
+    return readFileSync(file, 'utf8').slice(-chars);
+  } catch {
+    return missing;
+  }
+}
+
+/**
+ * An instance or TEE-instance service's config: the tuple-encoded create request its operator
+ * provisions (the small test request of blueprint-lib's testing door, `over` changing any field).
+ */
+export const serviceConfig = (over: Partial<SandboxCreateRequest>): Hex =>
+  encodeAbiParameters([{ type: 'tuple', components: SANDBOX_CREATE_INPUT }], [testCreateRequest(over)]);
+
+/**
+ * The spawned CLI (2 min bound) as `privateKey`'s wallet: HOME is `dir`, its config dir `dir/cli`;
+ * `env` adds to that.
+ */
+export function execCli(
+  args: string[],
+  o: { dir: string; privateKey: Hex; env?: Record<string, string> },
+): Promise<{ code: number; out: string; err: string }> {
+  return new Promise((res) => {
+    execFile(
+      process.execPath,
+      [CLI, ...args],
+      {
+        env: {
+          PATH: process.env['PATH'] ?? '',
+          HOME: o.dir,
+          AGENT_SANDBOX_CONFIG_DIR: join(o.dir, 'cli'),
+          AGENT_SANDBOX_PRIVATE_KEY: o.privateKey,
+          ...o.env,
+        },
+        timeout: 120_000,
+      },
+      (e, out, err) => res({ code: e ? ((e as { code?: number }).code ?? 1) : 0, out, err }),
+    );
   });
 }
 
@@ -85,17 +144,9 @@ export async function startCloudOperator(
   const ownerKey = o.ownerKey ?? generatePrivateKey();
   const owner = privateKeyToAccount(ownerKey);
   const operatorId = `${o.run}-operator1`;
-  const dir = await mkdtemp(join(tmpdir(), `${o.run}-`));
-  const log = () => {
-    try {
-      return readFileSync(join(dir, 'operator.log'), 'utf8').slice(-3000);
-    } catch {
-      return '(no log)';
-    }
-  };
+  const { dir, keyFile } = await operatorDir(devnet, o.run);
+  const log = () => logTail(join(dir, 'operator.log'), 3000, '(no log)');
   const serviceId = await soloCloudService(devnet, [owner.address]);
-  const keyFile = join(dir, 'operator-ecdsa.key');
-  await writeFile(keyFile, `${devnet.accounts.operator1.privateKey}\n`, { mode: 0o600 });
   const env = devnetOperatorEnv(
     {
       devnet,

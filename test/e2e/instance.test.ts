@@ -7,84 +7,44 @@
 // And: a failing provision does not stop the operator (it is ready, /health says why, retries),
 // and does not block a later start; a service that ended while the operator was down is
 // deprovisioned at its next start. And workflows on the instance (`workflow … --instance S`).
-import { type ChildProcess, execFile } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { openSync, readFileSync } from 'node:fs';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { createServer } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { rm, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { devnetOperatorEnv, operatorReady, spawnOperator } from '@agent-sandbox/blueprint-bin/testing';
-import { SANDBOX_CREATE_INPUT } from '@agent-sandbox/blueprint-lib';
 import { DevnetJobs } from '@agent-sandbox/blueprint-lib/testing';
 import { agentSandboxBlueprintAbi } from '@agent-sandbox/contracts';
 import Docker from 'dockerode';
-import { encodeAbiParameters } from 'viem';
 import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
 import { runCliInProcess } from '../../client/src/testing/cli-harness.ts';
+import { execCli, freePort, logTail, operatorDir, ROOT, serviceConfig } from './fixture.ts';
 import { instanceWorkflows } from './instance-workflows.ts';
 
 vi.setConfig({ testTimeout: 240_000 });
 
 const devnet = inject('devnet');
 const image = inject('sandboxImage');
-const ROOT = resolve(import.meta.dirname, '..', '..');
-const CLI = join(ROOT, 'client', 'bin', 'agent-sandbox.mjs');
 const RUN = `e2e-inst-${Date.now().toString(36)}`;
 const SUITE_LABEL = 'agent-sandbox.test.suite=e2e-instance';
 const AGENT = readFileSync(join(ROOT, 'scripts', 'demo', 'agent.sh'), 'utf8');
 const docker = new Docker();
 
-const freePort = (): Promise<number> =>
-  new Promise((res, rej) => {
-    const s = createServer();
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as { port: number };
-      s.close(() => res(port));
-    });
-    s.on('error', rej);
-  });
-
 let dir = '';
 const operators: ChildProcess[] = [];
 const logFile = (name: string) => join(dir, `${name}.log`);
-const fullLog = (name: string) => {
-  try {
-    return readFileSync(logFile(name), 'utf8');
-  } catch {
-    return '';
-  }
-};
-const tail = (name: string) => fullLog(name).slice(-4000);
+const fullLog = (name: string) => logTail(logFile(name), Number.POSITIVE_INFINITY);
+const tail = (name: string) => logTail(logFile(name), 4000);
 
 /** An instance service whose config sets no timers (so its sandbox is exempt from expiry). */
 const instanceConfig = (name: string) =>
-  encodeAbiParameters(
-    [{ type: 'tuple', components: SANDBOX_CREATE_INPUT }],
-    [
-      {
-        name,
-        image: '',
-        stack: '',
-        agent_identifier: '',
-        env_json: JSON.stringify({ SANDBOX_AGENT_COMMAND: AGENT }),
-        metadata_json: '{}',
-        ssh_enabled: false,
-        ssh_public_key: '',
-        web_terminal_enabled: false,
-        max_lifetime_seconds: 0n,
-        idle_timeout_seconds: 0n,
-        cpu_cores: 1n,
-        memory_mb: 256n,
-        disk_gb: 1n,
-        tee_required: false,
-        tee_type: 0,
-        attestation_nonce: '',
-        capabilities_json: '',
-      },
-    ],
-  );
+  serviceConfig({
+    name,
+    env_json: JSON.stringify({ SANDBOX_AGENT_COMMAND: AGENT }),
+    max_lifetime_seconds: 0n,
+    idle_timeout_seconds: 0n,
+  });
 
 function operatorEnv(serviceId: bigint, name: string, port: number, extra: Record<string, string> = {}) {
   return devnetOperatorEnv(
@@ -130,24 +90,7 @@ async function kill(child: ChildProcess, signal: NodeJS.Signals): Promise<void> 
 }
 
 /** The spawned CLI, as the owner runs it (the service owner's key, a private config dir). */
-function cli(args: string[]): Promise<{ code: number; out: string; err: string }> {
-  return new Promise((res) => {
-    execFile(
-      process.execPath,
-      [CLI, ...args],
-      {
-        env: {
-          PATH: process.env['PATH'] ?? '',
-          HOME: dir,
-          AGENT_SANDBOX_CONFIG_DIR: join(dir, 'cli'),
-          AGENT_SANDBOX_PRIVATE_KEY: devnet.accounts.serviceOwner.privateKey,
-        },
-        timeout: 120_000,
-      },
-      (e, out, err) => res({ code: e ? ((e as { code?: number }).code ?? 1) : 0, out, err }),
-    );
-  });
-}
+const cli = (args: string[]) => execCli(args, { dir, privateKey: devnet.accounts.serviceOwner.privateKey });
 const cliInProcess = (args: string[]) =>
   runCliInProcess(args, {
     configDir: join(dir, 'cli'),
@@ -171,10 +114,7 @@ const health = async (url: string) => {
 };
 
 beforeAll(async () => {
-  dir = await mkdtemp(join(tmpdir(), `${RUN}-`));
-  await writeFile(join(dir, 'operator-ecdsa.key'), `${devnet.accounts.operator2.privateKey}\n`, {
-    mode: 0o600,
-  });
+  ({ dir } = await operatorDir(devnet, RUN, 'operator2'));
 });
 
 afterAll(async () => {

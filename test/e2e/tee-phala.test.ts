@@ -11,10 +11,8 @@
 // with --test-anchors in test mode), from a real quote's TD report.
 import type { ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { openSync, readFileSync } from 'node:fs';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { createServer } from 'node:net';
-import { tmpdir } from 'node:os';
+import { openSync } from 'node:fs';
+import { readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import {
@@ -33,7 +31,6 @@ import {
   startFakePccs,
 } from '@agent-sandbox/attestation/testing';
 import { devnetOperatorEnv, operatorReady, spawnOperator } from '@agent-sandbox/blueprint-bin/testing';
-import { SANDBOX_CREATE_INPUT } from '@agent-sandbox/blueprint-lib';
 import { DevnetJobs } from '@agent-sandbox/blueprint-lib/testing';
 import {
   FAKE_PHALA_API_KEY,
@@ -43,25 +40,15 @@ import {
   type Wiretap,
 } from '@agent-sandbox/runtime/testing';
 import { DSTACK_SAMPLE, type FakeDstack, startFakeDstack } from '@agent-sandbox/sidecar/testing';
-import { encodeAbiParameters } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { runCliInProcess } from '../../client/src/testing/cli-harness.ts';
 import { signInOverHttp } from '../../runtime/src/api/testing/sign-in.ts';
+import { freePort, logTail, operatorDir, serviceConfig } from './fixture.ts';
 
 const devnet = inject('devnet');
 const image = inject('sandboxImage');
 const RUN = `e2e-phala-${Date.now().toString(36)}`;
-
-const freePort = (): Promise<number> =>
-  new Promise((res, rej) => {
-    const s = createServer();
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as { port: number };
-      s.close(() => res(port));
-    });
-    s.on('error', rej);
-  });
 
 let dir = '';
 let dstack: FakeDstack;
@@ -75,45 +62,19 @@ let operatorUrl = '';
 /** Every byte between the owner (test, CLI) and the operator API: operatorUrl is this tap. */
 let apiTap: Wiretap | undefined;
 let serviceId = 0n;
-const operatorLog = () => {
-  try {
-    return readFileSync(join(dir, 'operator.log'), 'utf8').slice(-4000);
-  } catch {
-    return '';
-  }
-};
+const operatorLog = () => logTail(join(dir, 'operator.log'), 4000);
 
-const config = encodeAbiParameters(
-  [{ type: 'tuple', components: SANDBOX_CREATE_INPUT }],
-  [
-    {
-      name: 'phala-e2e',
-      image: '',
-      stack: '',
-      agent_identifier: '',
-      env_json: '{"MODE":"cvm"}',
-      metadata_json: '{}',
-      ssh_enabled: false,
-      ssh_public_key: '',
-      web_terminal_enabled: false,
-      max_lifetime_seconds: 3600n,
-      idle_timeout_seconds: 900n,
-      cpu_cores: 1n,
-      memory_mb: 256n,
-      disk_gb: 1n,
-      tee_required: true,
-      tee_type: 1,
-      attestation_nonce: '',
-      capabilities_json: '',
-    },
-  ],
-);
+const config = serviceConfig({
+  name: 'phala-e2e',
+  env_json: '{"MODE":"cvm"}',
+  max_lifetime_seconds: 3600n,
+  idle_timeout_seconds: 900n,
+  tee_required: true,
+  tee_type: 1,
+});
 
 beforeAll(async () => {
-  dir = await mkdtemp(join(tmpdir(), `${RUN}-`));
-  await writeFile(join(dir, 'operator-ecdsa.key'), `${devnet.accounts.operator1.privateKey}\n`, {
-    mode: 0o600,
-  });
+  ({ dir } = await operatorDir(devnet, RUN));
   const pki = await createTdxTestPki();
   await saveTdxTestRoot(join(dir, 'pki'), pki);
   pccs = await startFakePccs(pki);

@@ -3,42 +3,27 @@
 // temp dir (test firmware signing SNP reports with a test PKI, trusted only in TEST_MODE). The
 // operator provisions and reports the v1 attestation on chain; the `agent-sandbox` CLI verifies it
 // (chain + fresh nonce), seals a secret to the bound key, and `exec` sees it in the sandbox.
-import { type ChildProcess, execFile } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, openSync, readFileSync } from 'node:fs';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { createServer } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { rm } from 'node:fs/promises';
+import { join } from 'node:path';
 import { createSevTestPki, saveSevTestPki } from '@agent-sandbox/attestation/testing';
 import { devnetOperatorEnv, operatorReady, spawnOperator } from '@agent-sandbox/blueprint-bin/testing';
-import { SANDBOX_CREATE_INPUT } from '@agent-sandbox/blueprint-lib';
 import { DevnetJobs } from '@agent-sandbox/blueprint-lib/testing';
 import { FakeTsmFirmware } from '@agent-sandbox/runtime/testing';
 import Docker from 'dockerode';
 import { chromium } from 'playwright-core';
-import { encodeAbiParameters } from 'viem';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { runCliInProcess } from '../../client/src/testing/cli-harness.ts';
+import { execCli, freePort, logTail, operatorDir, ROOT, serviceConfig } from './fixture.ts';
 
 const devnet = inject('devnet');
 const image = inject('sandboxImage');
-const ROOT = resolve(import.meta.dirname, '..', '..');
-const CLI = join(ROOT, 'client', 'bin', 'agent-sandbox.mjs');
 const RUN = `e2e-tee-${Date.now().toString(36)}`;
 const SUITE_LABEL = 'agent-sandbox.test.suite=e2e-tee';
 const MEASUREMENT = 'a5'.repeat(48);
 const docker = new Docker();
-
-const freePort = (): Promise<number> =>
-  new Promise((res, rej) => {
-    const s = createServer();
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as { port: number };
-      s.close(() => res(port));
-    });
-    s.on('error', rej);
-  });
 
 let dir = '';
 let serviceId = 0n;
@@ -47,41 +32,17 @@ const operators: ChildProcess[] = [];
 let operatorUrl = '';
 let sandboxId = '';
 const logFile = () => join(dir, 'operator.log');
-const operatorLog = () => {
-  try {
-    return readFileSync(logFile(), 'utf8').slice(-4000);
-  } catch {
-    return '';
-  }
-};
+const operatorLog = () => logTail(logFile(), 4000);
 
 /** A TEE-instance service (tee_type 3, SEV) served by operator1 alone; serviceOwner owns it. */
 async function newTeeService(jobs: DevnetJobs): Promise<bigint> {
-  const config = encodeAbiParameters(
-    [{ type: 'tuple', components: SANDBOX_CREATE_INPUT }],
-    [
-      {
-        name: 'tee-e2e',
-        image: '',
-        stack: '',
-        agent_identifier: '',
-        env_json: '{}',
-        metadata_json: '{}',
-        ssh_enabled: false,
-        ssh_public_key: '',
-        web_terminal_enabled: false,
-        max_lifetime_seconds: 3600n,
-        idle_timeout_seconds: 900n,
-        cpu_cores: 1n,
-        memory_mb: 256n,
-        disk_gb: 1n,
-        tee_required: true,
-        tee_type: 3,
-        attestation_nonce: '',
-        capabilities_json: '',
-      },
-    ],
-  );
+  const config = serviceConfig({
+    name: 'tee-e2e',
+    max_lifetime_seconds: 3600n,
+    idle_timeout_seconds: 900n,
+    tee_required: true,
+    tee_type: 3,
+  });
   return jobs.newService('teeInstance', config, {
     operators: ['operator1'],
     permitted: [devnet.accounts.serviceOwner.address],
@@ -118,28 +79,8 @@ function startOperator(env: Record<string, string>): Promise<string> {
   return operatorReady(child, { log: operatorLog });
 }
 
-function cli(
-  args: string[],
-  env: Record<string, string> = {},
-): Promise<{ code: number; out: string; err: string }> {
-  return new Promise((res) => {
-    execFile(
-      process.execPath,
-      [CLI, ...args],
-      {
-        env: {
-          PATH: process.env['PATH'] ?? '',
-          HOME: dir,
-          AGENT_SANDBOX_CONFIG_DIR: join(dir, 'cli'),
-          AGENT_SANDBOX_PRIVATE_KEY: devnet.accounts.serviceOwner.privateKey,
-          ...env,
-        },
-        timeout: 120_000,
-      },
-      (e, out, err) => res({ code: e ? ((e as { code?: number }).code ?? 1) : 0, out, err }),
-    );
-  });
-}
+const cli = (args: string[], env: Record<string, string> = {}) =>
+  execCli(args, { dir, privateKey: devnet.accounts.serviceOwner.privateKey, env });
 
 const target = () => [
   '--operator',
@@ -155,10 +96,7 @@ const TEST_ANCHORS = () => ['--test-anchors', join(dir, 'pki')];
 const TEST_ENV = { AGENT_SANDBOX_TEST_MODE: 'true' };
 
 beforeAll(async () => {
-  dir = await mkdtemp(join(tmpdir(), `${RUN}-`));
-  await writeFile(join(dir, 'operator-ecdsa.key'), `${devnet.accounts.operator1.privateKey}\n`, {
-    mode: 0o600,
-  });
+  ({ dir } = await operatorDir(devnet, RUN));
   const pki = await createSevTestPki();
   await saveSevTestPki(join(dir, 'pki'), pki);
   fw = await new FakeTsmFirmware({
