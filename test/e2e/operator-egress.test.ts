@@ -3,12 +3,12 @@
 // no rule behind; with SANDBOX_EGRESS=none (loopback-only sandboxes) it starts without them.
 import { type ChildProcess, execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { rm } from 'node:fs/promises';
+import { dirname } from 'node:path';
 import { spawnOperator } from '@agent-sandbox/blueprint-bin/testing';
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import { chainNames } from '../../runtime/src/docker/egress-rules.ts';
+import { operatorDir } from './fixture.ts';
 
 const devnet = inject('devnet');
 const image = inject('sandboxImage');
@@ -17,10 +17,8 @@ const dirs: string[] = [];
 const children: ChildProcess[] = [];
 
 async function operatorEnv(egress: string, path: string): Promise<Record<string, string>> {
-  const dataDir = await mkdtemp(join(tmpdir(), `${RUN}-`));
+  const { dir: dataDir, keyFile } = await operatorDir(devnet, RUN);
   dirs.push(dataDir);
-  const acct = devnet.accounts.operator1;
-  await writeFile(join(dataDir, 'operator-ecdsa.key'), `${acct.privateKey}\n`, { mode: 0o600 });
   return {
     PATH: path,
     HOME: process.env['HOME'] ?? '/tmp',
@@ -29,7 +27,7 @@ async function operatorEnv(egress: string, path: string): Promise<Record<string,
     BLUEPRINT_ID: `${devnet.blueprints.cloud}`,
     SERVICE_ID: `${devnet.services.cloud}`,
     DATA_DIR: dataDir,
-    KEYSTORE_URI: join(dataDir, 'operator-ecdsa.key'),
+    KEYSTORE_URI: keyFile,
     TEST_MODE: 'true',
     SESSION_AUTH_SECRET: randomBytes(32).toString('hex'),
     OPERATOR_API_PORT: '0',

@@ -4,9 +4,7 @@
 // user signs in, execs, and deletes with job 1. Then kill -9 of both operators loses no job.
 import type { ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtemp, rm, stat, writeFile } from 'node:fs/promises';
-import { createServer } from 'node:net';
-import { tmpdir } from 'node:os';
+import { rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { devnetOperatorEnv, operatorReady, spawnOperator } from '@agent-sandbox/blueprint-bin/testing';
 import { DevnetJobs } from '@agent-sandbox/blueprint-lib/testing';
@@ -23,23 +21,13 @@ import {
   SANDBOX_DELETE_INPUT,
 } from '../../blueprint-lib/index.ts';
 import { decodeJobResult } from '../../sdk/index.ts';
+import { freePort, operatorDir } from './fixture.ts';
 
 const devnet = inject('devnet');
 const image = inject('sandboxImage');
 const RUN = `e2e-op-${Date.now().toString(36)}`;
 const SUITE_LABEL = 'agent-sandbox.test.suite=e2e-operator';
 const docker = new Docker();
-
-function freePort(): Promise<number> {
-  return new Promise((res, rej) => {
-    const s = createServer();
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as { port: number };
-      s.close(() => res(port));
-    });
-    s.on('error', rej);
-  });
-}
 
 interface OperatorProc {
   role: 'operator1' | 'operator2';
@@ -53,9 +41,8 @@ interface OperatorProc {
 }
 
 async function makeOperator(role: 'operator1' | 'operator2', serviceId: bigint): Promise<OperatorProc> {
-  const dataDir = await mkdtemp(join(tmpdir(), `${RUN}-${role}-`));
+  const { dir: dataDir, keyFile } = await operatorDir(devnet, `${RUN}-${role}`, role);
   const acct = devnet.accounts[role];
-  await writeFile(join(dataDir, 'operator-ecdsa.key'), `${acct.privateKey}\n`, { mode: 0o600 });
   const operatorId = `${RUN}-${role}`;
   const port = await freePort();
   return {
@@ -70,7 +57,7 @@ async function makeOperator(role: 'operator1' | 'operator2', serviceId: bigint):
         blueprintId: devnet.blueprints.cloud,
         serviceId,
         dataDir,
-        keyFile: join(dataDir, 'operator-ecdsa.key'),
+        keyFile,
         port,
         operatorId,
         image,

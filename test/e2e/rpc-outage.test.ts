@@ -4,9 +4,7 @@
 // every job has exactly one result, the creates are running and the deleted sandboxes are gone.
 import type { ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { createServer } from 'node:net';
-import { tmpdir } from 'node:os';
+import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { devnetOperatorEnv, operatorReady, spawnOperator } from '@agent-sandbox/blueprint-bin/testing';
 import { DevnetJobs, testCreateInput } from '@agent-sandbox/blueprint-lib/testing';
@@ -23,23 +21,13 @@ import {
 } from '../../blueprint-lib/index.ts';
 import { decodeJobResult } from '../../sdk/index.ts';
 import { type TcpProxy, tcpProxy } from '../../sdk/src/testing/tcp-proxy.ts';
+import { freePort, operatorDir } from './fixture.ts';
 
 const devnet = inject('devnet');
 const image = inject('sandboxImage');
 const RUN = `e2e-rpc-${Date.now().toString(36)}`;
 const SUITE_LABEL = 'agent-sandbox.test.suite=e2e-rpc-outage';
 const docker = new Docker();
-
-function freePort(): Promise<number> {
-  return new Promise((res, rej) => {
-    const s = createServer();
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as { port: number };
-      s.close(() => res(port));
-    });
-    s.on('error', rej);
-  });
-}
 
 let jobs: DevnetJobs;
 let proxy: TcpProxy;
@@ -49,12 +37,11 @@ let dir = '';
 const log: string[] = [];
 
 beforeAll(async () => {
-  dir = await mkdtemp(join(tmpdir(), `${RUN}-`));
+  let keyFile: string;
+  ({ dir, keyFile } = await operatorDir(devnet, RUN));
   jobs = new DevnetJobs(devnet);
   const serviceId = await jobs.newService('cloud', '0x', { operators: ['operator1'] });
   proxy = await tcpProxy(Number(new URL(devnet.rpcUrl).port));
-  const keyFile = join(dir, 'operator-ecdsa.key');
-  await writeFile(keyFile, `${devnet.accounts.operator1.privateKey}\n`, { mode: 0o600 });
   const env = devnetOperatorEnv(
     {
       // Every chain read and write of the operator goes through the proxy.
