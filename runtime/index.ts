@@ -78,7 +78,6 @@ export {
   domainAllowed,
   effectiveDomains,
   NetworkPolicySchema,
-  NOT_ENFORCED as NETWORK_POLICY_NOT_ENFORCED,
   resolveNetworkPolicy,
 } from './src/sandbox/network-policy.ts';
 export type { ProvisionPhase, ProvisionProgress } from './src/sandbox/provision-progress.ts';

@@ -152,12 +152,17 @@ describe('validateCreateRequest plain compute (agent: false)', () => {
 });
 
 describe('validateCreateRequest network policy', () => {
-  it('validates the policy and refuses it while no allow-list resolver enforces it', () => {
+  it('validates the policy and hands it to the runtime in its own (camelCase) form', () => {
     const strict =
-      '{"network":{"mode":"strict","allow_domains":["example.com"],"include_implicit_domains":true}}';
-    expect(() => validateCreateRequest(request({ capabilities_json: strict }), policy)).toThrow(
-      expect.objectContaining({ code: 'NETWORK_POLICY_UNAVAILABLE' }),
-    );
+      '{"network":{"mode":"strict","allow_domains":["Example.com."],"include_implicit_domains":true}}';
+    const v = validateCreateRequest(request({ capabilities_json: strict }), policy);
+    expect(v.network).toEqual({
+      mode: 'strict',
+      allowDomains: ['example.com'],
+      includeImplicitDomains: true,
+    });
+    expect(runtimeCreateParams(v).network).toEqual(v.network);
+    expect(runtimeCreateParams(validateCreateRequest(request({}), policy))).not.toHaveProperty('network');
     for (const bad of [
       '{"network":{"mode":"strict","allow_domains":["169.254.169.254"]}}',
       '{"network":{"mode":"all"}}',

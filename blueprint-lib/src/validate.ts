@@ -2,7 +2,6 @@
 // JSON fields, lengths) before anything is created, and turns it into runtime create parameters.
 import {
   type CreateSandboxParams,
-  NETWORK_POLICY_NOT_ENFORCED,
   RuntimeError,
   resolveShape,
   type ShapeCatalog,
@@ -166,13 +165,6 @@ export function validateCreateRequest(req: SandboxCreateRequest, policy: CreateP
       'this operator has no TEE backend; send tee_required=false or use a TEE-instance service',
     );
   }
-  if (options.network !== undefined) {
-    // Validated (domain names, mode) by the schema; refused until the allow-list resolver exists,
-    // so a policy is never accepted and then not kept (runtime/src/sandbox/network-policy.ts).
-    throw new BlueprintError('NETWORK_POLICY_UNAVAILABLE', NETWORK_POLICY_NOT_ENFORCED, {
-      details: { field: 'capabilities_json.network' },
-    });
-  }
   const plain = options.agent === false;
   const fork = options.from_sandbox !== undefined || options.from_snapshot !== undefined;
   if (fork && req.image.trim() !== '') {
@@ -243,7 +235,15 @@ export function validateCreateRequest(req: SandboxCreateRequest, policy: CreateP
     maxLifetimeSeconds: timer(req.max_lifetime_seconds),
     deleteAfterStoppedSeconds: options.delete_after_stopped_seconds ?? 0,
     agent: !plain,
-    network: undefined,
+    // Validated (mode, domain names, no IP literals) by the schema; the runtime enforces it, or
+    // refuses it with NETWORK_POLICY_UNAVAILABLE when this operator cannot.
+    network: options.network
+      ? {
+          mode: options.network.mode,
+          allowDomains: options.network.allow_domains,
+          includeImplicitDomains: options.network.include_implicit_domains,
+        }
+      : undefined,
     env,
     metadata: {
       ...metadata,
@@ -280,6 +280,7 @@ export function runtimeCreateParams(
     maxLifetimeSeconds: v.maxLifetimeSeconds,
     deleteAfterStoppedSeconds: v.deleteAfterStoppedSeconds,
     agent: v.agent,
+    ...(v.network ? { network: v.network } : {}),
     env: v.env,
     metadata: v.metadata,
     exposedPorts: v.exposedPorts,

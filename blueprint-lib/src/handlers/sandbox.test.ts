@@ -227,11 +227,6 @@ describe('SANDBOX_CREATE and SANDBOX_DELETE', () => {
       [{ capabilities_json: '{not json' }, 'INVALID_REQUEST', 'capabilities_json'],
       [{ capabilities_json: '{"agent":false,"startup_script":"make"}' }, 'INVALID_REQUEST', 'startup_script'],
       [
-        { capabilities_json: '{"network":{"mode":"strict","allow_domains":["example.com"]}}' },
-        'NETWORK_POLICY_UNAVAILABLE',
-        'network',
-      ],
-      [
         { capabilities_json: '{"network":{"mode":"strict","allow_domains":["10.0.0.1"]}}' },
         'INVALID_REQUEST',
         'capabilities_json.network',

@@ -46,6 +46,8 @@ export interface ContainerSpecInput {
   exposedPorts?: readonly number[];
   /** The sandbox network to join (undefined: the engine's default bridge; 'none': loopback only). */
   networkName?: string | undefined;
+  /** The container's MAC on that network (a policed sandbox's rules are keyed by it). */
+  macAddress?: string | undefined;
   /**
    * With networkName 'none': the host directory mounted at SOCKET_MOUNT, where the sidecar
    * listens (no port is published: there is no interface to publish it on).
@@ -130,5 +132,6 @@ export function buildContainerSpec(s: ContainerSpecInput): Docker.ContainerCreat
     HostConfig: hostConfig,
   };
   if (s.cmd) opts.Cmd = s.cmd;
+  if (s.macAddress) opts.MacAddress = s.macAddress;
   return opts;
 }

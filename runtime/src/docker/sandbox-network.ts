@@ -24,7 +24,8 @@ export interface SandboxNetwork {
   gateway: string | undefined;
 }
 
-export function sandboxNetworkNames(policy: 'public'): { name: string; bridge: string } {
+/** `policy`: the bridge of sandboxes with a network policy of their own (sandbox/egress-policy). */
+export function sandboxNetworkNames(policy: 'public' | 'policy'): { name: string; bridge: string } {
   return { name: `agent-sandbox-${policy}`, bridge: `asbx-${policy}` };
 }
 
@@ -52,6 +53,14 @@ export async function ensureSandboxNetwork(docker: Docker, policy: EgressPolicy)
   if (policy === 'open') return { name: undefined, bridge: undefined, gateway: undefined };
   // No bridge, no rules: the container gets no interface to send anything on.
   if (policy === 'none') return { name: 'none', bridge: undefined, gateway: undefined };
+  return ensureBridgeNetwork(docker, policy);
+}
+
+/** Creates (or checks) one of the sandbox bridges: ICC off, a fixed bridge interface name. */
+export async function ensureBridgeNetwork(
+  docker: Docker,
+  policy: 'public' | 'policy',
+): Promise<SandboxNetwork> {
   const { name, bridge } = sandboxNetworkNames(policy);
   let info = await inspectNetwork(docker, name);
   if (!info) {

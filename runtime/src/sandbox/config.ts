@@ -104,9 +104,18 @@ export const SandboxRuntimeConfigSchema = z.object({
   /**
    * The implicit domains of the network model (registries, git hosts, container registries, CDNs,
    * Tangle's services): what a sandbox with no policy is meant to reach. Published in the
-   * capability document; not enforced yet (network-policy.ts).
+   * capability document; what a `default` network policy reaches (egress-policy/).
    */
   implicitDomains: z.array(DomainSchema).default([...DEFAULT_IMPLICIT_DOMAINS]),
+  /**
+   * The upstream resolvers of the per-sandbox resolvers (`ip` or `ip#port`): where the names a
+   * policy allows are looked up. Empty: the nameservers of the host's /etc/resolv.conf.
+   */
+  dnsUpstream: z
+    .array(
+      z.string().regex(/^\d{1,3}(\.\d{1,3}){3}(#\d{1,5})?$/, 'must be an IPv4 address, optionally #port'),
+    )
+    .default([]),
   /**
    * Under egress none: where each sandbox's sidecar socket directory is made (<dir>/<sandbox id>,
    * 0700). Short enough that the socket path fits a Unix socket address (107 bytes).

@@ -7,6 +7,8 @@ import { RuntimeError } from '../errors.ts';
 import type { KeyLock } from '../store/key-lock.ts';
 import type { StoreCollection } from '../store/store.ts';
 import type { SandboxRuntimeConfig } from './config.ts';
+import type { PolicyEnforcer } from './egress-policy/enforcer.ts';
+import { afterTransition } from './egress-policy/hooks.ts';
 import type { SandboxMetrics } from './metrics.ts';
 import type { ProvisionProgress } from './provision-progress.ts';
 import { assertTransition, type SandboxRecord, type SandboxState } from './record.ts';
@@ -65,6 +67,8 @@ export interface SandboxContext {
   driver: DockerDriver;
   /** The network sandboxes join (set when the manager opens, from the egress policy). */
   network: SandboxNetwork;
+  /** Per-sandbox network policies (egress-policy/), set up when the first policed sandbox needs it. */
+  policy?: PolicyEnforcer | undefined;
   records: RecordBook;
   provisions: StoreCollection<ProvisionProgress>;
   metrics: SandboxMetrics | undefined;
@@ -80,10 +84,15 @@ export function transition(
   state: SandboxState,
   changes: Partial<SandboxRecord> = {},
 ): Promise<SandboxRecord> {
-  return ctx.records.patch(id, (r) => {
-    assertTransition(id, r.state, state);
-    return { ...r, ...changes, state, updatedAt: ctx.now() };
-  });
+  return ctx.records
+    .patch(id, (r) => {
+      assertTransition(id, r.state, state);
+      return { ...r, ...changes, state, updatedAt: ctx.now() };
+    })
+    .then(async (r) => {
+      await afterTransition(ctx, r);
+      return r;
+    });
 }
 
 /** The record, or NOT_FOUND (a deleted sandbox is gone to every caller). */

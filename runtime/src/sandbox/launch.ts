@@ -7,6 +7,7 @@ import { removeSocketDir } from '../docker/sidecar-socket.ts';
 import { restoreIntoVolume } from '../docker/workspace-restore.ts';
 import { RuntimeError } from '../errors.ts';
 import type { SandboxContext } from './context.ts';
+import { beforeStart, containerNetwork } from './egress-policy/hooks.ts';
 import { deliverUserEnv } from './env-delivery.ts';
 import type { SandboxRecord } from './record.ts';
 import { noNetwork, prepareSidecarSocket, sandboxContainerEnv, startedAddress } from './sidecar-address.ts';
@@ -71,7 +72,7 @@ export async function launchContainer(
       pidsLimit: cfg.pidsLimit,
       tmpfsSizeMb: cfg.tmpfsSizeMb,
       exposedPorts: rec.exposedPorts ?? [],
-      networkName: ctx.network.name,
+      ...containerNetwork(ctx, rec),
       socketDir,
       ...(opts.cmd ? { cmd: opts.cmd } : {}),
     });
@@ -86,6 +87,7 @@ export async function launchContainer(
       });
     }
     await opts.onPhase?.('container_start');
+    await beforeStart(ctx, rec);
     const started = await driver.start(containerId, noNetwork(ctx) ? undefined : cfg.sidecarPort);
     const at = startedAddress(ctx, rec.id, started.hostPort);
     await opts.onPhase?.('health_check');
@@ -110,6 +112,7 @@ export async function launchContainer(
   } catch (e) {
     // Best effort: a cleanup failure must not hide the original error.
     if (containerId) await driver.removeContainer(containerId).catch((err) => logCleanup(ctx, rec.id, err));
+    if (rec.network) await ctx.policy?.release(rec.id).catch((err) => logCleanup(ctx, rec.id, err));
     if (opts.removeVolumeOnFailure) {
       await driver.removeVolume(rec.volumeName).catch((err) => logCleanup(ctx, rec.id, err));
       await removeSocketDir(cfg.sidecarSocketDir, rec.id).catch((err) => logCleanup(ctx, rec.id, err));

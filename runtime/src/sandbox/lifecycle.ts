@@ -5,6 +5,7 @@ import { containerName } from '../docker/labels.ts';
 import { socketDir } from '../docker/sidecar-socket.ts';
 import { RuntimeError } from '../errors.ts';
 import { mustGet, type SandboxContext, transition } from './context.ts';
+import { beforeStart, containerNetwork } from './egress-policy/hooks.ts';
 import { containerEnv } from './env.ts';
 import { deliverUserEnv } from './env-delivery.ts';
 import { launchContainer, pickExposed } from './launch.ts';
@@ -98,6 +99,7 @@ export async function resumeSandbox(ctx: SandboxContext, id: string): Promise<Sa
   if (container && rec.containerId) {
     // The socket directory is a bind mount source: re-made if it went (e.g. /run after a reboot).
     await prepareSidecarSocket(ctx, id);
+    await beforeStart(ctx, rec);
     const started = await ctx.driver.start(rec.containerId, noNetwork(ctx) ? undefined : ctx.cfg.sidecarPort);
     const at = startedAddress(ctx, id, started.hostPort);
     const health = await waitForHealth(at.addr, {
@@ -143,7 +145,7 @@ async function outdatedContainer(ctx: SandboxContext, id: string, containerId: s
     ...Object.keys(containerEnv({ token: '', sidecarPort: ctx.cfg.sidecarPort, socketPath: '/' })),
     ...(await ctx.driver.imageEnv(setup.image)).map((e) => e.split('=')[0]),
   ]);
-  const network = ctx.network.name ?? 'bridge';
+  const network = containerNetwork(ctx, mustGet(ctx, id)).networkName ?? 'bridge';
   // Without a network, its socket directory must be this operator's (SANDBOX_SOCKET_DIR may have moved).
   const socketMoved = noNetwork(ctx) && !setup.binds.includes(socketDir(ctx.cfg.sidecarSocketDir, id));
   return setup.envKeys.some((k) => !allowed.has(k)) || !setup.networks.includes(network) || socketMoved;

@@ -17,6 +17,7 @@ import {
   type SandboxRuntimeConfigInput,
 } from './config.ts';
 import { mustGet, RecordBook, type SandboxContext } from './context.ts';
+import { PolicyEnforcer } from './egress-policy/enforcer.ts';
 import { parseUserEnv } from './env.ts';
 import { resolveForkSource } from './fork.ts';
 import {
@@ -69,6 +70,7 @@ export class SandboxManager {
   #loaded = false;
   #rules: EgressRules | undefined;
   #pool: WarmPool | undefined;
+  #enforcer: Promise<PolicyEnforcer> | undefined;
 
   private constructor(opts: SandboxManagerOptions) {
     this.config = parseSandboxRuntimeConfig(opts.config);
@@ -124,8 +126,45 @@ export class SandboxManager {
       await rules.install();
       m.#rules = rules;
     }
+    // Policed sandboxes of a previous run: their rules and resolvers are rebuilt from the records.
+    if (policy !== 'none' && m.#ctx.records.all().some((r) => r.network && r.state !== 'deleted')) {
+      try {
+        await m.#ensurePolicy();
+        await m.#ctx.policy?.rebuild(m.#ctx.records.all());
+      } catch (err) {
+        // The rules of the previous run stay in the kernel (fail-closed): nothing new resolves.
+        m.#ctx.log.error({ err: String(err) }, 'could not rebuild the per-sandbox network policies');
+      }
+    }
     m.#loaded = true;
     return m;
+  }
+
+  /** Sets up the enforcement of per-sandbox network policies (once; again after a failure). */
+  async #ensurePolicy(): Promise<PolicyEnforcer> {
+    if (this.#ctx.policy) return this.#ctx.policy;
+    this.#enforcer ??= PolicyEnforcer.open({
+      operatorId: this.config.operatorId,
+      implicitDomains: this.config.implicitDomains,
+      upstream: this.config.dnsUpstream,
+      dir: join(dirname(this.config.snapshotDir), 'resolvers'),
+      docker: this.#ctx.driver.docker,
+      log: this.#ctx.log,
+    }).catch((e: unknown) => {
+      this.#enforcer = undefined;
+      throw new RuntimeError(
+        'NETWORK_POLICY_UNAVAILABLE',
+        `this operator cannot enforce a per-sandbox network policy: ${(e as Error).message}`,
+        { cause: e },
+      );
+    });
+    this.#ctx.policy = await this.#enforcer;
+    return this.#ctx.policy;
+  }
+
+  /** Per-sandbox network policies in force (undefined until the first policed sandbox). */
+  get networkPolicies(): PolicyEnforcer | undefined {
+    return this.#ctx.policy;
   }
 
   /** The network sandboxes join under this operator's egress policy. */
@@ -140,6 +179,7 @@ export class SandboxManager {
   async close(): Promise<void> {
     this.stopBackground();
     await this.#pool?.close();
+    await this.#ctx.policy?.close();
     await this.#rules?.remove();
     this.#rules = undefined;
   }
@@ -157,6 +197,7 @@ export class SandboxManager {
   async create(params: CreateSandboxParams, hooks: ProvisionHooks = {}): Promise<SandboxRecord> {
     this.#assertOpen();
     const req = resolveCreate(params, this.config);
+    if (req.network) await this.#ensurePolicy();
     return this.#calls.run(callKey(req.serviceId, req.callId), async () => {
       const prior = await existingProvision(this.#ctx, req.serviceId, req.callId);
       // A provision a restart cut short is back to `pending` (reconcile): carry it to running now.
@@ -170,7 +211,8 @@ export class SandboxManager {
       const fork = resolveForkSource(this.#ctx, req);
       const pool = this.#pool;
       // A test's replacement command, or a fork (its workspace comes first), needs its own container.
-      const entry = hooks.cmd || fork ? undefined : pool?.take(req);
+      // A policed sandbox needs a container on the policy network with its own MAC.
+      const entry = hooks.cmd || fork || req.network ? undefined : pool?.take(req);
       if (pool && entry) {
         const rec = await admit(this.#ctx, req, entry.id).catch(async (e) => {
           await pool.destroy(entry);

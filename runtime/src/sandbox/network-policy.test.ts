@@ -1,6 +1,6 @@
 // The network model's decisions, attacked: look-alike names, IP literals, answers that point at
-// private or metadata addresses (DNS rebinding), and the refusal of explicit policies while no
-// allow-list resolver enforces them.
+// private or metadata addresses (DNS rebinding), and what a create may ask for (never wider than
+// SANDBOX_EGRESS). Enforcement on real parts: egress-policy/enforce.test.ts.
 import { describe, expect, it } from 'vitest';
 import { RuntimeError } from '../errors.ts';
 import { parseSandboxRuntimeConfig } from './config.ts';
@@ -83,16 +83,25 @@ describe('resolveNetworkPolicy (at create)', () => {
     }
   });
 
-  it('refuses a valid policy (NETWORK_POLICY_UNAVAILABLE: not enforced), and any policy under egress none', () => {
-    const p = { mode: 'strict', allowDomains: ['example.com'] };
-    expect(() => resolveNetworkPolicy(p, 'public')).toThrow(
-      expect.objectContaining({ code: 'NETWORK_POLICY_UNAVAILABLE' }),
-    );
+  it('accepts a valid policy (normalised, defaults filled in); refuses any policy under egress none', () => {
+    const p = { mode: 'strict', allowDomains: ['Example.com.'] };
+    expect(resolveNetworkPolicy(p, 'public')).toEqual({
+      mode: 'strict',
+      allowDomains: ['example.com'],
+      includeImplicitDomains: false,
+    });
+    expect(resolveNetworkPolicy({ mode: 'default' }, 'open')).toMatchObject({ mode: 'default' });
     expect(() => resolveNetworkPolicy(p, 'none')).toThrow(/SANDBOX_EGRESS=none/);
     expect(resolveNetworkPolicy(undefined, 'public')).toBeUndefined();
     const cfg = parseSandboxRuntimeConfig({ image: 'x', snapshotDir: '/tmp/x' });
-    expect(() => resolveCreate({ owner: 'o', serviceId: 1, callId: 1, network: p }, cfg)).toThrow(
-      RuntimeError,
-    );
+    expect(resolveCreate({ owner: 'o', serviceId: 1, callId: 1, network: p }, cfg).network).toEqual({
+      mode: 'strict',
+      allowDomains: ['example.com'],
+      includeImplicitDomains: false,
+    });
+    expect(resolveCreate({ owner: 'o', serviceId: 1, callId: 1 }, cfg)).not.toHaveProperty('network');
+    expect(() =>
+      resolveCreate({ owner: 'o', serviceId: 1, callId: 1, network: p }, { ...cfg, egress: 'none' }),
+    ).toThrow(RuntimeError);
   });
 });

@@ -2,9 +2,9 @@
 // reaches the operator's implicit domains (package registries, git hosts, container registries,
 // CDNs, Tangle's services) and nothing else; "strict" reaches only the domains listed, plus the
 // implicit ones when includeImplicitDomains. This module is the model and the decisions a
-// DNS-aware allow-list makes (does a name match, may its answer be used); the enforcement outside
-// the container (a resolver that answers only allowed names and opens the firewall for what it
-// resolved) is not built yet, so an explicit policy is refused at create (see NOT_ENFORCED).
+// DNS-aware allow-list makes (does a name match, may its answer be used); egress-policy/ enforces
+// it outside the container (a resolver per sandbox that answers only allowed names and fills the
+// nftables set its firewall rules let through).
 import { isIP } from 'node:net';
 import { z } from 'zod';
 import { NON_PUBLIC_V4 } from '../docker/egress-rules.ts';
@@ -118,10 +118,10 @@ export function usableAnswer(
   return { ok: true, open: [...new Set(addresses)] };
 }
 
-export const NOT_ENFORCED =
-  'per-sandbox network policies are not enforced by this operator yet: its sandboxes reach what SANDBOX_EGRESS allows; create without a network policy';
-
-/** Validates a create's policy; refuses any explicit one until the allow-list resolver exists. */
+/**
+ * Validates a create's policy (undefined: none). Never wider than the operator's SANDBOX_EGRESS:
+ * a policy only narrows what a sandbox reaches, and under `none` there is nothing to narrow.
+ */
 export function resolveNetworkPolicy(
   input: unknown,
   egress: 'public' | 'none' | 'open',
@@ -138,5 +138,5 @@ export function resolveNetworkPolicy(
       'this operator gives sandboxes no network (SANDBOX_EGRESS=none), so a network policy cannot be wider; create without one',
     );
   }
-  throw new RuntimeError('NETWORK_POLICY_UNAVAILABLE', NOT_ENFORCED, { details: { policy: r.data } });
+  return r.data;
 }

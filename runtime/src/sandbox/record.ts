@@ -3,6 +3,7 @@
 import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
 import { RuntimeError } from '../errors.ts';
+import { NetworkPolicySchema } from './network-policy.ts';
 
 export const SANDBOX_STATES = [
   'pending',
@@ -172,6 +173,11 @@ export const SandboxRecordSchema = z.object({
   members: z.array(MemberAddressSchema).max(MAX_MEMBERS).optional(),
   /** A fork's source (create option from_sandbox / from_snapshot). Absent: a fresh sandbox. */
   source: SandboxSourceSchema.optional(),
+  /**
+   * Its own network policy (create option `network`; enforced by egress-policy/). Absent: none,
+   * the sandbox reaches what the operator's SANDBOX_EGRESS allows.
+   */
+  network: NetworkPolicySchema.optional(),
   error: z.string().nullable(),
 });
 export type SandboxRecord = z.infer<typeof SandboxRecordSchema>;
@@ -214,7 +220,7 @@ export type NewRecordFields = Pick<
   | 'baseEnv'
   | 'metadata'
 > &
-  Partial<Pick<SandboxRecord, 'expiryExempt' | 'agent' | 'source'>>;
+  Partial<Pick<SandboxRecord, 'expiryExempt' | 'agent' | 'source' | 'network'>>;
 
 /** A new sandbox's record: a fresh sidecar token, created and last active `now`. */
 export function newRecord(f: NewRecordFields, now: number): SandboxRecord {

@@ -5,7 +5,7 @@ import { z } from 'zod';
 import { invalidField, RuntimeError } from '../errors.ts';
 import { type SandboxRuntimeConfig, shapeCatalog } from './config.ts';
 import { parseUserEnv } from './env.ts';
-import { resolveNetworkPolicy } from './network-policy.ts';
+import { type NetworkPolicy, resolveNetworkPolicy } from './network-policy.ts';
 import { SANDBOX_ID_RE, type SandboxTimers, SNAPSHOT_ID_RE } from './record.ts';
 import { resolveShape } from './shapes.ts';
 
@@ -45,7 +45,7 @@ export const CreateSandboxParamsSchema = z.object({
   expiryExempt: z.boolean().default(false),
   /** false: plain compute (no coding agent, no agent program, no startup scripts). */
   agent: z.boolean().default(true),
-  /** A per-sandbox network policy (network-policy.ts); absent = the operator's default. */
+  /** A per-sandbox network policy (network-policy.ts); absent = none (what SANDBOX_EGRESS allows). */
   network: z.unknown().optional(),
   /**
    * Branch: a sandbox of the same owner whose workspace the new sandbox starts with (a copy; no
@@ -75,6 +75,8 @@ export interface ResolvedCreate {
   exposedPorts: number[];
   expiryExempt: boolean;
   agent: boolean;
+  /** Its own network policy (absent: what SANDBOX_EGRESS allows). */
+  network?: NetworkPolicy;
   /** A fork's source as asked (checked against the owner's records by the manager). */
   from?: { kind: 'sandbox'; id: string } | { kind: 'snapshot'; id: string };
   /** The image was named by the request (a fork runs its source's image unless this says otherwise). */
@@ -104,7 +106,7 @@ export function resolveCreate(input: unknown, cfg: SandboxRuntimeConfig): Resolv
       `memory_mb ${memoryMb} is below the ${cfg.minMemoryMb} MB a sandbox needs to run its sidecar`,
     );
   }
-  resolveNetworkPolicy(p.network, cfg.egress);
+  const network = resolveNetworkPolicy(p.network, cfg.egress);
   const baseEnv = parseUserEnv(p.env, 'env');
   if (!p.agent) refuseAgentProgram(baseEnv, 'env');
   if (cpuCores < 0.1)
@@ -128,6 +130,7 @@ export function resolveCreate(input: unknown, cfg: SandboxRuntimeConfig): Resolv
     exposedPorts: resolveExposedPorts(p.exposedPorts ?? [], cfg),
     expiryExempt: p.expiryExempt,
     agent: p.agent,
+    ...(network ? { network } : {}),
     ...(p.fromSandbox ? { from: { kind: 'sandbox' as const, id: p.fromSandbox } } : {}),
     ...(p.fromSnapshot ? { from: { kind: 'snapshot' as const, id: p.fromSnapshot } } : {}),
     imageNamed: Boolean(p.image),

@@ -1,0 +1,47 @@
+// Where the sandbox lifecycle meets the policy enforcer: which network and MAC a container is
+// created with, bringing a policed sandbox in force before each start, and taking it out when it
+// stops, fails, expires or is deleted.
+import { RuntimeError } from '../../errors.ts';
+import type { SandboxContext } from '../context.ts';
+import type { SandboxRecord } from '../record.ts';
+
+/** The network (and, for a policed sandbox, the MAC) a container of `rec` is created with. */
+export function containerNetwork(
+  ctx: SandboxContext,
+  rec: Pick<SandboxRecord, 'id' | 'network'>,
+): { networkName: string | undefined; macAddress?: string } {
+  // Without a network (SANDBOX_EGRESS=none) there is nothing to police.
+  if (!rec.network || ctx.network.name === 'none') return { networkName: ctx.network.name };
+  const p = ctx.policy;
+  if (!p) throw policyUnavailable(ctx);
+  return { networkName: p.networkName, macAddress: p.mac(rec.id) };
+}
+
+/** Before any start of `rec`'s container: its rules, set and resolver are in force. */
+export async function beforeStart(ctx: SandboxContext, rec: Pick<SandboxRecord, 'id' | 'network'>) {
+  if (!rec.network || ctx.network.name === 'none') return;
+  const p = ctx.policy;
+  if (!p) throw policyUnavailable(ctx);
+  await p.activate(rec.id, rec.network);
+}
+
+/** After a transition: a policed sandbox that is no longer running is taken out of force. */
+export async function afterTransition(ctx: SandboxContext, rec: SandboxRecord): Promise<void> {
+  if (!rec.network || !ctx.policy || rec.state === 'running' || rec.state === 'provisioning') return;
+  if (rec.state === 'pending') return;
+  await ctx.policy
+    .release(rec.id)
+    .catch((err) =>
+      ctx.log.warn(
+        { sandboxId: rec.id, err: String(err) },
+        'could not take a sandbox network policy out of force',
+      ),
+    );
+}
+
+function policyUnavailable(_ctx: SandboxContext) {
+  return new RuntimeError(
+    'NETWORK_POLICY_UNAVAILABLE',
+    'this sandbox has a network policy, but the operator could not set up its enforcement (see its log); it stays stopped',
+  );
+}
