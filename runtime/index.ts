@@ -67,6 +67,7 @@ export {
   sandboxRuntimeConfigFromEnv,
   shapeCatalog,
 } from './src/sandbox/config.ts';
+export { policyUnavailableReason } from './src/sandbox/egress-policy/enforcer.ts';
 export { mergeEnv, PROTECTED_ENV_KEYS } from './src/sandbox/env.ts';
 export type { SandboxManagerOptions } from './src/sandbox/manager.ts';
 export { SandboxManager } from './src/sandbox/manager.ts';

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs and starts what the project needs on a machine of this kind: the Docker engine
-# (Debian's docker.io), debootstrap for the sandbox image, chromium for the console's browser test, and the npm dependencies (which bring
+# (Debian's docker.io), debootstrap for the sandbox image, chromium for the console's browser test,
+# nftables and dnsmasq-base for per-sandbox network policies, and the npm dependencies (which bring
 # anvil/forge/cast and solc-js). Idempotent: a second run only checks.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -13,6 +14,10 @@ command -v dockerd >/dev/null 2>&1 || need_apt+=(docker.io)
 command -v debootstrap >/dev/null 2>&1 || need_apt+=(debootstrap)
 # Headless Chromium for the web console's browser test (console/test), driven by playwright-core.
 command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
+# Per-sandbox network policies: nftables for the rules, dnsmasq (the binary only: dnsmasq-base
+# starts no system service) for each policed sandbox's resolver (runtime/src/sandbox/egress-policy).
+command -v nft >/dev/null 2>&1 || need_apt+=(nftables)
+command -v dnsmasq >/dev/null 2>&1 || need_apt+=(dnsmasq-base)
 if [ ${#need_apt[@]} -gt 0 ]; then
   if [ "$(id -u)" != 0 ]; then
     die "missing ${need_apt[*]}; run as root, or install them: sudo apt-get install -y ${need_apt[*]}"

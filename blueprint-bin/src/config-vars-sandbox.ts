@@ -217,7 +217,13 @@ export const SANDBOX_VARIABLES = {
     schema: list,
     defaultDoc:
       'package registries, git hosts, container registries, CDNs, tangle.tools (runtime/src/sandbox/network-policy.ts)',
-    doc: 'The domains a sandbox with no network policy is meant to reach (comma-separated; example.com includes its subdomains, *.example.com only them); published in /api/capabilities. Not enforced yet: sandboxes reach what SANDBOX_EGRESS allows, and a create naming a network policy is refused (NETWORK_POLICY_UNAVAILABLE)',
+    doc: 'The implicit domains: what a sandbox with the `default` network policy reaches (and a `strict` one with include_implicit_domains), comma-separated; example.com includes its subdomains, *.example.com only them; published in /api/capabilities under network. A sandbox created without a policy reaches what SANDBOX_EGRESS allows',
+  }),
+  SANDBOX_DNS_UPSTREAM: v({
+    group: 'Sandboxes',
+    schema: list,
+    defaultDoc: "the nameservers of the host's /etc/resolv.conf",
+    doc: 'Where the per-sandbox resolvers of sandboxes with a network policy look up the names the policy allows (comma-separated IPv4 addresses, optionally ADDRESS#PORT). Policies need root, nftables and dnsmasq (Debian dnsmasq-base; scripts/ensure-toolchain.sh installs it); without them a create naming one is refused (NETWORK_POLICY_UNAVAILABLE)',
   }),
   SANDBOX_SOCKET_DIR: v({
     group: 'Sandboxes',

@@ -54,6 +54,7 @@ export function managerConfig(
     defaultExposedPorts: v.SANDBOX_EXPOSED_PORTS ?? [],
     egress: v.SANDBOX_EGRESS!,
     ...(v.SANDBOX_IMPLICIT_DOMAINS?.length ? { implicitDomains: v.SANDBOX_IMPLICIT_DOMAINS } : {}),
+    ...(v.SANDBOX_DNS_UPSTREAM?.length ? { dnsUpstream: v.SANDBOX_DNS_UPSTREAM } : {}),
     sidecarSocketDir: v.SANDBOX_SOCKET_DIR!,
   };
 }

@@ -29,6 +29,7 @@ import {
   createOperatorApi,
   EncryptedStore,
   loopDisksUnavailable,
+  policyUnavailableReason,
   SandboxManager,
   SessionAuth,
   serveOperatorApi,
@@ -247,6 +248,10 @@ async function startApi(p: Parts, cleanup: Cleanup) {
   // Sign-in messages name the URL clients reach (known only after listen when the port is 0).
   let listenUrl: string | undefined;
   const chainId = await chainClient.getChainId();
+  const noPolicies =
+    manager.config.egress === 'none'
+      ? 'SANDBOX_EGRESS=none: sandboxes have no network to narrow'
+      : await policyUnavailableReason();
   const sessions = await SessionAuth.create({
     secret: v.SESSION_AUTH_SECRET!,
     store,
@@ -276,12 +281,13 @@ async function startApi(p: Parts, cleanup: Cleanup) {
         ...capabilities(cfg, p.key, p.image, p.tee?.capabilities ?? false, p.harnessImage),
         // What the web console needs to submit jobs 0/1 through the user's wallet.
         chain: { chainId, tangle: env.tangleContract },
-        // The network model (issue 26): what a sandbox with no policy is meant to reach, and that
-        // per-sandbox policies are not enforced yet (a create naming one is refused).
+        // The network model (issue 26): the operator's ceiling, the implicit domains a `default`
+        // policy reaches, and whether a create may name a policy (not under egress none).
         network: {
           egress: manager.config.egress,
           implicitDomains: manager.config.implicitDomains,
-          perSandboxPolicies: false,
+          perSandboxPolicies: noPolicies === undefined,
+          ...(noPolicies ? { policiesUnavailable: noPolicies } : { policyModes: ['default', 'strict'] }),
         },
       },
       consoleDir: CONSOLE_DIR,

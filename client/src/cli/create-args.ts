@@ -54,6 +54,21 @@ export const CREATE_COMMAND: CommandSpec = {
       arg: 'SNAPSHOT_ID',
       help: 'start with the workspace of this snapshot of yours (the id `agent-sandbox snapshot` printed)',
     },
+    network: {
+      type: 'string',
+      arg: 'default|strict',
+      help: "the sandbox's own network policy: default = the operator's implicit domains (package registries, git hosts, container registries, CDNs; `agent-sandbox capabilities` lists them) plus any --allow-domain; strict = only the --allow-domain names. Never wider than the operator's SANDBOX_EGRESS; without it the sandbox reaches what SANDBOX_EGRESS allows",
+    },
+    'allow-domain': {
+      type: 'string',
+      multiple: true,
+      arg: 'DOMAIN',
+      help: 'a domain the policy reaches (example.com includes its subdomains, *.example.com only them; no IP addresses); repeatable; implies --network strict when --network is not given',
+    },
+    'include-implicit-domains': {
+      type: 'boolean',
+      help: "with --network strict: the operator's implicit domains too",
+    },
     tee: { type: 'string', arg: 'TYPE', help: 'require a TEE: tdx, nitro or sev' },
     'attestation-nonce': { type: 'string', arg: 'NONCE', help: 'nonce to bind into the TEE attestation' },
     'capabilities-json': {
@@ -68,10 +83,11 @@ export const CREATE_COMMAND: CommandSpec = {
     },
   },
   details:
-    'Job inputs are public on chain: put credentials in `agent-sandbox secrets set` after create. Env names that look like secrets are refused. With --from-sandbox / --from-snapshot the new sandbox starts with a copy of that workspace (your own only; no secrets, env or token copied; it runs the source’s image). Progress (queued → image_pull [→ workspace_copy] → container_create → container_start → health_check → ready, or queued → pool_claim → ready when the operator has a warm container) is printed as it happens; the command returns only when the operator reports the sandbox running, or fails naming the phase.',
+    'Job inputs are public on chain: put credentials in `agent-sandbox secrets set` after create. Env names that look like secrets are refused. With --from-sandbox / --from-snapshot the new sandbox starts with a copy of that workspace (your own only; no secrets, env or token copied; it runs the source’s image). Progress (queued → image_pull [→ workspace_copy] → container_create → container_start → health_check → ready, or queued → pool_claim → ready when the operator has a warm container) is printed as it happens; the command returns only when the operator reports the sandbox running, or fails naming the phase. A network policy is enforced by the operator outside the sandbox: DNS answers only the allowed names, and only the addresses they resolved to can be reached (IP literals fail); `agent-sandbox get` shows it.',
   examples: [
     'agent-sandbox create --devnet .devnet/devnet.json --operator http://127.0.0.1:9090 --name demo',
     'agent-sandbox create --from-snapshot sha256:3f2a… --name from-snap',
+    'agent-sandbox create --network strict --allow-domain github.com --allow-domain registry.npmjs.org',
   ],
 };
 

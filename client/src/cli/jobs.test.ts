@@ -214,13 +214,22 @@ describe('create and delete through the CLI on the devnet', () => {
       name,
       '--shape',
       'small',
+      '--allow-domain',
+      'github.com',
+      '--allow-domain',
+      '*.npmjs.org',
       '--timeout',
       '60',
     ]);
     expect(r.code, r.err).toBe(0);
     await actor;
     expect(r.out).toBe(`${id}\n`);
-    expect(JSON.parse(caps)).toEqual({ shape: 'small', from_sandbox: source });
+    // --allow-domain alone is a strict policy (the create option's wire form).
+    expect(JSON.parse(caps)).toEqual({
+      shape: 'small',
+      network: { mode: 'strict', allow_domains: ['github.com', '*.npmjs.org'] },
+      from_sandbox: source,
+    });
   });
 
   it('create prints progress and the id once running; get finds it again; delete removes it', async () => {

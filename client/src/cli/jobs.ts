@@ -33,6 +33,8 @@ function createOptionsFromFlags(ctx: CliContext, raw: string | undefined): strin
   if (set.from_sandbox !== undefined && set.from_snapshot !== undefined) {
     throw new ClientError('USAGE', 'name one source: --from-sandbox (or branch <id>) or --from-snapshot');
   }
+  const network = networkFromFlags(ctx);
+  if (network) set.network = network;
   const after = uint(ctx, 'delete-after-stopped');
   if (after !== undefined) set.delete_after_stopped_seconds = Number(after);
   if (Object.keys(set).length === 0) return raw;
@@ -47,10 +49,34 @@ function createOptionsFromFlags(ctx: CliContext, raw: string | undefined): strin
   if (typeof base !== 'object' || base === null || Array.isArray(base)) {
     throw new ClientError(
       'USAGE',
-      '--capabilities-json must be a JSON object to combine it with --shape, --from-sandbox and the like',
+      '--capabilities-json must be a JSON object to combine it with --shape, --network, --from-sandbox and the like',
     );
   }
   return JSON.stringify({ ...base, ...set });
+}
+
+/** --network / --allow-domain / --include-implicit-domains → the `network` create option. */
+function networkFromFlags(ctx: CliContext): Record<string, unknown> | undefined {
+  const o = ctx.args.options;
+  const domains = Array.isArray(o['allow-domain']) ? (o['allow-domain'] as string[]) : [];
+  const implicit = o['include-implicit-domains'] === true;
+  const mode =
+    typeof o.network === 'string' ? o.network : domains.length > 0 || implicit ? 'strict' : undefined;
+  if (mode === undefined) return undefined;
+  if (mode !== 'default' && mode !== 'strict') {
+    throw new ClientError('USAGE', `--network must be default or strict, got "${mode}"`);
+  }
+  if (implicit && mode === 'default') {
+    throw new ClientError(
+      'USAGE',
+      '--include-implicit-domains goes with --network strict (default already includes them)',
+    );
+  }
+  return {
+    mode,
+    ...(domains.length ? { allow_domains: domains } : {}),
+    ...(implicit ? { include_implicit_domains: true } : {}),
+  };
 }
 
 /** Builds the job 0 request from flags (validation of the whole happens in buildCreateRequest). */

@@ -151,6 +151,15 @@ describe('sandbox commands and exit codes', () => {
     expect(r.err).toMatch(/--capabilities-json must be a JSON object/);
   });
 
+  it('create: --network other than default|strict, or --include-implicit-domains with default, is a usage error (exit 1)', async () => {
+    const bad = await cli(['create', ...withKey(), '--network', 'open']);
+    expect(bad.code).toBe(1);
+    expect(bad.err).toMatch(/--network must be default or strict, got "open"/);
+    const both = await cli(['create', ...withKey(), '--network', 'default', '--include-implicit-domains']);
+    expect(both.code).toBe(1);
+    expect(both.err).toMatch(/--include-implicit-domains goes with --network strict/);
+  });
+
   it('get: 0 with the record, 3 for an unknown id', async () => {
     const r = await cli(['get', 'sb-1', ...withKey(), '--json']);
     expect(r.code).toBe(0);

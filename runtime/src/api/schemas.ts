@@ -155,6 +155,18 @@ export const SandboxViewSchema = z
         description:
           'what this sandbox was copied from (create from_sandbox / from_snapshot: the workspace only, never secrets, env or token); null: a fresh sandbox',
       }),
+    network: z
+      .object({
+        mode: z.enum(['default', 'strict']),
+        allow_domains: z.array(z.string()),
+        include_implicit_domains: z.boolean(),
+      })
+      .nullable()
+      .optional()
+      .openapi({
+        description:
+          "the sandbox's own network policy (create capabilities_json network), enforced by the operator outside it: default = the operator's implicit domains (GET /api/capabilities network.implicitDomains) plus allow_domains; strict = allow_domains only (+ the implicit ones with include_implicit_domains). null: no policy, the operator's SANDBOX_EGRESS applies",
+      }),
     role: z.enum(['owner', 'member']).openapi({
       description: "the caller's role: owner, or member (team access: exec, prompt, terminals, files, ports)",
     }),

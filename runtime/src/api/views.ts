@@ -28,6 +28,8 @@ export interface SandboxView {
   snapshot_id: string | null;
   /** What this sandbox was copied from (create from_sandbox / from_snapshot); null: a fresh one. */
   source: { kind: 'sandbox' | 'snapshot'; sandbox_id: string; snapshot_id?: string } | null;
+  /** Its own network policy (enforced by the operator, outside it); null: none, SANDBOX_EGRESS applies. */
+  network: { mode: 'default' | 'strict'; allow_domains: string[]; include_implicit_domains: boolean } | null;
   /** The caller's role on it (team access). */
   role: 'owner' | 'member';
   members: string[];
@@ -79,6 +81,13 @@ export function sandboxView(r: SandboxRecord, role: 'owner' | 'member' = 'owner'
       : r.source.kind === 'sandbox'
         ? { kind: 'sandbox', sandbox_id: r.source.sandboxId }
         : { kind: 'snapshot', sandbox_id: r.source.sandboxId, snapshot_id: r.source.snapshotId },
+    network: r.network
+      ? {
+          mode: r.network.mode,
+          allow_domains: [...r.network.allowDomains],
+          include_implicit_domains: r.network.includeImplicitDomains,
+        }
+      : null,
     role,
     members: [...(r.members ?? [])],
     secret_names: role === 'owner' ? Object.keys(r.userEnv ?? {}).sort() : [],

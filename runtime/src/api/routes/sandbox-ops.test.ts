@@ -38,6 +38,19 @@ describe('sandbox view, lifecycle, snapshot, secrets', () => {
     expect(r.text).not.toContain('49153'); // host ports are the operator's business
   });
 
+  it("GET shows the sandbox's network policy (null without one)", async () => {
+    const plain = h.addSandbox(o.address);
+    expect((await h.call('GET', base(plain.id), { token: o.token })).json.network).toBeNull();
+    const policed = h.addSandbox(o.address, {
+      network: { mode: 'strict', allowDomains: ['github.com'], includeImplicitDomains: true },
+    });
+    expect((await h.call('GET', base(policed.id), { token: o.token })).json.network).toEqual({
+      mode: 'strict',
+      allow_domains: ['github.com'],
+      include_implicit_domains: true,
+    });
+  });
+
   it('stop → exec refused → resume → exec works; both idempotent', async () => {
     const id = h.addSandbox(o.address).id;
     const stop = await h.call('POST', `${base(id)}/stop`, { token: o.token });

@@ -5,6 +5,7 @@
 // rules rebuilt, resolvers started again) and what no record claims is removed. Closing ends the
 // resolvers and leaves the rules: a sandbox running while its operator is down resolves nothing
 // new and reaches only what it had resolved (the shared table rejects anything unmarked).
+import { execFile } from 'node:child_process';
 import { createSocket } from 'node:dgram';
 import { once } from 'node:events';
 import { readFile } from 'node:fs/promises';
@@ -230,4 +231,16 @@ async function freeDnsPort(host: string): Promise<number> {
       return port;
     }
   }
+}
+
+/**
+ * Why this host cannot enforce per-sandbox policies (undefined: it can): nftables and dnsmasq are
+ * needed (and root, which installing the rules then checks).
+ */
+export async function policyUnavailableReason(nft = 'nft', dnsmasq = 'dnsmasq'): Promise<string | undefined> {
+  const works = (bin: string) =>
+    new Promise<boolean>((resolve) => execFile(bin, ['--version'], { timeout: 10_000 }, (e) => resolve(!e)));
+  if (!(await works(nft))) return 'nft (nftables) is not installed';
+  if (!(await works(dnsmasq))) return 'dnsmasq is not installed (apt-get install dnsmasq-base)';
+  return undefined;
 }
