@@ -82,7 +82,11 @@ function CreateForm({ caps, onCreated }: { caps: Capabilities; onCreated: () => 
       .then((r) => (r.ok ? (r.json() as Promise<Shapes>) : undefined))
       .then(setShapes, () => setShapes(undefined));
   }, []);
-  const [phase, setPhase] = useState<string[]>([]);
+  // What the page did (wallet, call id), then every phase the operator recorded, in order: from
+  // the provision's own history, so a phase shorter than the poll interval is still shown.
+  const [steps, setSteps] = useState<string[]>([]);
+  const [phases, setPhases] = useState<string[]>([]);
+  const phase = [...steps, ...phases];
   const [error, setError] = useState<string>();
   const [busy, setBusy] = useState(false);
   const submit = async (e: Event) => {
@@ -90,7 +94,8 @@ function CreateForm({ caps, onCreated }: { caps: Capabilities; onCreated: () => 
     const f = new FormData(e.target as HTMLFormElement);
     setBusy(true);
     setError(undefined);
-    setPhase(['submitting job 0 through your wallet']);
+    setSteps(['submitting job 0 through your wallet']);
+    setPhases([]);
     try {
       const { createRefusal, submitCreate } = await import('./chain.ts');
       const ports = String(f.get('ports') ?? '')
@@ -111,24 +116,25 @@ function CreateForm({ caps, onCreated }: { caps: Capabilities; onCreated: () => 
           from: String(f.get('from') ?? ''),
         },
       );
-      setPhase((p) => [...p, `call ${callId} submitted`]);
+      setSteps((p) => [...p, `call ${callId} submitted`]);
       if (operator && caps.operator && operator.toLowerCase() !== caps.operator.toLowerCase()) {
         throw new Error(
           `the blueprint assigned call ${callId} to operator ${operator}, not this one (${caps.operator}); follow it in that operator's console`,
         );
       }
-      let last = '';
       for (;;) {
         // With the session: the owner also sees the sandbox id and the failure reason.
         const res = await fetch(`/api/provisions/${callId}`, {
           headers: api.token ? { authorization: `Bearer ${api.token}` } : {},
         });
         if (res.ok) {
-          const pv = (await res.json()) as { phase?: string; error?: string; sandboxId?: string };
-          if (pv.phase && pv.phase !== last) {
-            last = pv.phase;
-            setPhase((p) => [...p, pv.phase!]);
-          }
+          const pv = (await res.json()) as {
+            phase?: string;
+            phases?: Array<{ phase: string; at: number }>;
+            error?: string;
+            sandboxId?: string;
+          };
+          setPhases((pv.phases ?? []).map((p) => p.phase));
           if (pv.phase === 'failed') {
             if (pv.error) throw new Error(`provisioning failed: ${pv.error}`);
             // The reason is the owner's (or not given to this session): the chain result says it.
@@ -195,8 +201,10 @@ function CreateForm({ caps, onCreated }: { caps: Capabilities; onCreated: () => 
       </button>
       {phase.length > 0 && (
         <ol class="phases" data-testid="phases" aria-live="polite">
-          {phase.map((p) => (
-            <li key={p}>{p}</li>
+          {phase.map((p, i) => (
+            // A provision resumed after an operator restart may enter a phase again: keyed by place.
+            // biome-ignore lint/suspicious/noArrayIndexKey: the list only grows at its end
+            <li key={i}>{p}</li>
           ))}
         </ol>
       )}
