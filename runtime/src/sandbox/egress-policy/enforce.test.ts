@@ -259,6 +259,29 @@ describe('per-sandbox network policy, enforced outside the container', () => {
     expect(existsSync(join(rig.dir, 'resolvers', `${strict.id}.conf`))).toBe(false);
   });
 
+  it('fail-closed: a container on the policy bridge that no operator has rules for reaches nothing', async () => {
+    // As a policed sandbox whose rules were never installed (or were removed): same bridge, a MAC
+    // no table names.
+    const docker = rig.manager.driver.docker;
+    const js = `const s=require('net').connect({host:'${HOST.a}',port:80});s.setTimeout(8000);s.on('data',d=>{console.log(String(d).trim());process.exit(0)});s.on('error',e=>{console.log(e.code);process.exit(0)});s.on('timeout',()=>{console.log('timeout');process.exit(0)})`;
+    const c = await docker.createContainer({
+      Image: image,
+      Entrypoint: [],
+      Cmd: ['node', '-e', js],
+      Labels: { 'agent-sandbox.operator': rig.operatorId, 'agent-sandbox.test': '1' },
+      HostConfig: { NetworkMode: rig.manager.networkPolicies!.networkName, CapDrop: ['ALL'] },
+    });
+    try {
+      await c.start();
+      await c.wait();
+      const logs = (await c.logs({ stdout: true, stderr: true })).toString();
+      expect(logs).toContain('EHOSTUNREACH');
+      expect(logs).not.toContain('host-a');
+    } finally {
+      await c.remove({ force: true });
+    }
+  });
+
   it('attack: an explicit policy under SANDBOX_EGRESS=none is refused as wider', async () => {
     const none = await makeRig(image, { egress: 'none' });
     try {

@@ -214,7 +214,7 @@ export class PolicyEnforcer {
 }
 
 /** A port free for both UDP and TCP on `host`. */
-async function freeDnsPort(host: string): Promise<number> {
+export async function freeDnsPort(host: string): Promise<number> {
   for (;;) {
     const udp = createSocket('udp4');
     udp.bind(0, host);
