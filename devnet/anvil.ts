@@ -16,6 +16,8 @@ export interface AnvilOptions {
   detached?: boolean;
   logFile?: string;
   log?: (line: string) => void;
+  /** Start from this saved state (`anvil --load-state`): the real-protocol mode's tnt-core deployment. */
+  loadState?: string | undefined;
 }
 
 export interface AnvilHandle {
@@ -116,6 +118,7 @@ async function startOnce(port: number, opts: AnvilOptions): Promise<AnvilHandle>
     '--accounts',
     '10',
     '--silent',
+    ...(opts.loadState ? ['--load-state', opts.loadState] : []),
   ];
   const child = spawnAnvil(anvilBinary(), args, opts);
   const tail: string[] = [];

@@ -1,6 +1,6 @@
 // The devnet CLI as a user runs it: up, up again, status, SIGTERM, --detach + down, --help, bad input.
 import { type ChildProcess, spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, inject, it } from 'vitest';
@@ -166,6 +166,29 @@ describe('devnet CLI', () => {
     const noDevnet = await cli('status', '--state', join(dir, 'nothing', 'devnet.json'));
     expect(noDevnet.code).toBe(1);
     expect(noDevnet.err).toContain('no devnet');
+    // The real-protocol mode without its files: exit 2, saying what is missing and how to make them.
+    for (const w of ['--tangle-state', '--tangle-deployment', 'TANGLE_STATE_FILE'])
+      expect(help.out).toContain(w);
+    const state = join(dir, 'no-such.state.json');
+    const half = await cli(
+      'up',
+      '--fresh',
+      '--tangle-state',
+      state,
+      '--state',
+      join(dir, 'rt', 'devnet.json'),
+    );
+    expect(half.code).toBe(2);
+    expect(half.err).toContain('--tangle-deployment or TANGLE_DEPLOYMENT_FILE');
+    expect(half.err).toContain(`${state} (it does not exist)`);
+    expect(half.err).toContain('script/LocalTestnet.s.sol');
+    writeFileSync(state, '{}');
+    const dep = join(dir, 'deployment.json');
+    writeFileSync(dep, JSON.stringify({ contracts: { tangle: '0x1234' } }));
+    const bad = await cli('up', '--fresh', '--tangle-state', state, '--tangle-deployment', dep);
+    expect(bad.code).toBe(2);
+    expect(bad.err).toContain('is not a Tangle deployment description');
+    expect(existsSync(join(dir, 'rt', 'devnet.json'))).toBe(false);
   });
 
   it('refuses a port where another chain already answers, saying which', { timeout: 120_000 }, async () => {

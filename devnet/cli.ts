@@ -3,8 +3,9 @@ import { readFileSync, rmSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { rpcChainId } from './anvil.ts';
-import { DEFAULT_STATE_FILE } from './errors.ts';
+import { DEFAULT_STATE_FILE, DevnetError } from './errors.ts';
 import { startDevnet } from './index.ts';
+import { type RealTangleFiles, TANGLE_DEPLOYMENT_ENV, TANGLE_STATE_ENV } from './real-tangle.ts';
 import {
   type DevnetInfo,
   isDevnetAlive,
@@ -35,6 +36,13 @@ Options:
   --detach       \`up\`: start, print and return; anvil keeps running until \`down\`
   --fresh        \`up\`: never reuse a running devnet
   --json         print the devnet JSON instead of the summary
+  --tangle-state FILE       \`up\`: the real-protocol mode. anvil starts from this saved state
+                 (tnt-core 0.19's own LocalTestnet deployment, \`anvil --dump-state\`) instead of
+                 deploying LocalTangle/LocalStaking; our managers, blueprints, registrations and
+                 services are added with the role tools. Env: TANGLE_STATE_FILE
+  --tangle-deployment FILE  with --tangle-state: JSON naming its Tangle and MultiAssetDelegation,
+                 {"contracts":{"tangle":"0x…","staking":"0x…"}}. Env: TANGLE_DEPLOYMENT_FILE
+                 (how to make both: the README's "Deploying against a real Tangle network")
   -h, --help     this text
 
 The accounts are anvil's well-known dev keys (mnemonic "test test ... junk"): public, for this
@@ -77,7 +85,17 @@ export function runDevnetCli(argv: string[], cliIo: CliIo = processIo): Promise<
     io.out(`${values.json ? JSON.stringify(info, null, 2) : formatSummary(info, stateFile)}\n`);
   switch (command) {
     case 'up':
-      return up({ port, stateFile, detach: !!values.detach, fresh: !!values.fresh, out });
+      return up({
+        port,
+        stateFile,
+        detach: !!values.detach,
+        fresh: !!values.fresh,
+        out,
+        tangle: {
+          stateFile: values['tangle-state'] ?? process.env[TANGLE_STATE_ENV],
+          deploymentFile: values['tangle-deployment'] ?? process.env[TANGLE_DEPLOYMENT_ENV],
+        },
+      });
     case 'status':
       return status(stateFile, out);
     case 'down':
@@ -98,6 +116,8 @@ function parse(args: string[]) {
       detach: { type: 'boolean' },
       fresh: { type: 'boolean' },
       json: { type: 'boolean' },
+      'tangle-state': { type: 'string' },
+      'tangle-deployment': { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -111,14 +131,25 @@ async function up(o: {
   detach: boolean;
   fresh: boolean;
   out: (i: DevnetInfo) => void;
+  tangle: Partial<RealTangleFiles>;
 }): Promise<number> {
-  const started = await startDevnet({
-    port: o.port,
-    stateFile: o.stateFile,
-    reuse: !o.fresh,
-    detach: o.detach,
-    log: say,
-  });
+  let started: Awaited<ReturnType<typeof startDevnet>>;
+  try {
+    started = await startDevnet({
+      port: o.port,
+      stateFile: o.stateFile,
+      reuse: !o.fresh,
+      detach: o.detach,
+      log: say,
+      tangle: o.tangle,
+    });
+  } catch (err) {
+    if (err instanceof DevnetError && ['TANGLE_STATE_MISSING', 'STATE_INVALID'].includes(err.code)) {
+      say(err.message);
+      return 2;
+    }
+    throw err;
+  }
   if (started.reused) {
     say('not starting a second one; stop it with Ctrl-C where it runs, or `tsx devnet/main.ts down`');
     o.out(started.info);

@@ -11,7 +11,7 @@ import {
   localTangleBytecode,
 } from '@agent-sandbox/contracts';
 import { deployContract } from '@agent-sandbox/sdk';
-import { type Abi, type Chain, defineChain, parseEther } from 'viem';
+import { type Abi, type Address, type Chain, createPublicClient, defineChain, http, parseEther } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
 import { foundry } from 'viem/chains';
 import { devnetAccounts } from './accounts.ts';
@@ -25,11 +25,23 @@ export { devnetDefinition } from './roles-setup.ts';
 /** The devnet's minimum operator self-stake in LocalStaking. */
 export const DEVNET_MIN_STAKE = parseEther('1');
 
-/** Deploys everything on the anvil at `rpcUrl` and returns the devnet's description. */
+/** A Tangle already on the chain (the real-protocol mode): nothing of the protocol is deployed. */
+export interface ExistingProtocol {
+  tangle: Address;
+  staking: Address;
+  /** Written to devnet.json as `protocol`. */
+  record: NonNullable<DevnetInfo['protocol']>;
+}
+
+/**
+ * Deploys everything on the anvil at `rpcUrl` and returns the devnet's description: the stand-ins
+ * (LocalStaking, LocalTangle) first, unless `existing` names a Tangle already there.
+ */
 export async function deployDevnet(
   rpcUrl: string,
   wsUrl: string,
   log: (l: string) => void,
+  existing?: ExistingProtocol,
 ): Promise<DevnetInfo> {
   const t0 = Date.now();
   requireArtifacts();
@@ -40,42 +52,64 @@ export async function deployDevnet(
     pollingIntervalMs: 20,
   };
   try {
-    // The protocol itself (a real network has it already): the staking contract and the core,
-    // which consults it when an operator registers.
-    const staking = await deployContract(deployer, {
-      label: 'LocalStaking',
-      abi: localStakingAbi as Abi,
-      bytecode: localStakingBytecode,
-      args: [DEVNET_MIN_STAKE],
-    });
-    const tangle = await deployContract(deployer, {
-      label: 'LocalTangle',
-      abi: localTangleAbi as Abi,
-      bytecode: localTangleBytecode,
-      args: [staking.address],
-    });
-    log(`deployed LocalTangle at ${tangle.address}, LocalStaking at ${staking.address}`);
-    const set = await setUpWithRoleTools({
-      rpcUrl,
-      tangle: tangle.address,
-      staking: staking.address,
-      accounts,
-      log,
-    });
+    let tangle: Address;
+    let staking: Address;
+    if (existing) {
+      await requireCode(rpcUrl, { Tangle: existing.tangle, MultiAssetDelegation: existing.staking });
+      tangle = existing.tangle;
+      staking = existing.staking;
+      log(`using the Tangle at ${tangle} and MultiAssetDelegation at ${staking} from the loaded state`);
+    } else {
+      // The protocol itself (a real network has it already): the staking contract and the core,
+      // which consults it when an operator registers.
+      staking = (
+        await deployContract(deployer, {
+          label: 'LocalStaking',
+          abi: localStakingAbi as Abi,
+          bytecode: localStakingBytecode,
+          args: [DEVNET_MIN_STAKE],
+        })
+      ).address;
+      tangle = (
+        await deployContract(deployer, {
+          label: 'LocalTangle',
+          abi: localTangleAbi as Abi,
+          bytecode: localTangleBytecode,
+          args: [staking],
+        })
+      ).address;
+      log(`deployed LocalTangle at ${tangle}, LocalStaking at ${staking}`);
+    }
+    const set = await setUpWithRoleTools({ rpcUrl, tangle, staking, accounts, log });
     log(`devnet set up in ${Date.now() - t0} ms`);
     return {
       chainId: DEVNET_CHAIN_ID,
       rpcUrl,
       wsUrl,
       startedAt: new Date().toISOString(),
-      contracts: { tangle: tangle.address, staking: staking.address, ...set.contracts },
+      contracts: { tangle, staking, ...set.contracts },
       blueprints: set.blueprints,
       services: set.services,
       accounts,
+      ...(existing ? { protocol: existing.record } : {}),
     };
   } catch (err) {
     if (err instanceof DevnetError) throw err;
     throw new DevnetError('DEPLOY_FAILED', `devnet set-up failed: ${(err as Error).message}`, { cause: err });
+  }
+}
+
+/** Fails clearly when a contract the deployment JSON names has no code in the loaded state. */
+async function requireCode(rpcUrl: string, contracts: Record<string, Address>): Promise<void> {
+  const pub = createPublicClient({ transport: http(rpcUrl) });
+  for (const [name, addr] of Object.entries(contracts)) {
+    const code = await pub.getCode({ address: addr });
+    if (!code || code === '0x') {
+      throw new DevnetError(
+        'STATE_INVALID',
+        `the deployment JSON names ${name} at ${addr}, but the loaded anvil state has no code there: the two files do not belong together`,
+      );
+    }
   }
 }
 

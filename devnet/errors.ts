@@ -10,7 +10,8 @@ export type DevnetErrorCode =
   | 'PORT_IN_USE'
   | 'CONTRACTS_MISSING'
   | 'DEPLOY_FAILED'
-  | 'STATE_INVALID';
+  | 'STATE_INVALID'
+  | 'TANGLE_STATE_MISSING';
 
 export class DevnetError extends BaseError<DevnetErrorCode> {
   override readonly name = 'DevnetError';

@@ -7,6 +7,7 @@ import { deployDevnet } from './deploy.ts';
 export { devnetDefinition } from './deploy.ts';
 
 import { DEFAULT_STATE_FILE, DevnetError, REPO_ROOT } from './errors.ts';
+import { type RealTangleFiles, readRealTangleFiles } from './real-tangle.ts';
 import {
   type DevnetInfo,
   isDevnetAlive,
@@ -30,6 +31,14 @@ export {
   sandboxCreateRequestComponents,
 } from './job-encoding.ts';
 export {
+  HOW_TO_MAKE_TANGLE_STATE,
+  type RealTangleFiles,
+  readRealTangleFiles,
+  TANGLE_DEPLOYMENT_ENV,
+  TANGLE_STATE_ENV,
+  type TangleDeployment,
+} from './real-tangle.ts';
+export {
   DEVNET_KINDS,
   type DevnetInfo,
   type DevnetKind,
@@ -48,6 +57,12 @@ export interface StartDevnetOptions {
   reuse?: boolean;
   /** Let anvil outlive this process (its output goes to `anvil.log` beside the state file). */
   detach?: boolean;
+  /**
+   * The real-protocol mode: an anvil state holding tnt-core's deployment and the JSON naming its
+   * Tangle and MultiAssetDelegation. anvil starts from that state and only our managers,
+   * blueprints, operators and services are added (with the role tools). Unset: the stand-ins.
+   */
+  tangle?: Partial<RealTangleFiles> | undefined;
 }
 
 export interface StartedDevnet {
@@ -68,12 +83,22 @@ export interface StartedDevnet {
 export async function startDevnet(opts: StartDevnetOptions = {}): Promise<StartedDevnet> {
   const stateFile = resolve(REPO_ROOT, opts.stateFile ?? DEFAULT_STATE_FILE);
   const log = opts.log ?? (() => {});
+  const real = readRealTangleFiles(opts.tangle ?? {});
   if (opts.reuse) {
     let existing: DevnetInfo | undefined;
     try {
       existing = readDevnetInfo(stateFile);
     } catch (err) {
       log(`${(err as Error).message}; starting a fresh devnet instead`);
+    }
+    const sameProtocol = real
+      ? existing?.protocol?.stateFile === real.files.stateFile
+      : existing?.protocol === undefined;
+    if (existing && !sameProtocol && (await isDevnetAlive(existing))) {
+      throw new DevnetError(
+        'PORT_IN_USE',
+        `${stateFile} describes a running devnet on ${existing.protocol ? `the tnt-core state ${existing.protocol.stateFile}` : 'the stand-in LocalTangle'}, not the one asked for; stop it first (\`devnet down\`), or pass another --state file`,
+      );
     }
     if (existing && (await isDevnetAlive(existing))) {
       log(`devnet already running at ${existing.rpcUrl} (started ${existing.startedAt})`);
@@ -96,10 +121,25 @@ export async function startDevnet(opts: StartDevnetOptions = {}): Promise<Starte
     detached: opts.detach ?? false,
     logFile: resolve(stateFile, '../anvil.log'),
     log,
+    loadState: real?.files.stateFile,
   });
   let info: DevnetInfo;
   try {
-    info = await deployDevnet(anvil.rpcUrl, anvil.wsUrl, log);
+    info = await deployDevnet(
+      anvil.rpcUrl,
+      anvil.wsUrl,
+      log,
+      real && {
+        tangle: real.deployment.contracts.tangle as `0x${string}`,
+        staking: real.deployment.contracts.staking as `0x${string}`,
+        record: {
+          source: 'tnt-core',
+          commit: real.deployment.tntCore?.commit,
+          stateFile: real.files.stateFile,
+          deploymentFile: real.files.deploymentFile,
+        },
+      },
+    );
     writeDevnetInfo(stateFile, info);
     // A detached anvil outlives us: devnet.pid lets `devnet down` stop it later.
     if (opts.detach) {

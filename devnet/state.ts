@@ -29,6 +29,15 @@ export const devnetInfoSchema = z.strictObject({
   }),
   blueprints: kinds(id),
   services: kinds(id),
+  /** Set in the real-protocol mode: the Tangle is tnt-core's, loaded from an anvil state. */
+  protocol: z
+    .strictObject({
+      source: z.literal('tnt-core'),
+      commit: z.string().optional(),
+      stateFile: z.string().min(1),
+      deploymentFile: z.string().min(1),
+    })
+    .optional(),
   accounts: z.strictObject({
     deployer: account,
     operator1: account,
@@ -43,7 +52,8 @@ type Parsed = z.infer<typeof devnetInfoSchema>;
 type Account = { address: Hex; privateKey: Hex; role: string };
 
 /** What a running devnet is: where to reach it, what is deployed, and which dev keys play which role. */
-export interface DevnetInfo extends Omit<Parsed, 'contracts' | 'accounts'> {
+export interface DevnetInfo extends Omit<Parsed, 'contracts' | 'accounts' | 'protocol'> {
+  protocol?: { source: 'tnt-core'; commit?: string | undefined; stateFile: string; deploymentFile: string };
   contracts: { [K in Exclude<keyof Parsed['contracts'], 'staking'>]: Hex } & { staking?: Hex };
   accounts: { [K in keyof Parsed['accounts']]: Account };
 }

@@ -17,7 +17,9 @@ export function formatSummary(info: DevnetInfo, stateFile: string): string {
     `WebSocket  ${info.wsUrl}`,
     `started    ${info.startedAt}`,
     '',
-    `LocalTangle  ${info.contracts.tangle}`,
+    info.protocol
+      ? `Tangle       ${info.contracts.tangle} (tnt-core${info.protocol.commit ? ` ${info.protocol.commit.slice(0, 7)}` : ''}, from ${info.protocol.stateFile})`
+      : `LocalTangle  ${info.contracts.tangle}`,
     '',
     'blueprint / service / manager:',
     ...DEVNET_KINDS.map(

@@ -203,11 +203,27 @@ describe('devnet: refusals carry the contract error by name', () => {
 });
 
 describe('devnet: what it set up', () => {
+  // The same kind of devnet as the shared one: the stand-in, or tnt-core's state (test:real-tangle).
+  const tangle = devnet.protocol && {
+    stateFile: devnet.protocol.stateFile,
+    deploymentFile: devnet.protocol.deploymentFile,
+  };
   it('writes devnet.json with exactly the documented shape', () => {
     const json = JSON.parse(readFileSync(stateFile, 'utf8'));
     expect(json).toEqual(devnet);
+    // `protocol` only in the real-protocol mode (npm run test:real-tangle).
     expect(Object.keys(json).sort()).toEqual(
-      ['accounts', 'blueprints', 'chainId', 'contracts', 'rpcUrl', 'services', 'startedAt', 'wsUrl'].sort(),
+      [
+        'accounts',
+        'blueprints',
+        'chainId',
+        'contracts',
+        'rpcUrl',
+        'services',
+        'startedAt',
+        'wsUrl',
+        ...(devnet.protocol ? ['protocol'] : []),
+      ].sort(),
     );
     expect(Object.keys(json.contracts).sort()).toEqual([
       'cloud',
@@ -276,7 +292,7 @@ describe('devnet: what it set up', () => {
 
   it('reuses the running devnet instead of deploying again', async () => {
     const lines: string[] = [];
-    const again = await startDevnet({ stateFile, reuse: true, log: (l) => lines.push(l) });
+    const again = await startDevnet({ stateFile, reuse: true, tangle, log: (l) => lines.push(l) });
     expect(again.reused).toBe(true);
     expect(again.info).toEqual(devnet);
     expect(lines.join('\n')).toContain('devnet already running');
@@ -293,7 +309,7 @@ describe('devnet: what it set up', () => {
         JSON.stringify({ ...devnet, rpcUrl: 'http://127.0.0.1:1', wsUrl: 'ws://127.0.0.1:1' }),
       );
       const lines: string[] = [];
-      const fresh = await startDevnet({ stateFile: file, reuse: true, log: (l) => lines.push(l) });
+      const fresh = await startDevnet({ stateFile: file, reuse: true, tangle, log: (l) => lines.push(l) });
       expect(fresh.reused).toBe(false);
       expect(lines.join('\n')).toContain('not running; starting a fresh one');
       expect(fresh.info.rpcUrl).not.toBe(devnet.rpcUrl);

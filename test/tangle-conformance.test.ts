@@ -223,6 +223,24 @@ const STAKING: ReadonlyArray<readonly [string, string, string]> = [
   ['registerOperatorWithAsset(address,uint256)', '0xe0a5825b', '()'],
 ];
 
+/**
+ * The staking contract's refusals the `stake` tool can meet (tnt-core 8a2b24c DelegationErrors and
+ * OperatorManager), and the bond token's own: with a bond token set (LocalTestnet bonds in TNT)
+ * registerOperatorWithAsset moves it with SafeERC20.safeTransferFrom, so OpenZeppelin 5's ERC-6093
+ * errors reach the caller (seen on the real LocalTestnet: ERC20InsufficientBalance from a fresh
+ * account). [canonical signature, selector].
+ */
+const STAKING_ERRORS: ReadonlyArray<readonly [string, string]> = [
+  ['OperatorAlreadyRegistered(address)', '0x866b0dcf'],
+  ['OperatorNotRegistered(address)', '0xbd620133'],
+  ['OperatorBondTokenOnly(address)', '0x5da00316'],
+  ['AssetNotEnabled(address)', '0xf6f24b83'],
+  ['InsufficientStake(uint256,uint256)', '0x45be0a26'],
+  ['ERC20InsufficientBalance(address,uint256,uint256)', '0xe450d38c'],
+  ['ERC20InsufficientAllowance(address,uint256,uint256)', '0xfb8f41b2'],
+  ['SafeERC20FailedOperation(address)', '0x5274afe7'],
+];
+
 /** [canonical signature, selector] of every IBlueprintServiceManager hook of 0.19. */
 const HOOKS: ReadonlyArray<readonly [string, string]> = [
   ['canJoin(uint64,address)', '0xb47242e8'],
@@ -357,6 +375,12 @@ describe.each([
       expect(table.get(sig), `${sig} is not a 0.19 staking function`).toBeDefined();
       expect(toFunctionSelector(sig)).toBe(table.get(sig)?.sel);
       expect(tupleType(f.outputs ?? []), `${sig} returns`).toBe(table.get(sig)?.out);
+    }
+    const errors = abi.filter((i) => i.type === 'error').map(errorSig);
+    const errTable = new Map(STAKING_ERRORS);
+    for (const sig of errors) {
+      expect(errTable.get(sig), `${sig} is not a 0.19 staking (or bond token) error`).toBeDefined();
+      expect(toFunctionSelector(sig)).toBe(errTable.get(sig));
     }
     for (const needed of [
       'isOperatorActive(address)',

@@ -205,6 +205,9 @@ export async function cmdDevnet(opts: {
   pretty: boolean;
   operator: string;
   stateFile?: string | undefined;
+  /** The real-protocol mode's two files (`--tangle-state`, `--tangle-deployment`). */
+  tangleState?: string | undefined;
+  tangleDeployment?: string | undefined;
 }): Promise<number> {
   if (opts.operator !== 'operator1' && opts.operator !== 'operator2') {
     throw new ConfigError([{ variable: '--operator', problem: 'expected operator1 or operator2' }]);
@@ -215,12 +218,22 @@ export async function cmdDevnet(opts: {
     pretty: opts.pretty || process.env['LOG_PRETTY'] === 'true',
   });
   // Imported here: the devnet scripts (anvil, forge output) are only needed by this command.
-  const { startDevnet } = await import('@agent-sandbox/devnet');
+  const { startDevnet, DevnetError } = await import('@agent-sandbox/devnet');
+  const tangle =
+    opts.tangleState || opts.tangleDeployment
+      ? { stateFile: opts.tangleState, deploymentFile: opts.tangleDeployment }
+      : undefined;
   const devnet = await startDevnet({
     reuse: true,
     detach: true,
     ...(opts.stateFile ? { stateFile: resolve(opts.stateFile) } : {}),
+    tangle,
     log: (line) => log.info({ step: 'devnet' }, line),
+  }).catch((err: unknown) => {
+    if (err instanceof DevnetError && ['TANGLE_STATE_MISSING', 'STATE_INVALID'].includes(err.code)) {
+      throw new ConfigError([{ variable: '--tangle-state / --tangle-deployment', problem: err.message }]);
+    }
+    throw err;
   });
   const info = devnet.info;
   const rpc = await devnetRpc(info, process.env);
@@ -235,7 +248,8 @@ export async function cmdDevnet(opts: {
     HTTP_RPC_URL: rpc.http,
     WS_RPC_URL: rpc.ws,
     TANGLE_CONTRACT: info.contracts.tangle,
-    BLUEPRINT_CONTRACT: info.contracts.cloud,
+    // On tnt-core's Tangle the manager comes from getBlueprint, as on a real network.
+    BLUEPRINT_CONTRACT: info.protocol ? undefined : info.contracts.cloud,
     BLUEPRINT_ID: `${info.blueprints.cloud}`,
     SERVICE_ID: `${info.services.cloud}`,
     DATA_DIR: dataDir,

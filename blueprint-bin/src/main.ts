@@ -55,7 +55,8 @@ Options:
 The private key is never printed.
 Options:
   --force  replace an existing key file (create)`,
-  devnet: `Usage: agent-sandbox-operator devnet [--operator operator1|operator2] [--devnet-state FILE] [--pretty]
+  devnet: `Usage: agent-sandbox-operator devnet [--operator operator1|operator2] [--devnet-state FILE]
+         [--tangle-state FILE --tangle-deployment FILE] [--pretty]
 
 Starts (or reuses) the local devnet (anvil + contracts, .devnet/devnet.json), then runs an operator
 for the cloud service with the devnet's operator key, a SESSION_AUTH_SECRET generated once and kept
@@ -67,7 +68,18 @@ contract, or the command refuses to start and says so (exit 2).
 Options:
   --operator NAME     which devnet operator key to run (default operator1)
   --devnet-state FILE  the devnet's state file (default .devnet/devnet.json): reuse the devnet
-                      it describes when that one is running, else start one and write it there`,
+                      it describes when that one is running, else start one and write it there
+  --tangle-state FILE  the real-protocol mode: an anvil state holding tnt-core 0.19's own
+                      deployment (its script/LocalTestnet.s.sol, saved with anvil --dump-state);
+                      anvil starts from it instead of the stand-in LocalTangle, and our managers,
+                      blueprints, operators' registrations and services are added with the role
+                      tools (operator1/2 are the state's staked operators). Env: TANGLE_STATE_FILE
+  --tangle-deployment FILE  with --tangle-state: JSON naming the Tangle and MultiAssetDelegation
+                      proxies in that state, {"contracts":{"tangle":"0x…","staking":"0x…"}}.
+                      Env: TANGLE_DEPLOYMENT_FILE. The README's "Deploying against a real Tangle
+                      network" says how to make both; this repository does not build tnt-core.
+In the real-protocol mode the operator reads its manager from Tangle's getBlueprint
+(BLUEPRINT_CONTRACT is not set for it).`,
   'deploy-blueprint': `Usage: agent-sandbox-operator deploy-blueprint --image REF --image-sha256 HEX
          [--modes cloud,instance,tee-instance] [--managers mode=0x…,…] [--metadata-uri URI] [--json]
 
@@ -146,6 +158,8 @@ export async function main(argv: string[]): Promise<number> {
       'rpc-address': { type: 'string' },
       operator: { type: 'string' },
       'devnet-state': { type: 'string' },
+      'tangle-state': { type: 'string' },
+      'tangle-deployment': { type: 'string' },
       json: { type: 'boolean' },
       modes: { type: 'string' },
       image: { type: 'string' },
@@ -201,6 +215,8 @@ export async function main(argv: string[]): Promise<number> {
         pretty,
         operator: values.operator ?? 'operator1',
         stateFile: values['devnet-state'],
+        tangleState: values['tangle-state'] ?? process.env['TANGLE_STATE_FILE'],
+        tangleDeployment: values['tangle-deployment'] ?? process.env['TANGLE_DEPLOYMENT_FILE'],
       });
     case 'status':
       return cmdStatus({ url: values.url, local: values.local ?? false });

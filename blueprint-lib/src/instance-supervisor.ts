@@ -145,7 +145,10 @@ export class InstanceSupervisor {
       return this.#deprovision(current?.id, provisioned, active ? 'left the service' : 'service ended');
     }
     const sandbox = await this.#ensureRunning(current);
-    this.#set({ state: 'provisioning', sandboxId: sandbox.id });
+    // A check of the instance that is already ready keeps it ready while it reads the chain
+    // (/health polls this status; on a slow RPC a flip to provisioning is seen every tick).
+    if (this.#status.state !== 'ready' || this.#status.sandboxId !== sandbox.id)
+      this.#set({ state: 'provisioning', sandboxId: sandbox.id });
     // A new attempt has reported itself (provisionInstance); an existing sandbox not yet on chain
     // (the report failed, or the operator stopped before it) is reported here.
     const onChain = await pub.readContract({

@@ -2,7 +2,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { type DevnetInfo, startDevnet } from '@agent-sandbox/devnet';
+import { type DevnetInfo, type RealTangleFiles, startDevnet } from '@agent-sandbox/devnet';
 import type { TestProject } from 'vitest/node';
 
 declare module 'vitest' {
@@ -13,16 +13,22 @@ declare module 'vitest' {
   }
 }
 
-export async function setupDevnet(project: TestProject): Promise<() => Promise<void>> {
+/** `tangle`: the real-protocol mode (tnt-core's state loaded into anvil), for `npm run test:real-tangle`. */
+export async function setupDevnet(
+  project: TestProject,
+  tangle?: RealTangleFiles,
+): Promise<() => Promise<void>> {
   // Its own state file, so a `npm run demo` devnet on 8545 is neither reused nor overwritten.
   const dir = mkdtempSync(join(tmpdir(), 'agent-sandbox-devnet-'));
   const stateFile = join(dir, 'devnet.json');
   const t0 = Date.now();
-  const devnet = await startDevnet({ port: 0, stateFile }).catch((err: unknown) => {
+  const devnet = await startDevnet({ port: 0, stateFile, tangle }).catch((err: unknown) => {
     rmSync(dir, { recursive: true, force: true }); // vitest runs no teardown for a failed setup
     throw err;
   });
-  process.stderr.write(`[devnet] up at ${devnet.info.rpcUrl} in ${Date.now() - t0} ms\n`);
+  process.stderr.write(
+    `[devnet] up at ${devnet.info.rpcUrl} in ${Date.now() - t0} ms${tangle ? ` on tnt-core's Tangle ${devnet.info.contracts.tangle} (${tangle.stateFile})` : ''}\n`,
+  );
   project.provide('devnet', devnet.info);
   project.provide('devnetStateFile', stateFile);
   return async () => {

@@ -16,6 +16,13 @@ interface IMultiAssetDelegation {
     error AssetNotEnabled(address token);
     error InsufficientStake(uint256 required, uint256 provided);
 
+    // A bond-token stake (registerOperatorWithAsset / increaseStakeWithAsset) moves the token with
+    // SafeERC20.safeTransferFrom, so the token's own errors reach the caller: OpenZeppelin 5's
+    // ERC-6093 errors (tnt-core 8a2b24c's LocalTestnet bonds in TNT, an OpenZeppelin 5.1 ERC20).
+    error ERC20InsufficientBalance(address sender, uint256 balance, uint256 needed);
+    error ERC20InsufficientAllowance(address spender, uint256 allowance, uint256 needed);
+    error SafeERC20FailedOperation(address token);
+
     /// Becomes an operator with a native self-stake of msg.value (refused when a bond token is set).
     function registerOperator() external payable;
 

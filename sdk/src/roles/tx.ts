@@ -80,6 +80,7 @@ export function describeRevert(e: unknown, extra: readonly Abi[] = []): string |
     if (r.data.errorName === 'ManagerReverted') return decode(raw) ?? 'ManagerReverted';
     return `${r.data.errorName}(${(r.data.args ?? []).map((a) => String(a)).join(', ')})`;
   }
+  if (raw && raw.length >= 10 && !r.reason) return decode(raw) ?? `an unknown error ${raw.slice(0, 10)}`;
   return decode(raw) ?? r.reason ?? 'reverted without a reason';
 }
 
