@@ -11,9 +11,9 @@
 // JSON `{v:1, ts, auth:{message, signature}, method, path, body?}`; the response's first chunk is
 // JSON `{status, type}`, the next ones are body bytes as the enclave produced them.
 
-import { randomBytes } from 'node:crypto';
 import { chacha20poly1305 } from '@noble/ciphers/chacha.js';
 import { sha256 } from '@noble/hashes/sha2.js';
+import { randomBytes } from '#platform';
 import { concatBytes, utf8 } from './bytes.ts';
 import { AttestationError } from './errors.ts';
 import { hkdfExpand, hkdfExtract } from './hkdf.ts';
@@ -70,8 +70,7 @@ export class ResponseSealer {
   /** The response_nonce: the first 32 bytes on the wire. */
   readonly head: Uint8Array;
   constructor(hpke: HpkeContext, enc: Uint8Array) {
-    // node:crypto, as hpke.ts: on the image's Node 18 @noble's randomBytes finds no crypto.getRandomValues.
-    this.head = new Uint8Array(randomBytes(RESPONSE_NONCE_LEN));
+    this.head = randomBytes(RESPONSE_NONCE_LEN);
     const k = responseKeys(hpke, enc, this.head);
     this.#key = k.key;
     this.#nonce = k.nonce;

@@ -21,20 +21,13 @@ import {
   toHex,
   verifyBoundAttestation,
 } from '@agent-sandbox/attestation';
-import { agentSandboxBlueprintAbi } from '@agent-sandbox/contracts';
-import {
-  type Address,
-  createPublicClient,
-  decodeFunctionData,
-  type Hex,
-  toHex as hexOf,
-  http,
-  keccak256,
-  type LocalAccount,
-} from 'viem';
+import { type Address, createPublicClient, type Hex, http, type LocalAccount } from 'viem';
 import { z } from 'zod';
 import { ClientError, ExitCode } from './errors.ts';
 import type { OperatorHttp } from './operator-http.ts';
+import { type OnChainAttestation, readOnChainAttestation as readFromChain } from './tee-chain.ts';
+
+export type { OnChainAttestation };
 
 export interface TeeTarget {
   rpcUrl: string;
@@ -56,13 +49,6 @@ export interface TeeVerifyOptions {
   nowMs?: number;
 }
 
-export interface OnChainAttestation {
-  json: string;
-  tx: Hex;
-  sandboxId: string;
-  chainId: bigint;
-}
-
 const notVerified = (what: string, r: AttestationResult) =>
   new ClientError(
     'ATTESTATION',
@@ -73,52 +59,9 @@ const notVerified = (what: string, r: AttestationResult) =>
     },
   );
 
-/** The document the operator posted, found by its TeeAttestationStored event and checked against the stored hash. */
-export async function readOnChainAttestation(t: TeeTarget): Promise<OnChainAttestation> {
-  const pub = createPublicClient({ transport: http(t.rpcUrl) });
-  const chainId = BigInt(await pub.getChainId());
-  const stored = await pub.readContract({
-    address: t.blueprint,
-    abi: agentSandboxBlueprintAbi,
-    functionName: 'getAttestationHash',
-    args: [t.serviceId, t.operator],
-  });
-  if (/^0x0+$/.test(stored)) {
-    throw new ClientError(
-      'NOT_FOUND',
-      `operator ${t.operator} has no attestation on chain for service ${t.serviceId}`,
-      {
-        exitCode: ExitCode.NOT_FOUND,
-      },
-    );
-  }
-  const logs = await pub.getContractEvents({
-    address: t.blueprint,
-    abi: agentSandboxBlueprintAbi,
-    eventName: 'TeeAttestationStored',
-    args: { serviceId: t.serviceId, operator: t.operator },
-    fromBlock: t.fromBlock ?? 0n,
-  });
-  for (const log of logs.reverse()) {
-    const tx = await pub.getTransaction({ hash: log.transactionHash });
-    let call: ReturnType<typeof decodeFunctionData<typeof agentSandboxBlueprintAbi>>;
-    try {
-      call = decodeFunctionData({ abi: agentSandboxBlueprintAbi, data: tx.input });
-    } catch {
-      continue; // sent through a contract wallet: the calldata is not a direct reportProvisioned
-    }
-    if (call.functionName !== 'reportProvisioned') continue;
-    const [, sandboxId, , , json] = call.args as readonly [bigint, string, string, number, string];
-    if (keccak256(hexOf(json)) !== stored) continue;
-    return { json, tx: log.transactionHash, sandboxId, chainId };
-  }
-  throw new ClientError(
-    'CHAIN',
-    'no reportProvisioned transaction carries the attestation whose hash the contract stores',
-    {
-      exitCode: ExitCode.CHAIN,
-    },
-  );
+/** The document the operator posted (tee-chain.ts), read over `t.rpcUrl`. */
+export function readOnChainAttestation(t: TeeTarget): Promise<OnChainAttestation> {
+  return readFromChain(createPublicClient({ transport: http(t.rpcUrl) }), t);
 }
 
 const AttestationView = z.looseObject({

@@ -5,15 +5,18 @@ import { Chat } from './chat.tsx';
 import { api, type Capabilities } from './main.tsx';
 import { Exec, Files, Preview, Secrets } from './panels.tsx';
 import type { SandboxView as View } from './sandboxes.tsx';
-import { Attestation } from './tee-panel.tsx';
+import { Attestation, TeeTab } from './tee-lazy.tsx';
+import { hasTeeSettings } from './tee-session.ts';
 import { Terminals } from './terminal.tsx';
 
 const TABS = ['Chat', 'Terminal', 'Files', 'Exec', 'Secrets', 'Preview', 'Attestation'] as const;
 type Tab = (typeof TABS)[number];
 
 export function SandboxView({ id, caps, onBack }: { id: string; caps: Capabilities; onBack: () => void }) {
-  // The attestation tab only where there is an enclave to attest (tee-instance mode).
-  const tabs = TABS.filter((t) => t !== 'Attestation' || caps.mode === 'tee-instance');
+  // A TEE sandbox (the operator says tee-instance, or this browser was set up to check one here):
+  // its owner tabs go end to end to the enclave (tee-panels.tsx), never through the plain routes.
+  const tee = caps.mode === 'tee-instance' || hasTeeSettings();
+  const tabs = TABS.filter((t) => t !== 'Attestation' || tee);
   const [sb, setSb] = useState<View>();
   const [error, setError] = useState<string>();
   const [tab, setTab] = useState<Tab>((sessionStorage.getItem('console.tab') as Tab) ?? 'Chat');
@@ -59,20 +62,21 @@ export function SandboxView({ id, caps, onBack }: { id: string; caps: Capabiliti
             ))}
           </div>
           <div class="card">
-            {tab === 'Chat' && <Chat sandbox={id} />}
+            {tee && tab !== 'Attestation' && tab !== 'Preview' && (
+              <TeeTab sandbox={id} tab={tab} onAttest={() => pick('Attestation')} />
+            )}
+            {!tee && tab === 'Chat' && <Chat sandbox={id} />}
             {/* Terminals stay mounted once opened: switching tabs must not end their shells. */}
-            {(tab === 'Terminal' || termsOpened) && (
+            {!tee && (tab === 'Terminal' || termsOpened) && (
               <div hidden={tab !== 'Terminal'}>
                 <Terminals sandbox={id} />
               </div>
             )}
-            {tab === 'Files' && <Files sandbox={id} />}
-            {tab === 'Exec' && <Exec sandbox={id} />}
-            {tab === 'Secrets' && <Secrets sandbox={id} />}
+            {!tee && tab === 'Files' && <Files sandbox={id} />}
+            {!tee && tab === 'Exec' && <Exec sandbox={id} />}
+            {!tee && tab === 'Secrets' && <Secrets sandbox={id} />}
             {tab === 'Preview' && <Preview sandbox={id} ports={Object.keys(sb.ports ?? {})} />}
-            {tab === 'Attestation' && tabs.includes('Attestation') && (
-              <Attestation sandbox={id} caps={caps} />
-            )}
+            {tab === 'Attestation' && tabs.includes('Attestation') && <Attestation sandbox={id} />}
           </div>
         </>
       )}

@@ -8,7 +8,7 @@ import { api } from './main.tsx';
  * xterm.js adds <style> elements at run time; the page's CSP allows only those carrying this
  * response's nonce, so style elements created by the page get it (scripts are never allowed inline).
  */
-function nonceStyles(): void {
+export function nonceStyles(): void {
   const nonce = document.querySelector<HTMLMetaElement>('meta[name="csp-nonce"]')?.content;
   if (!nonce || (document as { __nonced?: boolean }).__nonced) return;
   (document as { __nonced?: boolean }).__nonced = true;

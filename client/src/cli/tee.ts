@@ -147,6 +147,8 @@ export const teeVerify: Command = async (ctx) => {
     context: v.ctx,
     on_chain_tx: v.tx,
     key_id: Buffer.from(v.pubkey).toString('hex').slice(0, 16),
+    /** The verified enclave key: the console takes it for evidence it cannot verify in a page (TDX, Nitro). */
+    public_key: Buffer.from(v.pubkey).toString('hex'),
   };
   if (ctx.json) ctx.printJson(summary);
   else {
@@ -154,6 +156,7 @@ export const teeVerify: Command = async (ctx) => {
       `verified: ${summary.tee} enclave for sandbox ${v.sandboxId} (on chain in ${v.tx}, and live over a fresh nonce)`,
     );
     ctx.out(`measurements: ${JSON.stringify(summary.measurements)}`);
+    ctx.out(`enclave key: ${summary.public_key} (the console's Attestation tab takes it for TDX/Nitro)`);
   }
   return 0;
 };
