@@ -94,6 +94,10 @@ export const SandboxRuntimeConfigSchema = z.object({
   healthIntervalMs: z.number().int().positive().default(10),
   healthMaxIntervalMs: z.number().int().positive().default(25),
   stopTimeoutSeconds: z.number().int().min(0).default(5),
+  /** Deadline of each short Docker call (inspect, create, start, …); streams are not bounded. */
+  engineCallTimeoutMs: z.number().int().positive().default(60_000),
+  /** How long a create waits for a lost Docker engine to return (from the loss) before it fails. */
+  engineWaitMs: z.number().int().min(0).default(120_000),
   /** Container ports every sandbox publishes (on 127.0.0.1 only) besides those a create asks for. */
   defaultExposedPorts: z.array(z.number().int().min(1).max(65535)).max(8).default([]),
   /**
@@ -204,6 +208,8 @@ const ENV_KEYS: Record<string, keyof SandboxRuntimeConfig> = {
   SANDBOX_SNAPSHOT_AUTO_COMMIT: 'snapshotAutoCommit',
   SANDBOX_SNAPSHOT_DIR: 'snapshotDir',
   SANDBOX_HEALTH_TIMEOUT_MS: 'healthTimeoutMs',
+  SANDBOX_ENGINE_CALL_TIMEOUT_MS: 'engineCallTimeoutMs',
+  SANDBOX_ENGINE_WAIT_MS: 'engineWaitMs',
   SANDBOX_EGRESS: 'egress',
   SANDBOX_SOCKET_DIR: 'sidecarSocketDir',
 };

@@ -2,6 +2,7 @@
 // write-through cache), provision progress, metrics, per-sandbox locks, clock and logger.
 import type { Logger } from 'pino';
 import type { DockerDriver } from '../docker/driver.ts';
+import type { EngineWatch } from '../docker/engine-watch.ts';
 import type { SandboxNetwork } from '../docker/sandbox-network.ts';
 import { RuntimeError } from '../errors.ts';
 import type { KeyLock } from '../store/key-lock.ts';
@@ -65,6 +66,8 @@ export class RecordBook {
 export interface SandboxContext {
   cfg: SandboxRuntimeConfig;
   driver: DockerDriver;
+  /** Whether the engine is there; a provision the engine's loss cut short waits on it. */
+  engine: EngineWatch;
   /** The network sandboxes join (set when the manager opens, from the egress policy). */
   network: SandboxNetwork;
   /** Per-sandbox network policies (egress-policy/), set up when the first policed sandbox needs it. */

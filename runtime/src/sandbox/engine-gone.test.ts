@@ -1,7 +1,8 @@
 // Issue 29, the engine gone for good (without touching the shared engine): the runtime reaches
 // Docker through a Unix socket the test serves in front of the real one; once the manager is open
-// that socket goes away for good. A create then fails at once with ENGINE_UNAVAILABLE, saying
-// what to do, and its provision records the failure; it never hangs.
+// that socket goes away for good. A create then waits SANDBOX_ENGINE_WAIT_MS (counted from the
+// loss) for it to return and fails with ENGINE_UNAVAILABLE, saying what to do, and its provision
+// records the failure; it never hangs.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { connect, createServer, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -40,6 +41,7 @@ beforeAll(async () => {
       operatorId: RUN,
       image,
       snapshotDir: join(dir, 'snapshots'),
+      engineWaitMs: 1000,
       extraLabels: { 'agent-sandbox.test': '1', 'agent-sandbox.test.suite': 'engine-gone' },
     },
   });
@@ -52,7 +54,7 @@ afterAll(async () => {
 });
 
 describe('the Docker engine gone for good', () => {
-  it('a create fails at once with ENGINE_UNAVAILABLE and a reason that says what to do', async () => {
+  it('a create fails with ENGINE_UNAVAILABLE after the wait, and a reason that says what to do', async () => {
     // The engine goes away: the socket is removed and every connection to it dropped.
     await new Promise<void>((res) => {
       server.close(() => res());
@@ -62,7 +64,7 @@ describe('the Docker engine gone for good', () => {
       .create({ owner: '0x000000000000000000000000000000000000dEaD', serviceId: '1', callId: '1' })
       .catch((e: unknown) => e);
     expect(isRuntimeError(err, 'ENGINE_UNAVAILABLE')).toBe(true);
-    expect((err as Error).message).toMatch(/Docker engine does not answer .*Start it/);
+    expect((err as Error).message).toMatch(/Docker engine does not answer .*waited 1000 ms.*Start it/);
     const p = await manager.getProvision('1', '1');
     expect(p).toMatchObject({ phase: 'failed' });
     expect(p.error).toMatch(/Docker engine does not answer/);

@@ -4,8 +4,10 @@
 import { dirname, join } from 'node:path';
 import pino, { type Logger } from 'pino';
 import type { Registry } from 'prom-client';
+import { boundDockerCalls } from '../docker/bounded-calls.ts';
 import { DockerDriver } from '../docker/driver.ts';
 import { EgressRules } from '../docker/egress-rules.ts';
+import { type EngineStatus, EngineWatch } from '../docker/engine-watch.ts';
 import { LoopDisks, loopDisksUnavailable } from '../docker/loop-disk.ts';
 import { ensureSandboxNetwork, type SandboxNetwork } from '../docker/sandbox-network.ts';
 import { RuntimeError } from '../errors.ts';
@@ -18,7 +20,9 @@ import {
 } from './config.ts';
 import { mustGet, RecordBook, type SandboxContext } from './context.ts';
 import { PolicyEnforcer } from './egress-policy/enforcer.ts';
+import { adoptSandboxes, restartIfEngineStopped } from './engine-return.ts';
 import { parseUserEnv } from './env.ts';
+import { exposedPort } from './exposed-port.ts';
 import { resolveForkSource } from './fork.ts';
 import {
   deleteSandbox,
@@ -40,15 +44,12 @@ import {
   runProvision,
   withdrawProvision,
 } from './provisioner.ts';
-import { gcTick, reaperTick, type TickResult } from './reaper.ts';
+import { everyTick, gcTick, reaperTick, type TickResult } from './reaper.ts';
 import { type ReconcileReport, reconcile } from './reconcile.ts';
 import { type SandboxRecord, SandboxRecordSchema } from './record.ts';
 import { type CreateSandboxParams, refuseAgentProgram, resolveCreate } from './request.ts';
 import { endpointOf } from './sidecar-address.ts';
 import { WarmPool } from './warm-pool.ts';
-
-const NO_NETWORK_PORTS =
-  'this sandbox has no network: SANDBOX_EGRESS=none; its ports cannot be reached (use exec or files instead)';
 
 export interface SandboxManagerOptions {
   config: SandboxRuntimeConfigInput;
@@ -75,19 +76,32 @@ export class SandboxManager {
   private constructor(opts: SandboxManagerOptions) {
     this.config = parseSandboxRuntimeConfig(opts.config);
     this.metrics = opts.registry ? new SandboxMetrics(opts.registry) : undefined;
+    const driver = opts.driver ?? new DockerDriver();
+    const log = (opts.logger ?? pino({ level: 'silent' })).child({ component: 'sandbox-runtime' });
+    // A silent engine fails each short call at its deadline instead of hanging it.
+    boundDockerCalls(driver.docker, this.config.engineCallTimeoutMs);
+    const engine = new EngineWatch(driver.docker, {
+      log,
+      waitMs: this.config.engineWaitMs,
+      onBack: async () => {
+        await adoptSandboxes(this.#ctx, this.#lock);
+        await this.#pool?.check();
+      },
+    });
     const records = new RecordBook(opts.store.collection('sandboxes', SandboxRecordSchema), () =>
       this.metrics?.observe(records.all()),
     );
     this.#ctx = {
       cfg: this.config,
-      driver: opts.driver ?? new DockerDriver(),
+      driver,
+      engine,
       network: { name: undefined, bridge: undefined, gateway: undefined },
       records,
       provisions: opts.store.collection('provisions', ProvisionProgressSchema),
       metrics: this.metrics,
       locks: new KeyLock(),
       now: opts.now ?? Date.now,
-      log: (opts.logger ?? pino({ level: 'silent' })).child({ component: 'sandbox-runtime' }),
+      log,
     };
     if (this.config.warmPool > 0) this.#pool = new WarmPool(this.#ctx, this.config.warmPool);
   }
@@ -136,6 +150,7 @@ export class SandboxManager {
         m.#ctx.log.error({ err: String(err) }, 'could not rebuild the per-sandbox network policies');
       }
     }
+    m.#ctx.engine.start();
     m.#loaded = true;
     return m;
   }
@@ -167,6 +182,11 @@ export class SandboxManager {
     return this.#ctx.policy;
   }
 
+  /** Whether the Docker engine answers (down: since when; adopting: sandboxes being restarted). */
+  engineStatus(): EngineStatus {
+    return this.#ctx.engine.status();
+  }
+
   /** The network sandboxes join under this operator's egress policy. */
   get network(): SandboxNetwork {
     return this.#ctx.network;
@@ -178,6 +198,7 @@ export class SandboxManager {
    */
   async close(): Promise<void> {
     this.stopBackground();
+    this.#ctx.engine.close();
     await this.#pool?.close();
     await this.#ctx.policy?.close();
     await this.#rules?.remove();
@@ -298,26 +319,11 @@ export class SandboxManager {
   }
 
   /**
-   * Brings a sandbox the engine stopped back (an instance's keeper calls it): under the sandbox's
-   * lock, a record that says running while its container is not (the container died, or the
-   * engine restarted under a running operator) is stopped (reason `engine`) and resumed, and a
-   * sandbox stopped by the engine is resumed. A stop by its owner or its timers is left alone.
+   * Brings a sandbox the engine stopped back (an instance's keeper calls it), under its lock; a
+   * stop by its owner or its timers is left alone (engine-return.ts).
    */
   restartIfEngineStopped(id: string): Promise<SandboxRecord> {
-    return this.#lock(id, async () => {
-      let r = mustGet(this.#ctx, id);
-      if (r.state === 'running') {
-        const c = r.containerId ? await this.#ctx.driver.exists(r.containerId) : undefined;
-        if (c?.running) return r;
-        this.#ctx.log.warn(
-          { sandboxId: id },
-          'the container of a running sandbox is not running; restarting it',
-        );
-        r = await stopSandbox(this.#ctx, id, 'engine');
-      }
-      if (r.state === 'stopped' && r.stopReason === 'engine') return resumeSandbox(this.#ctx, id);
-      return r;
-    });
+    return this.#lock(id, () => restartIfEngineStopped(this.#ctx, id));
   }
 
   delete(id: string): Promise<SandboxRecord> {
@@ -381,35 +387,10 @@ export class SandboxManager {
 
   /**
    * Where the host reaches a container port the sandbox exposed (loopback only), read from the
-   * live container — checked to be this sandbox's container by id and running — never from a
-   * stored port, which the engine may since have handed to another container. NOT_FOUND when the
-   * sandbox does not expose the port or is not running.
+   * live container, never from a stored port (exposed-port.ts).
    */
-  async exposedPort(id: string, containerPort: number): Promise<{ host: '127.0.0.1'; port: number }> {
-    const r = mustGet(this.#ctx, id);
-    if (this.config.egress === 'none' || r.sidecarUrl?.startsWith('unix:')) {
-      throw new RuntimeError('CONFLICT', NO_NETWORK_PORTS);
-    }
-    const notFound = (why = '') =>
-      new RuntimeError('NOT_FOUND', `sandbox ${id} does not expose port ${containerPort}${why}`);
-    if (!(r.exposedPorts ?? []).includes(containerPort)) throw notFound();
-    if (r.state !== 'running' || !r.containerId) throw notFound(` (it is ${r.state})`);
-    let info: Awaited<ReturnType<ReturnType<DockerDriver['docker']['getContainer']>['inspect']>>;
-    try {
-      info = await this.#ctx.driver.docker.getContainer(r.containerId).inspect();
-    } catch (cause) {
-      throw new RuntimeError('SANDBOX_NOT_RUNNING', `sandbox ${id} has no running container`, { cause });
-    }
-    const sameContainer = r.containerId.length >= 12 && info.Id.startsWith(r.containerId);
-    if (!sameContainer || info.State?.Running !== true) {
-      throw new RuntimeError('SANDBOX_NOT_RUNNING', `sandbox ${id} has no running container`);
-    }
-    const binding = info.NetworkSettings?.Ports?.[`${containerPort}/tcp`]?.find(
-      (b) => b.HostIp === '127.0.0.1',
-    );
-    const port = Number(binding?.HostPort);
-    if (!Number.isInteger(port) || port < 1 || port > 65_535) throw notFound(' (no loopback binding)');
-    return { host: '127.0.0.1', port };
+  exposedPort(id: string, containerPort: number): Promise<{ host: '127.0.0.1'; port: number }> {
+    return exposedPort(this.#ctx, id, containerPort);
   }
 
   /** Startup reconciliation; the warm pool's own containers (when it runs) are left alone. */
@@ -431,23 +412,8 @@ export class SandboxManager {
    */
   startBackground(): void {
     if (this.#timers.length > 0) return;
-    const every = (seconds: number, tick: () => Promise<TickResult>, what: string) => {
-      let running = false;
-      const t = setInterval(() => {
-        if (running) return;
-        running = true;
-        tick()
-          .then((r) => {
-            if (r.errors.length > 0) this.#ctx.log.warn({ errors: r.errors }, `${what} tick had errors`);
-          })
-          .catch((err) => this.#ctx.log.error({ err: String(err) }, `${what} tick failed`))
-          .finally(() => {
-            running = false;
-          });
-      }, seconds * 1000);
-      t.unref();
-      this.#timers.push(t);
-    };
+    const every = (seconds: number, tick: () => Promise<TickResult>, what: string) =>
+      this.#timers.push(everyTick(this.#ctx.log, seconds, tick, what));
     every(this.config.reaperIntervalSeconds, () => this.reaperTick(), 'reaper');
     every(this.config.gcIntervalSeconds, () => this.gcTick(), 'gc');
     const pool = this.#pool;

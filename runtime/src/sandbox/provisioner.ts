@@ -4,6 +4,7 @@ import { engineGone, engineUnavailable } from '../docker/docker-errors.ts';
 import { volumeName } from '../docker/labels.ts';
 import { isRuntimeError, RuntimeError } from '../errors.ts';
 import { type SandboxContext, transition } from './context.ts';
+import { adoptOne, outlastEngineLoss } from './engine-return.ts';
 import { copyForkWorkspace, dropForkCopy } from './fork.ts';
 import { launchContainer } from './launch.ts';
 import {
@@ -140,8 +141,10 @@ export async function runProvision(
   rec: SandboxRecord,
   hooks: ProvisionHooks = {},
   tracking?: PhaseTracking,
+  attempt = 0,
 ): Promise<SandboxRecord> {
   const { tracker, enter } = tracking ?? (await trackPhases(ctx, rec, hooks));
+  const epoch = ctx.engine.epoch;
   const log = ctx.log.child({ sandboxId: rec.id, callId: rec.callId });
   try {
     // No registry here: "pull" means the image must already be in the engine. The check runs
@@ -184,10 +187,18 @@ export async function runProvision(
     });
     log.info({ hostPort: launched.hostPort }, 'sandbox ready');
     if (copied) await dropForkCopy(ctx, current);
-    return current;
+    // Healthy while the engine was gone (a killed dockerd leaves containers running until it is
+    // back, then stops them): its container is checked once more.
+    if (ctx.engine.epoch !== epoch && (await ctx.engine.waitUntilBack())) {
+      await adoptOne(ctx, rec.id).catch((err) => log.warn({ err: String(err) }, 'could not restart it'));
+    }
+    return ctx.records.get(rec.id) ?? current;
   } catch (e) {
     if (rec.source) await dropForkCopy(ctx, rec).catch(() => {});
-    return failProvision(ctx, rec, tracker, e);
+    const lost = await outlastEngineLoss(ctx, rec, tracker, { error: e, epoch, attempt });
+    if (lost.retry)
+      return runProvision(ctx, ctx.records.get(rec.id) ?? rec, hooks, { tracker, enter }, attempt + 1);
+    return failProvision(ctx, rec, tracker, lost.error);
   }
 }
 

@@ -23,6 +23,30 @@ export interface TickResult {
 
 export type LockFn = <R>(id: string, fn: () => Promise<R>) => Promise<R>;
 
+/** Runs `tick` every `seconds` (never two at once; unref'd), logging its errors; returns the timer. */
+export function everyTick(
+  log: SandboxContext['log'],
+  seconds: number,
+  tick: () => Promise<TickResult>,
+  what: string,
+): NodeJS.Timeout {
+  let running = false;
+  const t = setInterval(() => {
+    if (running) return;
+    running = true;
+    tick()
+      .then((r) => {
+        if (r.errors.length > 0) log.warn({ errors: r.errors }, `${what} tick had errors`);
+      })
+      .catch((err) => log.error({ err: String(err) }, `${what} tick failed`))
+      .finally(() => {
+        running = false;
+      });
+  }, seconds * 1000);
+  t.unref();
+  return t;
+}
+
 type ReapReason = 'idle' | 'max_lifetime' | 'delete_after_stopped';
 
 function reapReason(r: SandboxRecord, now: number): ReapReason | undefined {
