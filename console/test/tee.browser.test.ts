@@ -181,7 +181,7 @@ describe('the console on a TEE sandbox: chain context, then everything over the 
     await page.getByTestId('connect').click();
     await page.getByTestId('sign').click();
     await page.getByTestId('who').waitFor();
-    await page.evaluate((id) => sessionStorage.setItem('console.selected', id), v.sandbox_id);
+    await page.evaluate(`sessionStorage.setItem('console.selected', ${JSON.stringify(v.sandbox_id)})`);
     await page.reload();
 
     // Before a key is verified the owner tabs send nothing.

@@ -256,7 +256,7 @@ describe('tee-instance end to end (direct backend, test SEV PKI)', () => {
         await page.getByTestId('att-verify').click();
         const r = page.getByTestId('att-result');
         await r.or(page.getByTestId('att-error')).waitFor();
-        expect(await page.getByTestId('att-error').count(), await page.textContent('body')).toBe(0);
+        expect(await page.getByTestId('att-error').count(), (await page.textContent('body')) ?? '').toBe(0);
         return { verdict: await r.getAttribute('data-verdict'), text: (await r.textContent()) ?? '' };
       };
       // AMD Milan by default: the test firmware's chain does not close on AMD's root.
@@ -285,6 +285,52 @@ describe('tee-instance end to end (direct backend, test SEV PKI)', () => {
       expect(errors).toEqual([]);
     } finally {
       await browser.close();
+    }
+  });
+
+  it('no quote oracle on direct: a sandbox container, even as root, reaches no configfs-tsm and no dstack socket', async () => {
+    // The attacker is whoever runs code in the sandbox (the agent, or a command as root through the
+    // sidecar): with the TSM tree it could get genuine reports over a report_data of its choosing.
+    const [info] = await docker.listContainers({ filters: { label: [SUITE_LABEL], status: ['running'] } });
+    expect(info, 'the instance sandbox runs').toBeDefined();
+    const c = docker.getContainer(info!.Id);
+    const spec = await c.inspect();
+    const tsmRoot = join(dir, 'tsm');
+    expect(spec.HostConfig.Privileged).toBe(false);
+    expect(spec.HostConfig.CapAdd ?? []).not.toContain('SYS_ADMIN');
+    expect(spec.HostConfig.Devices ?? []).toEqual([]);
+    for (const m of spec.Mounts) {
+      expect(`${m.Source}`, JSON.stringify(m)).not.toContain(tsmRoot);
+      expect(`${m.Source} ${m.Destination}`).not.toMatch(/kernel\/config|tsm|dstack/);
+    }
+    expect(JSON.stringify(spec.Config.Env)).not.toMatch(/TSM|dstack/i);
+    const run = async (cmd: string, user: string) => {
+      const e = await c.exec({ Cmd: ['sh', '-c', cmd], User: user, AttachStdout: true, AttachStderr: true });
+      const stream = await e.start({});
+      const chunks: Buffer[] = [];
+      stream.on('data', (b: Buffer) => chunks.push(b));
+      await new Promise((r) => stream.on('end', r));
+      return { code: (await e.inspect()).ExitCode, out: Buffer.concat(chunks).toString('latin1') };
+    };
+    for (const user of ['0', '1000']) {
+      const probe = await run(
+        [
+          'grep -c configfs /proc/mounts || true',
+          'ls -A /sys/kernel/config 2>/dev/null | wc -l',
+          `test -e '${tsmRoot}' && echo host-tree || echo no-host-tree`,
+          'for p in /run/tee/dstack.sock /var/run/dstack.sock /run/dstack.sock; do test -e $p && echo $p; done | wc -l',
+          'mkdir -p /tmp/cfg && mount -t configfs none /tmp/cfg 2>/dev/null && echo mounted || echo no-mount',
+        ].join('; '),
+        user,
+      );
+      expect(
+        probe.out
+          .replace(/[^\x20-\x7e\n]/g, '')
+          .trim()
+          .split('\n')
+          .slice(-5),
+        `as uid ${user}`,
+      ).toEqual(['0', '0', 'no-host-tree', '0', 'no-mount']);
     }
   });
 
