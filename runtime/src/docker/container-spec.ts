@@ -48,6 +48,8 @@ export interface ContainerSpecInput {
   networkName?: string | undefined;
   /** The container's MAC on that network (a policed sandbox's rules are keyed by it). */
   macAddress?: string | undefined;
+  /** Resolvers the engine's embedded DNS forwards to (a policed sandbox: its network's gateway). */
+  dns?: string[] | undefined;
   /**
    * With networkName 'none': the host directory mounted at SOCKET_MOUNT, where the sidecar
    * listens (no port is published: there is no interface to publish it on).
@@ -123,6 +125,7 @@ export function buildContainerSpec(s: ContainerSpecInput): Docker.ContainerCreat
     LogConfig: { Type: 'json-file', Config: { 'max-size': '10m', 'max-file': '2' } },
   };
   if (s.enforceDisk) hostConfig.StorageOpt = { size: `${s.diskGb}G` };
+  if (s.dns?.length) hostConfig.Dns = s.dns;
   const opts: Docker.ContainerCreateOptions = {
     name: s.name,
     Image: s.image,

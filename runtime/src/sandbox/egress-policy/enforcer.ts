@@ -88,6 +88,11 @@ export class PolicyEnforcer {
     return e;
   }
 
+  /** The policy bridge's gateway (where the resolvers listen). */
+  get gateway(): string {
+    return this.#gateway;
+  }
+
   /** The MAC a policed sandbox's container is created with (its rules are keyed by it). */
   mac(sandboxId: string): string {
     return sandboxMac(sandboxId);

@@ -9,12 +9,15 @@ import type { SandboxRecord } from '../record.ts';
 export function containerNetwork(
   ctx: SandboxContext,
   rec: Pick<SandboxRecord, 'id' | 'network'>,
-): { networkName: string | undefined; macAddress?: string } {
+): { networkName: string | undefined; macAddress?: string; dns?: string[] } {
   // Without a network (SANDBOX_EGRESS=none) there is nothing to police.
   if (!rec.network || ctx.network.name === 'none') return { networkName: ctx.network.name };
   const p = ctx.policy;
   if (!p) throw policyUnavailable(ctx);
-  return { networkName: p.networkName, macAddress: p.mac(rec.id) };
+  // The engine's embedded DNS forwards to the gateway, never to a loopback resolver (which a newer
+  // engine would query from the host's namespace, past the redirect): the rules send it on to the
+  // sandbox's own resolver.
+  return { networkName: p.networkName, macAddress: p.mac(rec.id), dns: [p.gateway] };
 }
 
 /** Before any start of `rec`'s container: its rules, set and resolver are in force. */
