@@ -55,6 +55,8 @@ export function managerConfig(
     egress: v.SANDBOX_EGRESS!,
     ...(v.SANDBOX_IMPLICIT_DOMAINS?.length ? { implicitDomains: v.SANDBOX_IMPLICIT_DOMAINS } : {}),
     sidecarSocketDir: v.SANDBOX_SOCKET_DIR!,
+    runtime: v.SANDBOX_RUNTIME!,
+    runtimesAllowed: v.SANDBOX_RUNTIMES_ALLOWED ?? [],
   };
 }
 

@@ -29,6 +29,7 @@ import {
   createOperatorApi,
   EncryptedStore,
   loopDisksUnavailable,
+  offeredRuntimes,
   SandboxManager,
   SessionAuth,
   serveOperatorApi,
@@ -278,6 +279,8 @@ async function startApi(p: Parts, cleanup: Cleanup) {
         chain: { chainId, tangle: env.tangleContract },
         // The network model (issue 26): what a sandbox with no policy is meant to reach, and that
         // per-sandbox policies are not enforced yet (a create naming one is refused).
+        // Which OCI runtimes a create may name (capabilities_json.runtime) and the default.
+        runtimes: { default: manager.config.runtime, offered: offeredRuntimes(manager.config) },
         network: {
           egress: manager.config.egress,
           implicitDomains: manager.config.implicitDomains,

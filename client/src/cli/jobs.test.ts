@@ -214,13 +214,15 @@ describe('create and delete through the CLI on the devnet', () => {
       name,
       '--shape',
       'small',
+      '--runtime',
+      'runsc',
       '--timeout',
       '60',
     ]);
     expect(r.code, r.err).toBe(0);
     await actor;
     expect(r.out).toBe(`${id}\n`);
-    expect(JSON.parse(caps)).toEqual({ shape: 'small', from_sandbox: source });
+    expect(JSON.parse(caps)).toEqual({ shape: 'small', runtime: 'runsc', from_sandbox: source });
   });
 
   it('create prints progress and the id once running; get finds it again; delete removes it', async () => {

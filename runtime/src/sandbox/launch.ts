@@ -9,6 +9,7 @@ import { RuntimeError } from '../errors.ts';
 import type { SandboxContext } from './context.ts';
 import { deliverUserEnv } from './env-delivery.ts';
 import type { SandboxRecord } from './record.ts';
+import { runtimeOf } from './runtimes.ts';
 import { noNetwork, prepareSidecarSocket, sandboxContainerEnv, startedAddress } from './sidecar-address.ts';
 
 export interface LaunchOptions {
@@ -73,6 +74,7 @@ export async function launchContainer(
       exposedPorts: rec.exposedPorts ?? [],
       networkName: ctx.network.name,
       socketDir,
+      runtime: runtimeOf(rec),
       ...(opts.cmd ? { cmd: opts.cmd } : {}),
     });
     await opts.onCreated?.(containerId);

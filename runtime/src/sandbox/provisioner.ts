@@ -82,6 +82,7 @@ export async function admit(
       metadata: req.metadata,
       ...(req.expiryExempt ? { expiryExempt: true } : {}),
       ...(req.agent ? {} : { agent: false }),
+      runtime: req.runtime,
       ...(source ? { source } : {}),
     },
     now,
