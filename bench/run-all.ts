@@ -32,6 +32,7 @@ const DEFAULTS: Record<string, { args: string[]; timeoutS: number }> = {
   storage: { args: ['--n', '3'], timeoutS: 360 },
   tee: { args: ['--n', '100'], timeoutS: 60 },
   cli: { args: ['--n', '20'], timeoutS: 240 },
+  gvisor: { args: ['--n', '4', '--r', '10', '--files', '2000'], timeoutS: 600 },
 };
 
 /** The speed issue's targets, by the figure id that reports each, and who measures it. */

@@ -105,6 +105,8 @@ export {
 } from './src/sandbox/record.ts';
 export type { CreateSandboxParams } from './src/sandbox/request.ts';
 export { CreateSandboxParamsSchema } from './src/sandbox/request.ts';
+export type { SandboxRuntime } from './src/sandbox/runtimes.ts';
+export { offeredRuntimes, parseRuntimeList, SANDBOX_RUNTIMES } from './src/sandbox/runtimes.ts';
 export type { Shape, ShapeAsk, ShapeCatalog } from './src/sandbox/shapes.ts';
 export { fitsCeiling, parseShapeList, resolveShape } from './src/sandbox/shapes.ts';
 export type {

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs and starts what the project needs on a machine of this kind: the Docker engine
 # (Debian's docker.io), debootstrap for the sandbox image, chromium for the console's browser test,
-# nftables and dnsmasq-base for per-sandbox network policies, and the npm dependencies (which bring
-# anvil/forge/cast and solc-js). Idempotent: a second run only checks.
+# nftables and dnsmasq-base for per-sandbox network policies, gVisor's runsc (registered with the
+# engine as the `runsc` runtime: SANDBOX_RUNTIME=runsc), and the npm dependencies (which bring
+# anvil/forge/cast and solc-js). Idempotent: a second run only checks, and says what it changed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -18,6 +19,8 @@ command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
 # starts no system service) for each policed sandbox's resolver (runtime/src/sandbox/egress-policy).
 command -v nft >/dev/null 2>&1 || need_apt+=(nftables)
 command -v dnsmasq >/dev/null 2>&1 || need_apt+=(dnsmasq-base)
+# gVisor, for sandboxes under SANDBOX_RUNTIME=runsc (a user-space kernel between them and the host).
+command -v runsc >/dev/null 2>&1 || need_apt+=(runsc)
 if [ ${#need_apt[@]} -gt 0 ]; then
   if [ "$(id -u)" != 0 ]; then
     die "missing ${need_apt[*]}; run as root, or install them: sudo apt-get install -y ${need_apt[*]}"
@@ -36,6 +39,14 @@ if ! docker info >/dev/null 2>&1; then
   nohup dockerd >/var/log/dockerd.log 2>&1 &
   for _ in $(seq 1 60); do docker info >/dev/null 2>&1 && break; sleep 0.5; done
   docker info >/dev/null 2>&1 || die "dockerd did not come up in 30 s; see /var/log/dockerd.log"
+fi
+
+# runsc as an engine runtime: daemon.json `runtimes` (every other key kept), reloaded with SIGHUP,
+# never a restart (scripts/register-runsc.mjs says what it changed).
+if [ "$(id -u)" = 0 ] && [ -z "${DOCKER_HOST:-}" ]; then
+  node scripts/register-runsc.mjs --runsc "$(command -v runsc)"
+elif ! docker info --format '{{json .Runtimes}}' 2>/dev/null | grep -q '"runsc"'; then
+  say "the engine has no runsc runtime (SANDBOX_RUNTIME=runsc needs it): run this script as root on the engine's host"
 fi
 
 # npm dependencies (anvil, forge, cast, solc-js ship inside npm packages).

@@ -1,7 +1,7 @@
 // The sandbox variables (image, sizes, lifetimes, storage, network, sidecar), kept beside
 // config-vars.ts and spread into its table, so the README's Configuration table lists them in order.
 
-import { parseShapeList } from '@agent-sandbox/runtime';
+import { parseRuntimeList, parseShapeList } from '@agent-sandbox/runtime';
 import { z } from 'zod';
 import { bool, int, labels, list, num, ports, text, v } from './config-var-parsers.ts';
 
@@ -211,6 +211,25 @@ export const SANDBOX_VARIABLES = {
     schema: z.enum(['public', 'none', 'open'], { message: 'expected public, none or open' }),
     def: 'public',
     doc: 'Sandbox network: public (internet only; private/CGNAT/link-local/loopback addresses and the host refused; needs root and iptables), none (no interface but loopback; the sidecar answers on a Unix socket; no exposed ports), open (Docker default bridge, no isolation)',
+  }),
+  SANDBOX_RUNTIME: v({
+    group: 'Sandboxes',
+    schema: z.enum(['runc', 'runsc'], { message: 'expected runc or runsc' }),
+    def: 'runc',
+    doc: 'OCI runtime of a sandbox whose create names none: runc (namespaces, seccomp, capabilities on the host kernel) or runsc (gVisor: a user-space kernel between the sandbox and the host; the engine must list it: scripts/ensure-toolchain.sh registers it). runsc cannot run under SANDBOX_EGRESS=none',
+  }),
+  SANDBOX_RUNTIMES_ALLOWED: v({
+    group: 'Sandboxes',
+    schema: z.string().transform((s, ctx) => {
+      try {
+        return parseRuntimeList(s);
+      } catch (e) {
+        ctx.addIssue({ code: 'custom', message: (e as Error).message });
+        return z.NEVER;
+      }
+    }),
+    def: '',
+    doc: 'Further runtimes a create may name (capabilities_json.runtime, CLI --runtime), comma-separated: runc, runsc; the default is always offered; another is refused at create naming the offered ones',
   }),
   SANDBOX_IMPLICIT_DOMAINS: v({
     group: 'Sandboxes',

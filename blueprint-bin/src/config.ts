@@ -76,6 +76,14 @@ export function loadConfig(command: Command, source: EnvSource = process.env): O
       problem: 'must be empty under SANDBOX_EGRESS=none (sandboxes have no network to expose a port on)',
     });
   }
+  const offered = [n.SANDBOX_RUNTIME, ...((n.SANDBOX_RUNTIMES_ALLOWED as string[] | undefined) ?? [])];
+  if (n.SANDBOX_EGRESS === 'none' && offered.includes('runsc')) {
+    problems.push({
+      variable: n.SANDBOX_RUNTIME === 'runsc' ? 'SANDBOX_RUNTIME' : 'SANDBOX_RUNTIMES_ALLOWED',
+      problem:
+        "must not offer runsc under SANDBOX_EGRESS=none (gVisor cannot give the sidecar's Unix socket its 0600 mode); use runc or egress public",
+    });
+  }
   if (n.REGISTRATION_CAPTURE_ONLY && !n.REGISTRATION_OUTPUT_PATH) {
     problems.push({
       variable: 'REGISTRATION_OUTPUT_PATH',

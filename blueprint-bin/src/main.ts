@@ -34,6 +34,9 @@ Required: HTTP_RPC_URL TANGLE_CONTRACT BLUEPRINT_ID SERVICE_ID DATA_DIR SESSION_
 Confirmations (JOB_CONFIRMATIONS, default 0): blocks a job waits below the head. 0 for the devnet
 or a chain with instant finality, 0-1 on an L2 sequencer, 2 or more on an Ethereum-like L1, else
 the chain's finality depth. Reorgs are repaired either way (README: a hostile or faulty RPC).
+Runtime (SANDBOX_RUNTIME, default runc; SANDBOX_RUNTIMES_ALLOWED, default none): runsc runs
+sandboxes under gVisor, a user-space kernel; the engine must list it (scripts/ensure-toolchain.sh
+installs and registers it) and it cannot run under SANDBOX_EGRESS=none.
 Options:
   --pretty   human-readable logs instead of JSON lines`,
   register: `Usage: agent-sandbox-operator register [--capacity N] [--rpc-address URL] [--pretty]

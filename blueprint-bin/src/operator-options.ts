@@ -56,6 +56,8 @@ export function managerConfig(
     ...(v.SANDBOX_IMPLICIT_DOMAINS?.length ? { implicitDomains: v.SANDBOX_IMPLICIT_DOMAINS } : {}),
     ...(v.SANDBOX_DNS_UPSTREAM?.length ? { dnsUpstream: v.SANDBOX_DNS_UPSTREAM } : {}),
     sidecarSocketDir: v.SANDBOX_SOCKET_DIR!,
+    runtime: v.SANDBOX_RUNTIME!,
+    runtimesAllowed: v.SANDBOX_RUNTIMES_ALLOWED ?? [],
   };
 }
 

@@ -30,6 +30,7 @@ import {
   EncryptedStore,
   loopDisksUnavailable,
   policyUnavailableReason,
+  offeredRuntimes,
   SandboxManager,
   SessionAuth,
   serveOperatorApi,
@@ -281,6 +282,8 @@ async function startApi(p: Parts, cleanup: Cleanup) {
         ...capabilities(cfg, p.key, p.image, p.tee?.capabilities ?? false, p.harnessImage),
         // What the web console needs to submit jobs 0/1 through the user's wallet.
         chain: { chainId, tangle: env.tangleContract },
+        // Which OCI runtimes a create may name (capabilities_json.runtime) and the default.
+        runtimes: { default: manager.config.runtime, offered: offeredRuntimes(manager.config) },
         // The network model (issue 26): the operator's ceiling, the implicit domains a `default`
         // policy reaches, and whether a create may name a policy (not under egress none).
         network: {

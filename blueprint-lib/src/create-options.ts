@@ -2,7 +2,7 @@
 // one JSON object (so the job's ABI, and every client and contract built on it, is unchanged):
 //   {"shape":"medium","agent":false,"delete_after_stopped_seconds":86400,
 //    "network":{"mode":"strict","allow_domains":["example.com"],"include_implicit_domains":true},
-//    "from_sandbox":"sbx-…"}            (or "from_snapshot":"sha256:…": a fork, see runtime fork.ts)
+//    "runtime":"runsc","from_sandbox":"sbx-…"}            (or "from_snapshot":"sha256:…": a fork, see runtime fork.ts)
 // Strict: an unknown option is refused by name (a dropped option would create another sandbox
 // than asked). A JSON array (an older client's capability list) carries no options.
 import { DomainSchema } from '@agent-sandbox/runtime';
@@ -33,6 +33,8 @@ export const CreateOptionsSchema = z
       .max(16 * 1024)
       .optional(),
     network: NetworkOptionSchema.optional(),
+    /** The OCI runtime: runc, or runsc (gVisor) where the operator offers it (SANDBOX_RUNTIMES_ALLOWED). */
+    runtime: z.enum(['runc', 'runsc']).optional(),
     /** Branch: a copy of this sandbox's workspace (the caller's own sandbox; no secrets copied). */
     from_sandbox: z
       .string()

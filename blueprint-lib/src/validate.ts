@@ -49,8 +49,10 @@ export const LIMITS = {
 
 /** The runtime's create parameters minus owner/serviceId/callId, plus the public facts to report. */
 export type ValidatedCreate = Required<
-  Omit<CreateSandboxParams, 'owner' | 'serviceId' | 'callId' | 'expiryExempt' | 'shape'>
+  Omit<CreateSandboxParams, 'owner' | 'serviceId' | 'callId' | 'expiryExempt' | 'shape' | 'runtime'>
 > & {
+  /** The OCI runtime named (runc, runsc); the runtime checks it against what the operator offers. */
+  runtime: 'runc' | 'runsc' | undefined;
   /** The preset named (the runtime resolves it again, against the same catalog). */
   shape: string | undefined;
   /** The options capabilities_json carried (create-options.ts). */
@@ -228,6 +230,7 @@ export function validateCreateRequest(req: SandboxCreateRequest, policy: CreateP
     name: req.name,
     image,
     shape: options.shape,
+    runtime: options.runtime,
     cpuCores,
     memoryMb,
     diskGb,
@@ -273,6 +276,7 @@ export function runtimeCreateParams(
     name: v.name,
     image: v.image,
     ...(v.shape ? { shape: v.shape } : {}),
+    ...(v.runtime ? { runtime: v.runtime } : {}),
     cpuCores: v.cpuCores,
     memoryMb: v.memoryMb,
     diskGb: v.diskGb,

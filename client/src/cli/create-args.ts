@@ -44,6 +44,11 @@ export const CREATE_COMMAND: CommandSpec = {
       type: 'boolean',
       help: 'plain compute: no coding agent, no model credentials, no startup scripts (agent: false)',
     },
+    runtime: {
+      type: 'string',
+      arg: 'runc|runsc',
+      help: "OCI runtime: runsc = gVisor, a user-space kernel between your code and the host (where the operator offers it: `runtimes` in its /api/capabilities; default: the operator's)",
+    },
     'from-sandbox': {
       type: 'string',
       arg: 'ID',

@@ -218,6 +218,8 @@ describe('create and delete through the CLI on the devnet', () => {
       'github.com',
       '--allow-domain',
       '*.npmjs.org',
+      '--runtime',
+      'runsc',
       '--timeout',
       '60',
     ]);
@@ -228,6 +230,7 @@ describe('create and delete through the CLI on the devnet', () => {
     expect(JSON.parse(caps)).toEqual({
       shape: 'small',
       network: { mode: 'strict', allow_domains: ['github.com', '*.npmjs.org'] },
+      runtime: 'runsc',
       from_sandbox: source,
     });
   });

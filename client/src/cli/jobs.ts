@@ -26,6 +26,12 @@ function createOptionsFromFlags(ctx: CliContext, raw: string | undefined): strin
   const set: Record<string, unknown> = {};
   if (typeof o.shape === 'string') set.shape = o.shape;
   if (o['no-agent'] === true) set.agent = false;
+  if (typeof o.runtime === 'string') {
+    if (o.runtime !== 'runc' && o.runtime !== 'runsc') {
+      throw new ClientError('USAGE', `--runtime must be runc or runsc, got "${o.runtime}"`);
+    }
+    set.runtime = o.runtime;
+  }
   // `branch <id>` is `create --from-sandbox <id>`.
   const fromSandbox = ctx.args.command === 'branch' ? ctx.args.positionals[0] : o['from-sandbox'];
   if (typeof fromSandbox === 'string') set.from_sandbox = fromSandbox;

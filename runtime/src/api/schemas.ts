@@ -139,6 +139,9 @@ export const SandboxViewSchema = z
           'epoch ms when each timer fires: a running sandbox stops at idle_stop_at (moved by activity) or max_lifetime_stop_at (create or last resume + maxLifetimeSeconds); a stopped one is deleted at delete_at (stop + deleteAfterStoppedSeconds). null: does not apply now',
       }),
     agent: z.boolean().optional().openapi({ description: 'false: plain compute, no coding agent' }),
+    runtime: z.enum(['runc', 'runsc']).optional().openapi({
+      description: 'The OCI runtime its containers run under: runc, or runsc (gVisor, a user-space kernel)',
+    }),
     snapshot_id: z.string().nullable().optional().openapi({
       description:
         'the sandbox\'s latest snapshot (POST …/snapshot or a stop takes one, replacing it); a create job with capabilities_json {"from_snapshot": snapshot_id} starts a new sandbox with its workspace',

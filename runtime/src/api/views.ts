@@ -1,6 +1,7 @@
 // What the API shows of a sandbox: an explicit allow-list of record fields (never the sidecar
 // token, never env values, never container internals).
 import type { SandboxRecord } from '../sandbox/record.ts';
+import { runtimeOf, type SandboxRuntime } from '../sandbox/runtimes.ts';
 
 export interface SandboxView {
   id: string;
@@ -24,6 +25,8 @@ export interface SandboxView {
   };
   /** false: plain compute (no coding agent). */
   agent: boolean;
+  /** The OCI runtime its containers run under: runc, or runsc (gVisor). */
+  runtime: SandboxRuntime;
   /** The sandbox's latest snapshot (create from_snapshot takes it); null: none. */
   snapshot_id: string | null;
   /** What this sandbox was copied from (create from_sandbox / from_snapshot); null: a fresh one. */
@@ -75,6 +78,7 @@ export function sandboxView(r: SandboxRecord, role: 'owner' | 'member' = 'owner'
     stop_reason: r.stopReason ?? null,
     timer_deadlines: timerDeadlines(r),
     agent: r.agent !== false,
+    runtime: runtimeOf(r),
     snapshot_id: role === 'owner' ? (r.snapshotImageId ?? null) : null,
     source: !r.source
       ? null

@@ -55,6 +55,8 @@ export interface ContainerSpecInput {
    * listens (no port is published: there is no interface to publish it on).
    */
   socketDir?: string | undefined;
+  /** The engine's OCI runtime name (runc, runsc); undefined: the engine's default. */
+  runtime?: string | undefined;
   /** Overrides the image's command (tests only: a sidecar that never becomes healthy). */
   cmd?: string[];
 }
@@ -114,6 +116,7 @@ export function buildContainerSpec(s: ContainerSpecInput): Docker.ContainerCreat
         : []),
     ],
     RestartPolicy: { Name: 'no' },
+    ...(s.runtime ? { Runtime: s.runtime } : {}),
     ...(s.networkName ? { NetworkMode: s.networkName } : {}),
     // The sandbox networks (public, none) have no IPv6: switch it off in the sandbox's namespace,
     // so no address or route appears there (a router advertisement on the bridge, an engine that

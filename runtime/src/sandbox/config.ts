@@ -5,6 +5,7 @@ import { EGRESS_POLICIES } from '../docker/sandbox-network.ts';
 import { MAX_SOCKET_PATH, SOCKET_NAME } from '../docker/sidecar-socket.ts';
 import { RuntimeError } from '../errors.ts';
 import { DEFAULT_IMPLICIT_DOMAINS, DomainSchema } from './network-policy.ts';
+import { parseRuntimeList, refuseRuntimeConfig, SandboxRuntimeSchema } from './runtimes.ts';
 import { checkShapeCatalog, clampShape, parseShapeList, type ShapeCatalog, ShapeSchema } from './shapes.ts';
 
 // <dir>/sbx-<32 hex>/sidecar.sock must fit MAX_SOCKET_PATH.
@@ -132,6 +133,10 @@ export const SandboxRuntimeConfigSchema = z.object({
       `at most ${MAX_SOCKET_DIR} characters, or the socket path is too long for a Unix socket`,
     )
     .default('/run/agent-sandbox'),
+  /** The OCI runtime a sandbox runs under when its create names none (runtimes.ts). */
+  runtime: SandboxRuntimeSchema.default('runc'),
+  /** Further runtimes a create may name (`runtime`); the default is always offered. */
+  runtimesAllowed: z.array(SandboxRuntimeSchema).default([]),
   /** Extra labels on everything created (tests add agent-sandbox.test=1). */
   extraLabels: z.record(z.string(), z.string()).default({}),
 });
@@ -153,6 +158,7 @@ export function parseSandboxRuntimeConfig(input: SandboxRuntimeConfigInput): San
       'invalid sandbox runtime config: SANDBOX_EGRESS=none gives sandboxes no network, so no port can be exposed; remove SANDBOX_EXPOSED_PORTS or pick another egress policy',
     );
   }
+  refuseRuntimeConfig(r.data);
   const shapes = shapeCatalog(r.data);
   // The default preset is what a create naming no size gets: the per-field defaults follow it.
   const d = clampShape(shapes.presets[shapes.defaultPreset]!, shapes.ceiling);
@@ -212,6 +218,7 @@ const ENV_KEYS: Record<string, keyof SandboxRuntimeConfig> = {
   SANDBOX_ENGINE_WAIT_MS: 'engineWaitMs',
   SANDBOX_EGRESS: 'egress',
   SANDBOX_SOCKET_DIR: 'sidecarSocketDir',
+  SANDBOX_RUNTIME: 'runtime',
 };
 
 /** Reads SANDBOX_* / SIDECAR_* variables over `base` (e.g. {snapshotDir, operatorId}). */
@@ -221,6 +228,8 @@ export function sandboxRuntimeConfigFromEnv(
 ): SandboxRuntimeConfig {
   const out: Record<string, unknown> = { ...base };
   if (env.SANDBOX_SHAPES?.trim()) out.shapes = parseShapeList(env.SANDBOX_SHAPES);
+  if (env.SANDBOX_RUNTIMES_ALLOWED?.trim())
+    out.runtimesAllowed = parseRuntimeList(env.SANDBOX_RUNTIMES_ALLOWED);
   for (const [envKey, key] of Object.entries(ENV_KEYS)) {
     const raw = env[envKey];
     if (raw === undefined || raw === '') continue;

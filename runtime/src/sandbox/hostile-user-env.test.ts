@@ -49,7 +49,8 @@ async function rootView(containerId: string): Promise<string> {
 }
 
 const CODE_FINGERPRINT =
-  'stat -c "%u:%g %a" /opt/sidecar /opt/sidecar/sidecar.cjs /usr/bin/tini; sha256sum /opt/sidecar/sidecar.cjs /usr/bin/tini';
+  // find, not stat: coreutils' statx flags are refused by the gVisor Debian ships (README, runtimes).
+  'find /opt/sidecar /opt/sidecar/sidecar.cjs /usr/bin/tini -maxdepth 0 -printf "%U:%G %m\\n"; sha256sum /opt/sidecar/sidecar.cjs /usr/bin/tini';
 
 beforeAll(async () => {
   rig = await makeRig(image);

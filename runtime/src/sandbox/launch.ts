@@ -10,6 +10,7 @@ import type { SandboxContext } from './context.ts';
 import { beforeStart, containerNetwork } from './egress-policy/hooks.ts';
 import { deliverUserEnv } from './env-delivery.ts';
 import type { SandboxRecord } from './record.ts';
+import { runtimeOf } from './runtimes.ts';
 import { noNetwork, prepareSidecarSocket, sandboxContainerEnv, startedAddress } from './sidecar-address.ts';
 
 export interface LaunchOptions {
@@ -74,6 +75,7 @@ export async function launchContainer(
       exposedPorts: rec.exposedPorts ?? [],
       ...containerNetwork(ctx, rec),
       socketDir,
+      runtime: runtimeOf(rec),
       ...(opts.cmd ? { cmd: opts.cmd } : {}),
     });
     await opts.onCreated?.(containerId);

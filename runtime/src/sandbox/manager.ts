@@ -48,6 +48,7 @@ import { everyTick, gcTick, reaperTick, type TickResult } from './reaper.ts';
 import { type ReconcileReport, reconcile } from './reconcile.ts';
 import { type SandboxRecord, SandboxRecordSchema } from './record.ts';
 import { type CreateSandboxParams, refuseAgentProgram, resolveCreate } from './request.ts';
+import { checkEngineRuntimes } from './runtimes.ts';
 import { endpointOf } from './sidecar-address.ts';
 import { WarmPool } from './warm-pool.ts';
 
@@ -128,6 +129,7 @@ export class SandboxManager {
       }
       m.#ctx.driver.disks = new LoopDisks(m.config.diskDir ?? join(dirname(m.config.snapshotDir), 'disks'));
     }
+    await checkEngineRuntimes(m.#ctx.driver.docker, m.config);
     await m.#ctx.records.load();
     const policy = m.config.egress;
     m.#ctx.network = await ensureSandboxNetwork(m.#ctx.driver.docker, policy);

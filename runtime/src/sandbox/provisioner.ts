@@ -84,6 +84,7 @@ export async function admit(
       ...(req.expiryExempt ? { expiryExempt: true } : {}),
       ...(req.agent ? {} : { agent: false }),
       ...(req.network ? { network: req.network } : {}),
+      runtime: req.runtime,
       ...(source ? { source } : {}),
     },
     now,

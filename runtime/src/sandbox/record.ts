@@ -4,6 +4,7 @@ import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
 import { RuntimeError } from '../errors.ts';
 import { NetworkPolicySchema } from './network-policy.ts';
+import { SandboxRuntimeSchema } from './runtimes.ts';
 
 export const SANDBOX_STATES = [
   'pending',
@@ -166,6 +167,8 @@ export const SandboxRecordSchema = z.object({
    * refused with AGENT_DISABLED), no agent program in its env. Absent: true.
    */
   agent: z.boolean().optional(),
+  /** The OCI runtime its containers run under (runtimes.ts), fixed at create. Absent: runc. */
+  runtime: SandboxRuntimeSchema.optional(),
   /**
    * Team access: wallets (lowercased) the owner lets use the sandbox as themselves (exec, prompt,
    * terminals, files, ports); only the owner manages members and secrets and deletes. Absent: none.
@@ -220,7 +223,7 @@ export type NewRecordFields = Pick<
   | 'baseEnv'
   | 'metadata'
 > &
-  Partial<Pick<SandboxRecord, 'expiryExempt' | 'agent' | 'source' | 'network'>>;
+  Partial<Pick<SandboxRecord, 'expiryExempt' | 'agent' | 'source' | 'network' | 'runtime'>>;
 
 /** A new sandbox's record: a fresh sidecar token, created and last active `now`. */
 export function newRecord(f: NewRecordFields, now: number): SandboxRecord {

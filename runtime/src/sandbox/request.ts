@@ -7,6 +7,7 @@ import { type SandboxRuntimeConfig, shapeCatalog } from './config.ts';
 import { parseUserEnv } from './env.ts';
 import { type NetworkPolicy, resolveNetworkPolicy } from './network-policy.ts';
 import { SANDBOX_ID_RE, type SandboxTimers, SNAPSHOT_ID_RE } from './record.ts';
+import { refuseUnsupported, resolveRuntime, type SandboxRuntime, SandboxRuntimeSchema } from './runtimes.ts';
 import { resolveShape } from './shapes.ts';
 
 /** The user's own agent program (the sidecar's USER_AGENT_COMMAND_KEY). */
@@ -52,6 +53,8 @@ export const CreateSandboxParamsSchema = z.object({
    * env, secret or token of it). Only the runtime's own id form is accepted.
    */
   fromSandbox: z.string().regex(SANDBOX_ID_RE, 'must be a sandbox id (sbx- and 32 hex digits)').optional(),
+  /** The OCI runtime (runc, runsc = gVisor) when the operator offers it; absent = its default. */
+  runtime: SandboxRuntimeSchema.optional(),
   /** A snapshot of the same owner's (the id POST …/snapshot returned) to start from. */
   fromSnapshot: z
     .string()
@@ -77,6 +80,7 @@ export interface ResolvedCreate {
   agent: boolean;
   /** Its own network policy (absent: what SANDBOX_EGRESS allows). */
   network?: NetworkPolicy;
+  runtime: SandboxRuntime;
   /** A fork's source as asked (checked against the owner's records by the manager). */
   from?: { kind: 'sandbox'; id: string } | { kind: 'snapshot'; id: string };
   /** The image was named by the request (a fork runs its source's image unless this says otherwise). */
@@ -107,6 +111,8 @@ export function resolveCreate(input: unknown, cfg: SandboxRuntimeConfig): Resolv
     );
   }
   const network = resolveNetworkPolicy(p.network, cfg.egress);
+  const runtime = resolveRuntime(p.runtime, cfg);
+  refuseUnsupported(runtime, cfg);
   const baseEnv = parseUserEnv(p.env, 'env');
   if (!p.agent) refuseAgentProgram(baseEnv, 'env');
   if (cpuCores < 0.1)
@@ -131,6 +137,7 @@ export function resolveCreate(input: unknown, cfg: SandboxRuntimeConfig): Resolv
     expiryExempt: p.expiryExempt,
     agent: p.agent,
     ...(network ? { network } : {}),
+    runtime,
     ...(p.fromSandbox ? { from: { kind: 'sandbox' as const, id: p.fromSandbox } } : {}),
     ...(p.fromSnapshot ? { from: { kind: 'snapshot' as const, id: p.fromSnapshot } } : {}),
     imageNamed: Boolean(p.image),

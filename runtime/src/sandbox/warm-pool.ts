@@ -14,6 +14,7 @@ import type { SandboxContext } from './context.ts';
 import { launchContainer } from './launch.ts';
 import { newRecord, newSandboxId, type SandboxResources } from './record.ts';
 import { type ResolvedCreate, resolveExposedPorts, resolveTimers } from './request.ts';
+import type { SandboxRuntime } from './runtimes.ts';
 import { startedAddress } from './sidecar-address.ts';
 
 /** One started, healthy, unclaimed container. */
@@ -30,6 +31,8 @@ export interface PoolEntry {
   image: string;
   exposedPorts: number[];
   resources: SandboxResources;
+  /** The operator's default runtime (a create naming another is provisioned cold). */
+  runtime: SandboxRuntime;
   createdAt: number;
 }
 
@@ -76,6 +79,7 @@ export class WarmPool {
     const i = this.#ready.findIndex(
       (e) =>
         e.image === req.image &&
+        e.runtime === req.runtime &&
         e.resources.cpuCores === req.cpuCores &&
         e.resources.memoryMb === req.memoryMb &&
         // A disk size the container does not enforce makes no difference to it.
@@ -200,6 +204,7 @@ export class WarmPool {
         timers: resolveTimers({}, cfg),
         baseEnv: {},
         metadata: {},
+        runtime: cfg.runtime,
       },
       now,
     );
@@ -217,6 +222,7 @@ export class WarmPool {
         image: cfg.image,
         exposedPorts: rec.exposedPorts ?? [],
         resources,
+        runtime: cfg.runtime,
         createdAt: now,
       };
     } finally {

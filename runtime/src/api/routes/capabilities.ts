@@ -3,6 +3,7 @@
 // a flag that is not true is absent, never false or guessed: no interactions here, and no
 // harness list when the sandbox's sidecar could not be asked.
 import { createRoute, type OpenAPIHono, z } from '@hono/zod-openapi';
+import { runtimeOf, SANDBOX_RUNTIMES } from '../../sandbox/runtimes.ts';
 import type { ApiEnv } from '../context.ts';
 import { assertRunning } from '../middleware/session.ts';
 import { MAX_FRAME_BYTES } from '../runs/frames.ts';
@@ -19,6 +20,9 @@ export const SandboxCapabilitiesSchema = z
     agent: z.boolean().openapi({
       description:
         'false: plain compute (created with agent: false): no coding agent; prompt and task answer 409 AGENT_DISABLED',
+    }),
+    runtime: z.enum(SANDBOX_RUNTIMES).openapi({
+      description: 'The OCI runtime the sandbox runs under: runc, or runsc (gVisor, a user-space kernel)',
     }),
     agent_command: z.literal(true).optional().openapi({
       description: "Present when the user's agent program (SANDBOX_AGENT_COMMAND) answers every turn",
@@ -89,6 +93,7 @@ export function registerCapabilities(app: OpenAPIHono<ApiEnv>, d: SandboxRouteDe
       sandbox_id: record.id,
       version: 1,
       agent: !plain,
+      runtime: runtimeOf(record),
       ...(a?.installed ? { harnesses: a.installed } : {}),
       ...(a?.agentCommand ? { agent_command: true as const } : {}),
       // The run id is in the 202 of prompt/task, before the agent has produced anything.

@@ -12,8 +12,24 @@ import { socketDispatcher } from '../../sidecar-client/socket.ts';
 import { EncryptedStore } from '../../store/store.ts';
 import type { SandboxRuntimeConfigInput } from '../config.ts';
 import { SandboxManager } from '../manager.ts';
+import type { SandboxRuntime } from '../runtimes.ts';
 
 export const TEST_LABELS = { 'agent-sandbox.test': '1', 'agent-sandbox.suite': 'runtime-sandbox' };
+
+let suiteRuntime: SandboxRuntime = 'runc';
+
+/**
+ * Runs the suites imported after this call under `runtime` (their rigs' default runtime): a
+ * `<suite>.runsc.test.ts` file calls it, then imports `<suite>.test.ts`, so one suite proves both.
+ */
+export function useSuiteRuntime(runtime: SandboxRuntime): void {
+  suiteRuntime = runtime;
+}
+
+/** The runtime the current suite's sandboxes run under (what its assertions may depend on). */
+export function currentSuiteRuntime(): SandboxRuntime {
+  return suiteRuntime;
+}
 
 export interface TestRig {
   manager: SandboxManager;
@@ -49,6 +65,8 @@ export async function makeRig(
     stopTimeoutSeconds: 1,
     // Sidecar sockets (egress none) in a directory of this rig's own, short enough for sun_path.
     sidecarSocketDir: `/run/asbx-t-${randomBytes(6).toString('hex')}`,
+    // runsc cannot run under egress none (runtimes.ts): a suite's `none` rigs stay on runc.
+    ...(suiteRuntime === 'runc' || overrides.egress === 'none' ? {} : { runtime: suiteRuntime }),
     ...overrides,
   };
   const clock = { now: Date.now() };
