@@ -6,6 +6,7 @@ import { isRuntimeError, RuntimeError } from '../errors.ts';
 import { type SandboxContext, transition } from './context.ts';
 import { copyForkWorkspace, dropForkCopy } from './fork.ts';
 import { launchContainer } from './launch.ts';
+import { checkMemoryBudget } from './memory-budget.ts';
 import {
   newProgress,
   type ProvisionPhase,
@@ -63,6 +64,8 @@ export async function admit(
       );
     }
   }
+  // A claimed pool container already holds its memory, but as a pool entry, not a live sandbox.
+  checkMemoryBudget(ctx, req.memoryMb);
   const now = ctx.now();
   const rec = newRecord(
     {
