@@ -5,8 +5,11 @@
 // Then (unless --no-exec) `agent-sandbox exec <id> -- true` against a local operator: a private
 // devnet, the bundled operator programs (both of the cloud service's), one sandbox created on
 // chain, `agent-sandbox login` once (the session cached in a config dir of this run), then exec
-// round trips paired with `node -e 0` (figure `cli-exec`).
-// Run: npx tsx bench/cli.bench.ts [--n 20] [--tsx] [--no-exec]
+// round trips paired with `node -e 0` (figure `cli-exec`). With --before DIR (a copy of an older
+// client/dist), each exec pair also runs that bundle, so a change is measured before/after in one
+// interleaved run (fewer pairs: the write limit). --node PATH runs both bundles (not the floor's
+// `node -e 0`, nor this process) with another Node, e.g. one with module.enableCompileCache (>= 22.1).
+// Run: npx tsx bench/cli.bench.ts [--n 20] [--tsx] [--no-exec] [--before DIR] [--node PATH]
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { loadavg } from 'node:os';
@@ -39,10 +42,16 @@ if (!TIME) {
 }
 
 const BUNDLE = join(ROOT, 'client', 'dist', 'cli.mjs');
+const opt = (name: string) => {
+  const i = process.argv.indexOf(`--${name}`);
+  return i > 0 ? process.argv[i + 1] : undefined;
+};
+const BEFORE = opt('before') ? join(resolve(opt('before')!), 'cli.mjs') : undefined;
+const NODE = opt('node') ? resolve(opt('node')!) : process.execPath;
 const LAUNCHER = join(ROOT, 'client', 'bin', 'agent-sandbox.mjs');
 const EXEC = !process.argv.includes('--no-exec');
-/** Exec pairs: at most 13 (the operator's write limit, 30 a minute per address). */
-const N_EXEC = 13;
+/** Exec pairs: at most 13 (the operator's write limit, 30 a minute per address); 8 with --before. */
+const N_EXEC = BEFORE ? 8 : 13;
 buildBins('client', ...(EXEC ? (['operator'] as const) : []));
 
 interface Sample {
@@ -51,9 +60,9 @@ interface Sample {
 }
 
 /** One run of `node ...args` under GNU time: wall (ms, from our clock) and peak RSS. */
-function once(args: string[], env: Record<string, string> = {}): Sample {
+function once(args: string[], env: Record<string, string> = {}, node = process.execPath): Sample {
   const t0 = process.hrtime.bigint();
-  const r = spawnSync(TIME!, ['-f', '%M', process.execPath, ...args], {
+  const r = spawnSync(TIME!, ['-f', '%M', node, ...args], {
     encoding: 'utf8',
     env: {
       PATH: process.env['PATH'] ?? '',
@@ -152,7 +161,10 @@ async function execBench(run: BenchRun): Promise<void> {
   // Sign in once; the exec runs use the cached session only (no key in their environment).
   once([BUNDLE, 'login'], { ...env, AGENT_SANDBOX_PRIVATE_KEY: info.accounts.user.privateKey });
   const execArgs = [BUNDLE, 'exec', out.sandboxId, '--', 'true'];
-  once(execArgs, env); // warm: the chunks in the page cache, the sidecar's first exec
+  const beforeArgs = BEFORE ? [BEFORE, ...execArgs.slice(1)] : undefined;
+  // warm: the chunks in the page cache (and the compile cache), the sidecar's first exec
+  once(execArgs, env, NODE);
+  if (beforeArgs) once(beforeArgs, env, NODE);
   // Where the time goes: the same client code in this (warm) process with the cached session, so
   // what the CLI adds on top is its process start and module loading.
   const cached = await new SessionCache(env.AGENT_SANDBOX_CONFIG_DIR).get(url, chain.user.address);
@@ -161,20 +173,27 @@ async function execBench(run: BenchRun): Promise<void> {
   await api.exec(out.sandboxId, 'true');
   const floor: Sample[] = [];
   const ours: Sample[] = [];
+  const before: Sample[] = [];
   const inProc: number[] = [];
   // The operator allows 30 writes a minute per client address (an exec is a write): the two warm-up
   // execs and two per pair stay under it.
   for (let i = 0; i < Math.min(N, N_EXEC); i++) {
     floor.push(once(FLOOR.args));
-    ours.push(once(execArgs, env));
+    if (beforeArgs) before.push(once(beforeArgs, env, NODE));
+    ours.push(once(execArgs, env, NODE));
     const t0 = performance.now();
     await api.exec(out.sandboxId, 'true');
     inProc.push(performance.now() - t0);
   }
   console.log(
-    `cli exec: load ${load()}, ${ours.length} paired runs, operator ${url} (bundle), sandbox ${out.sandboxId}`,
+    `cli exec: load ${load()}, ${ours.length} paired runs, operator ${url} (bundle), sandbox ${out.sandboxId}` +
+      (NODE === process.execPath ? '' : `, bundles run by ${NODE}`),
   );
   console.log(line('floor  node -e 0 wall', wallOf(floor), 'ms'));
+  if (BEFORE) {
+    console.log(line(`before ${BEFORE} exec`, wallOf(before), 'ms'));
+    console.log(line('before exec peak RSS', rssOf(before), 'MiB'));
+  }
   console.log(line('bundle agent-sandbox exec -- true', wallOf(ours), 'ms'));
   console.log(line('bundle agent-sandbox exec peak RSS', rssOf(ours), 'MiB'));
   console.log(line('in-process OperatorClient.exec', inProc, 'ms'));

@@ -18,6 +18,8 @@ export interface FloorShape {
   runLabel: string;
   cpu: number;
   memoryMb: number;
+  /** A bridge network to run on instead of the engine's default bridge (a run's own). */
+  network?: string;
 }
 
 /** One floor: docker run -> /health answers, in ms. */
@@ -44,6 +46,7 @@ export async function floorOnce(image: string, i: number, s: FloorShape): Promis
     `${s.memoryMb}m`,
     '--mount',
     `type=volume,source=${name},target=/home/agent,volume-label=${s.runLabel}`,
+    ...(s.network ? ['--network', s.network] : []),
     '-p',
     `127.0.0.1:${port}:8080`,
     '-e',

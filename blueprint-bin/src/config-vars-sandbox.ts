@@ -176,6 +176,12 @@ export const SANDBOX_VARIABLES = {
     def: '102400',
     doc: "Operator-wide budget (MB) for all sandboxes' snapshot storage; a snapshot or GC demotion past it fails, nothing written",
   }),
+  SANDBOX_MEMORY_BUDGET_MB: v({
+    group: 'Sandboxes',
+    schema: int(0),
+    def: '0',
+    doc: "Host memory budget (MB) for the memory limits of all live sandboxes together; a create past it fails MEMORY_BUDGET_EXCEEDED before anything starts, and the warm pool keeps only what it leaves. 0 = the host's memory less max(1 GiB, 10 %); set it above the host's memory to overcommit (idle sandboxes use far less than their limit)",
+  }),
   SANDBOX_SNAPSHOT_DIR: v({
     group: 'Sandboxes',
     schema: text,

@@ -33,6 +33,7 @@ export function managerConfig(
     maxDeleteAfterStoppedSeconds: v.SANDBOX_MAX_DELETE_AFTER_STOPPED!,
     pidsLimit: v.SANDBOX_PIDS_LIMIT!,
     maxSandboxes: v.OPERATOR_MAX_CAPACITY!,
+    memoryBudgetMb: v.SANDBOX_MEMORY_BUDGET_MB!,
     warmPool: v.SANDBOX_WARM_POOL!,
     defaultIdleTimeoutSeconds: v.SANDBOX_DEFAULT_IDLE_TIMEOUT!,
     defaultMaxLifetimeSeconds: v.SANDBOX_DEFAULT_MAX_LIFETIME!,

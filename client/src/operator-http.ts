@@ -1,7 +1,6 @@
 // The transport under OperatorClient: fetch with a timeout, wallet sign-in (EIP-4361 challenge,
 // checked to name this operator before it is signed → PASETO session), one re-login on 401, the
 // API's error shape turned into ClientError, and SSE.
-import { createSiweMessage, parseSiweMessage, type SiweMessage } from 'viem/siwe';
 import { z } from 'zod';
 import { ApiErrorBody, Challenge, Session } from './api-types.ts';
 import { ClientError, hintFor } from './errors.ts';
@@ -42,42 +41,6 @@ export interface RequestOptions {
   auth?: boolean;
   signal?: AbortSignal;
   timeoutMs?: number;
-}
-
-/**
- * Why a sign-in message must not be signed for the operator at `baseUrl`, or undefined when it is
- * a well-formed EIP-4361 message naming that operator (domain = its host, URI = its origin), this
- * wallet, the challenge's nonce and (when given) the chain, and not yet expired. A message naming
- * another operator is what a relaying operator would show: signing it would sign in there as us.
- */
-export function siweRefusal(
-  message: string,
-  expect: { baseUrl: string; address: string; nonce: string; chainId?: number; now?: Date },
-): string | undefined {
-  const m = parseSiweMessage(message);
-  const base = new URL(expect.baseUrl);
-  if (!m.domain || !m.uri || !m.address || !m.nonce || m.chainId === undefined || m.version !== '1') {
-    return 'it is not an EIP-4361 sign-in message';
-  }
-  // Only what the standard fields say may be signed: re-rendering must give back the same text.
-  if (createSiweMessage(m as SiweMessage) !== message) return 'it carries text outside the EIP-4361 fields';
-  if (m.domain !== base.host) return `it names ${m.domain}, not ${base.host}`;
-  let uri: URL;
-  try {
-    uri = new URL(m.uri);
-  } catch {
-    return 'its URI is not a URL';
-  }
-  if (uri.origin !== base.origin) return `its URI is ${uri.origin}, not ${base.origin}`;
-  if (m.address.toLowerCase() !== expect.address.toLowerCase()) return `it names the wallet ${m.address}`;
-  if (m.nonce !== expect.nonce) return 'its nonce is not the challenge nonce';
-  if (expect.chainId !== undefined && m.chainId !== expect.chainId) {
-    return `it names chain ${m.chainId}, not ${expect.chainId}`;
-  }
-  const now = expect.now ?? new Date();
-  if (!m.expirationTime || m.expirationTime <= now) return 'it has expired or never expires';
-  if (m.notBefore && m.notBefore > now) return 'it is not valid yet';
-  return undefined;
 }
 
 export function parseExpiry(v: unknown): number | undefined {
@@ -165,6 +128,8 @@ export class OperatorHttp {
     if (typeof this.chainId === 'function') this.chainId = await this.chainId();
     const chainId = this.chainId;
     // Never sign text an operator sends unless it is a sign-in message naming that operator.
+    // viem's SIWE code loads only here: a command with a cached session never signs in.
+    const { siweRefusal } = await import('./siwe-refusal.ts');
     const refusal = siweRefusal(challenge.message, {
       baseUrl: this.baseUrl,
       address: account.address,

@@ -40,6 +40,8 @@ export const RuntimeErrorCodes = {
   PROVISION_FAILED: 500,
   HEALTH_CHECK_TIMEOUT: 504,
   CAPACITY_EXHAUSTED: 503,
+  /** A create would pass the host memory budget (memory-budget.ts, SANDBOX_MEMORY_BUDGET_MB). */
+  MEMORY_BUDGET_EXCEEDED: 503,
   /** A snapshot or tier move would pass the per-sandbox cap or the operator's storage budget. */
   STORAGE_LIMIT: 507,
   CIRCUIT_OPEN: 503,

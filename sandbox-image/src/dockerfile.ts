@@ -50,7 +50,7 @@ ENV PATH=${path} LANG=C.UTF-8
 ${opts.withHarnesses ? '' : userLayer}${loginPath}ENV SIDECAR_PORT=8080 AGENT_WORKSPACE_ROOT=/home/agent AGENT_SUBPROCESS_UID=${AGENT_UID} AGENT_SUBPROCESS_GID=${AGENT_GID} NODE_ENV=production
 RUN install -d -m 0700 -o root -g root ${TEE_SOCKET_DIR} \\
  && printf 'root only: a CVM mounts its TEE socket here\\n' > ${TEE_SOCKET_DIR}/README
-COPY sidecar.cjs ${SIDECAR_PATH}
+COPY sidecar.cjs sidecar-app.cjs /opt/sidecar/
 WORKDIR /home/agent
 EXPOSE 8080
 STOPSIGNAL SIGTERM

@@ -5,7 +5,7 @@ import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type Docker from 'dockerode';
 import { baseImageTag, ensureBaseImage } from './base-image.ts';
-import { bundleSidecar } from './bundle.ts';
+import { bundleSidecar, type SidecarBundle } from './bundle.ts';
 import { dockerBuild } from './docker-build.ts';
 import { dockerClient, imageExists, type ProgressFn } from './docker-util.ts';
 import { sandboxDockerfile } from './dockerfile.ts';
@@ -34,14 +34,15 @@ interface Recipe {
   tag: string;
   baseTag: string;
   dockerfile: string;
-  bundle: Buffer;
+  bundle: SidecarBundle;
 }
 
 async function recipe(withHarnesses: boolean): Promise<Recipe> {
   const baseTag = withHarnesses ? harnessLayerTag() : baseImageTag();
   const dockerfile = sandboxDockerfile(baseTag, { withHarnesses });
   const bundle = await bundleSidecar();
-  const h = createHash('sha256').update(dockerfile).update('\0').update(bundle);
+  const h = createHash('sha256').update(dockerfile);
+  for (const [name, bytes] of Object.entries(bundle)) h.update(`\0${name}\0`).update(bytes);
   if (withHarnesses) h.update(`\0${HARNESS_PACKAGES.join(',')}`);
   const repo = withHarnesses ? SANDBOX_HARNESS_REPO : SANDBOX_REPO;
   return { tag: `${repo}:${h.digest('hex').slice(0, 16)}`, baseTag, dockerfile, bundle };
@@ -74,8 +75,8 @@ export async function ensureSandboxImage(opts: EnsureSandboxImageOptions = {}): 
       progress(`build: ${r.tag} FROM ${r.baseTag}`);
       await dockerBuild(docker, r.tag, progress, async (ctx) => {
         await writeFile(join(ctx, 'Dockerfile'), r.dockerfile);
-        await writeFile(join(ctx, 'sidecar.cjs'), r.bundle);
-        return ['Dockerfile', 'sidecar.cjs'];
+        for (const [name, bytes] of Object.entries(r.bundle)) await writeFile(join(ctx, name), bytes);
+        return ['Dockerfile', ...Object.keys(r.bundle)];
       });
       progress(`build: ${r.tag} ready in ${((Date.now() - started) / 1000).toFixed(1)} s`);
       return { tag: r.tag, built: true };

@@ -1,4 +1,5 @@
-// Everything behind /health: auth, routes, terminal sessions and agent runs. Loaded on first use (see server.ts).
+// Everything behind /health and PUT /env: routes, terminal sessions and agent runs. Loaded after the
+// env delivery or on first use (see server.ts); /health and PUT /env are here too for direct callers.
 import { randomBytes } from 'node:crypto';
 import { statSync } from 'node:fs';
 import { dirname } from 'node:path';
@@ -6,7 +7,7 @@ import type { Logger } from 'pino';
 import { AgentRunner } from './agents/agent-runner.ts';
 import type { SidecarConfig } from './config.ts';
 import { WorkspaceFiles } from './files/workspace-files.ts';
-import { BearerAuth } from './http/auth.ts';
+import { BearerAuth, type TokenCell } from './http/auth.ts';
 import { ok, Router } from './http/http-router.ts';
 import { addAgentRoutes } from './routes/agents.ts';
 import { execHandler } from './routes/exec.ts';
@@ -35,7 +36,9 @@ function refuseReachableSocket(socket: string): void {
   }
 }
 
-export function createApp(config: SidecarConfig, log: Logger): SidecarApp {
+/** `token`: the operator's token cell, shared with the boot router (server.ts) so a rotation holds for both. */
+export function createApp(config: SidecarConfig, log: Logger, token?: TokenCell): SidecarApp {
+  const auth = new BearerAuth(token ?? config.authToken);
   const asRoot = process.getuid?.() === 0;
   const files = new WorkspaceFiles({
     root: config.workspaceRoot,
@@ -44,7 +47,6 @@ export function createApp(config: SidecarConfig, log: Logger): SidecarApp {
   });
   const terminals = new TerminalRegistry(config);
   const agents = new AgentRunner(config, log);
-  const auth = new BearerAuth(config.authToken);
   // In a CVM the token above is the operator's: it reaches only health and the /tee routes below.
   // Every other route takes the owner credential, made here and never leaving this process; only
   // the owner channel (an owner-signed request, encrypted to the attested key) uses it.

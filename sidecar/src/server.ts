@@ -1,13 +1,21 @@
-// Starts the sidecar HTTP server. /health is answered here; the rest of the app loads right after the
-// server listens (not before, so /health answers as early as the process can), because Debian's
-// Node 18 compiles every builtin (crypto, child_process, ...) at load time, with no code cache.
+// Starts the sidecar HTTP server. From its first listen it answers the two routes a create needs,
+// GET /health and PUT /env (the operator's env delivery, with its token rotation), on a router of
+// their own; so a sandbox is ready as soon as its sidecar answers. The rest of the app (routes,
+// terminals, agents) loads after the env is delivered, or at the first request for it: Debian's
+// Node 18 compiles every builtin (crypto, child_process, ...) at load time with no code cache, and
+// that load blocks the event loop, so loading it at listen held the health check and the delivery
+// behind it. In a CVM (SIDECAR_TEE) PUT /env is the owner's and stays in the app (see isBootRoute).
 import { chmodSync, chownSync, lstatSync, mkdirSync, statSync, unlinkSync } from 'node:fs';
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { dirname } from 'node:path';
 import type { Logger } from 'pino';
 import type { SidecarApp } from './app.ts';
+import { importApp } from './app-module.ts';
 import type { SidecarConfig } from './config.ts';
+import { BearerAuth } from './http/auth.ts';
+import { ok, Router } from './http/http-router.ts';
+import { putUserEnvHandler } from './routes/user-env.ts';
 
 export interface RunningSidecar {
   server: Server;
@@ -15,10 +23,32 @@ export interface RunningSidecar {
   url: string;
   /** The full app (routes, terminals, agents); loads it if it has not been yet. */
   app(): Promise<SidecarApp>;
+  /** Whether the full app has been asked to load (by a delivery or a request for it). */
+  readonly appRequested: boolean;
   close(): Promise<void>;
 }
 
-export async function startSidecar(config: SidecarConfig, log: Logger): Promise<RunningSidecar> {
+export interface StartOptions {
+  /** Test hook: how the full app is made (default: import app.ts, createApp with the shared auth). */
+  loadApp?: (auth: BearerAuth) => Promise<SidecarApp>;
+}
+
+/**
+ * The routes the boot router answers itself; everything else is the app's. In a CVM (config.tee)
+ * PUT /env is the owner's, through the owner channel the app holds, never the operator token's:
+ * the boot answers /health alone there.
+ */
+function isBootRoute(req: IncomingMessage, tee: boolean): boolean {
+  const path = (req.url ?? '/').split('?', 1)[0];
+  if (req.method === 'GET' && path === '/health') return true;
+  return !tee && req.method === 'PUT' && path === '/env';
+}
+
+export async function startSidecar(
+  config: SidecarConfig,
+  log: Logger,
+  opts: StartOptions = {},
+): Promise<RunningSidecar> {
   // The workspace must exist and belong to the agent user before anything runs in it.
   mkdirSync(config.workspaceRoot, { recursive: true });
   if (process.getuid?.() === 0) {
@@ -27,27 +57,32 @@ export async function startSidecar(config: SidecarConfig, log: Logger): Promise<
     } catch {}
   }
 
+  // One credential for both routers: a rotation by PUT /env holds for every route at once.
+  const auth = new BearerAuth(config.authToken);
+  const makeApp =
+    opts.loadApp ?? ((a: BearerAuth) => importApp().then((m) => m.createApp(config, log, a.cell)));
   let appPromise: Promise<SidecarApp> | undefined;
   const loadApp = () => {
-    appPromise ??= import('./app.ts').then((m) => m.createApp(config, log));
+    appPromise ??= makeApp(auth);
     return appPromise;
   };
-  let seq = 0;
-  const health = (req: IncomingMessage, res: ServerResponse) => {
-    const incoming = req.headers['x-request-id'];
-    const id =
-      typeof incoming === 'string' && /^[\w.:-]{1,128}$/.test(incoming)
-        ? incoming
-        : `h-${process.pid}-${++seq}`;
-    const body = JSON.stringify({ status: 'ok', timestamp: new Date().toISOString() });
-    res.writeHead(200, { 'content-type': 'application/json; charset=utf-8', 'x-request-id': id });
-    res.end(body);
-    // The operator's next call follows its health check: have the app ready by then.
-    if (!appPromise) setImmediate(() => void loadApp().catch(() => {}));
-  };
+  const tee = config.tee !== undefined;
+  const boot = new Router(auth, log, config.maxBodyBytes).add(
+    'GET',
+    '/health',
+    () => ok({ status: 'ok', timestamp: new Date().toISOString() }),
+    { auth: false },
+  );
+  if (!tee) boot.add('PUT', '/env', putUserEnvHandler(config, auth));
   const server = createServer((req, res) => {
-    if (req.method === 'GET' && (req.url === '/health' || req.url?.startsWith('/health?'))) {
-      health(req, res);
+    if (isBootRoute(req, tee)) {
+      // Delivered: the sandbox is ready; load the rest now, after the answer has gone out.
+      if (req.method === 'PUT' && !appPromise) {
+        res.once('finish', () => {
+          if (res.statusCode === 200) setImmediate(() => void loadApp().catch(() => {}));
+        });
+      }
+      boot.handle(req, res);
       return;
     }
     loadApp().then(
@@ -78,16 +113,18 @@ export async function startSidecar(config: SidecarConfig, log: Logger): Promise<
   }
   const port = socketPath ? 0 : (server.address() as AddressInfo).port;
   log.info({ port, socket: socketPath, workspace: config.workspaceRoot }, 'sidecar listening');
-  // The operator's first calls (health, then PUT /env) follow at once: load the app now rather
-  // than after the first /health, so its ~100 ms load overlaps the operator's health poll.
-  setImmediate(() => void loadApp().catch(() => {}));
+  // In a CVM the app makes the sealing key: at boot, as before, since no delivery will come.
+  if (tee) setImmediate(() => void loadApp().catch(() => {}));
   return {
     server,
     port,
     url: socketPath ? 'http://localhost' : `http://127.0.0.1:${port}`,
     app: loadApp,
+    get appRequested() {
+      return appPromise !== undefined;
+    },
     async close() {
-      if (appPromise) (await appPromise).close();
+      if (appPromise) (await appPromise.catch(() => undefined))?.close();
       server.closeAllConnections?.();
       await new Promise<void>((r) => server.close(() => r()));
     },

@@ -35,6 +35,15 @@ describe('describeFailure', () => {
     expect(describeFailure(new RuntimeError('STORE_FULL', engineText)).message).toMatch(/disk is full/);
   });
 
+  it('says a create past the host memory budget as such, with what to do (issue 24)', () => {
+    const f = describeFailure(new RuntimeError('MEMORY_BUDGET_EXCEEDED', engineText));
+    expect(f.code).toBe('MEMORY_BUDGET_EXCEEDED');
+    expect(f.message).toMatch(
+      /host memory budget .* ask for less memory_mb, try again later or use another operator/,
+    );
+    expect(f.message).not.toMatch(/daemon|sk-live/);
+  });
+
   it('is the same text for the same code whatever the cause', () => {
     const a = describeFailure(new RuntimeError('DOCKER_ERROR', 'one engine message'));
     const b = describeFailure(new RuntimeError('DOCKER_ERROR', 'another engine message /tmp/x'));

@@ -16,6 +16,8 @@ const RUNTIME_TEXT: Readonly<Record<string, string>> = {
   IMAGE_NOT_ALLOWED: 'the image is not on this operator’s allow-list',
   IMAGE_NOT_FOUND: 'the image is not available on this operator; ask which images it serves',
   CAPACITY_EXHAUSTED: 'this operator has no room for another sandbox now; try again later',
+  MEMORY_BUDGET_EXCEEDED:
+    'this operator’s host memory budget is held by its running sandboxes: ask for less memory_mb, try again later or use another operator',
   NOT_FOUND: 'the sandbox is not known to this operator',
   SANDBOX_NOT_FOUND: 'the sandbox is not known to this operator',
   SANDBOX_STOPPED: 'the sandbox is stopped; resume it first',

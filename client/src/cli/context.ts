@@ -1,16 +1,20 @@
 // What every CLI command needs, resolved once from flags, env and the devnet file: the operator
 // URL, the owner's key (only when a command needs it), the session cache, and the chain handle.
-import { isAddress, type LocalAccount } from 'viem';
-// The chain (viem contracts, ABIs) and instance look-ups load only when a command needs them: an
-// operator-API command (exec, get, …) starts without them.
+import type { LocalAccount } from 'viem';
+// viem, the chain (contracts, ABIs), keys, the devnet file and instance look-ups load only when a
+// command needs them: an operator-API command on a cached session (exec, get, …) starts without.
 import type { SandboxChain } from '../chain.ts';
-import { type Devnet, loadDevnet } from '../devnet.ts';
+import type { Devnet } from '../devnet.ts';
 import { ClientError } from '../errors.ts';
-import { accountFromKeystore, accountFromPrivateKey } from '../keys.ts';
 import { OperatorClient } from '../operator-client.ts';
 import { configDir, normalizeOperatorUrl, SessionCache } from '../session-cache.ts';
 import type { ParsedArgs } from './args.ts';
 import { terminalSafe } from './tty-safe.ts';
+
+/** viem's isAddress (not strict about the checksum), loaded when first needed. */
+async function isAddress(v: string): Promise<boolean> {
+  return (await import('viem')).isAddress(v, { strict: false });
+}
 
 export interface CliIO {
   stdout: { write(s: string): unknown; isTTY?: boolean; columns?: number; rows?: number };
@@ -53,7 +57,7 @@ export class CliContext {
   devnet(): Promise<Devnet | undefined> {
     this.devnetPromise ??= (async () => {
       const path = this.flag('devnet', 'AGENT_SANDBOX_DEVNET');
-      return path ? loadDevnet(path) : undefined;
+      return path ? (await import('../devnet.ts')).loadDevnet(path) : undefined;
     })();
     return this.devnetPromise;
   }
@@ -62,7 +66,7 @@ export class CliContext {
   account(): Promise<LocalAccount | undefined> {
     this.accountPromise ??= (async () => {
       const pk = this.flag('private-key', 'AGENT_SANDBOX_PRIVATE_KEY');
-      if (pk) return accountFromPrivateKey(pk);
+      if (pk) return (await import('../keys.ts')).accountFromPrivateKey(pk);
       const keystore = this.flag('keystore', 'AGENT_SANDBOX_KEYSTORE');
       if (keystore) {
         let password = this.io.env.AGENT_SANDBOX_KEYSTORE_PASSWORD;
@@ -75,7 +79,7 @@ export class CliContext {
           }
           password = await this.io.readSecret(`Password for ${keystore}: `);
         }
-        return accountFromKeystore(keystore, password);
+        return (await import('../keys.ts')).accountFromKeystore(keystore, password);
       }
       const devnet = await this.devnet();
       if (devnet) {
@@ -87,7 +91,7 @@ export class CliContext {
             `devnet has no account "${name}"; it has: ${Object.keys(devnet.accounts).join(', ') || 'none'}`,
           );
         }
-        return accountFromPrivateKey(acct.privateKey);
+        return (await import('../keys.ts')).accountFromPrivateKey(acct.privateKey);
       }
       return undefined;
     })();
@@ -120,7 +124,7 @@ export class CliContext {
     if (devnet?.operatorUrls[0]) return normalizeOperatorUrl(devnet.operatorUrls[0]);
     const blueprint = this.flag('blueprint', 'AGENT_SANDBOX_BLUEPRINT') ?? devnet?.blueprint;
     const chain = sandboxId && blueprint ? await this.chainIfConfigured() : undefined;
-    if (chain && sandboxId && blueprint && isAddress(blueprint, { strict: false })) {
+    if (chain && sandboxId && blueprint && (await isAddress(blueprint))) {
       const operator = await chain.sandboxOperator(blueprint as `0x${string}`, sandboxId);
       if (!operator) throw new ClientError('NOT_FOUND', `sandbox ${sandboxId} is not active on chain`);
       const url = await chain.operatorRpcAddress(operator);
@@ -191,7 +195,7 @@ export class CliContext {
         '--instance needs the chain to find its operator: pass --rpc URL and --blueprint ADDR (the instance contract), or --devnet FILE, or --operator URL',
       );
     }
-    if (!isAddress(blueprint, { strict: false }))
+    if (!(await isAddress(blueprint)))
       throw new ClientError('USAGE', `--blueprint "${blueprint}" is not an address`);
     return { rpcUrl, blueprint: blueprint as `0x${string}` };
   }
@@ -204,8 +208,7 @@ export class CliContext {
     const { rpcUrl, blueprint } = await this.instanceContract();
     const { instanceTangle } = await import('../instance.ts');
     const tangle = this.flag('tangle', 'AGENT_SANDBOX_TANGLE') ?? (await instanceTangle(rpcUrl, blueprint));
-    if (!isAddress(tangle, { strict: false }))
-      throw new ClientError('USAGE', `--tangle "${tangle}" is not an address`);
+    if (!(await isAddress(tangle))) throw new ClientError('USAGE', `--tangle "${tangle}" is not an address`);
     const account = await this.account();
     const { SandboxChain } = await import('../chain.ts');
     return new SandboxChain({
@@ -302,8 +305,7 @@ export class CliContext {
       .filter(Boolean)
       .join(', ');
     if (missing) throw new ClientError('USAGE', `on-chain jobs need ${missing} (or --devnet FILE)`);
-    if (!isAddress(tangle!, { strict: false }))
-      throw new ClientError('USAGE', `--tangle "${tangle}" is not an address`);
+    if (!(await isAddress(tangle!))) throw new ClientError('USAGE', `--tangle "${tangle}" is not an address`);
     if (serviceText !== undefined && !/^\d+$/.test(serviceText)) {
       throw new ClientError('USAGE', `--service must be a non-negative integer, got "${serviceText}"`);
     }

@@ -49,6 +49,11 @@ export const SandboxRuntimeConfigSchema = z.object({
   minMemoryMb: z.number().int().positive().default(128),
   pidsLimit: z.number().int().positive().default(1024),
   tmpfsSizeMb: z.number().int().positive().default(256),
+  /**
+   * Host memory budget (MB) for the memory limits of all live sandboxes together; 0 = the host's
+   * memory less max(1 GiB, 10 %) (memory-budget.ts). Past it a create fails MEMORY_BUDGET_EXCEEDED.
+   */
+  memoryBudgetMb: z.number().int().min(0).default(0),
   /** Upper bound on concurrently live (running or provisioning) sandboxes; 0 = unlimited. */
   maxSandboxes: z.number().int().min(0).default(0),
   /**
@@ -201,6 +206,7 @@ const ENV_KEYS: Record<string, keyof SandboxRuntimeConfig> = {
   SANDBOX_MAX_DELETE_AFTER_STOPPED: 'maxDeleteAfterStoppedSeconds',
   SANDBOX_PIDS_LIMIT: 'pidsLimit',
   OPERATOR_MAX_CAPACITY: 'maxSandboxes',
+  SANDBOX_MEMORY_BUDGET_MB: 'memoryBudgetMb',
   SANDBOX_WARM_POOL: 'warmPool',
   SANDBOX_DEFAULT_IDLE_TIMEOUT: 'defaultIdleTimeoutSeconds',
   SANDBOX_DEFAULT_MAX_LIFETIME: 'defaultMaxLifetimeSeconds',

@@ -50,7 +50,7 @@ async function rootView(containerId: string): Promise<string> {
 
 const CODE_FINGERPRINT =
   // find, not stat: coreutils' statx flags are refused by the gVisor Debian ships (README, runtimes).
-  'find /opt/sidecar /opt/sidecar/sidecar.cjs /usr/bin/tini -maxdepth 0 -printf "%U:%G %m\\n"; sha256sum /opt/sidecar/sidecar.cjs /usr/bin/tini';
+  'find /opt/sidecar /opt/sidecar/sidecar.cjs /opt/sidecar/sidecar-app.cjs /usr/bin/tini -maxdepth 0 -printf "%U:%G %m\\n"; sha256sum /opt/sidecar/sidecar.cjs /opt/sidecar/sidecar-app.cjs /usr/bin/tini';
 
 beforeAll(async () => {
   rig = await makeRig(image);
@@ -135,9 +135,9 @@ describe('hostile user env', () => {
     // As the agent user.
     const agent = await sidecarExec(
       ep,
-      'echo x > /opt/sidecar/sidecar.cjs; echo $?; ln -sf /opt/sidecar/sidecar.cjs /home/agent/link; touch /home/agent/ok && echo ws-ok; touch /tmp/ok && echo tmp-ok',
+      'echo x > /opt/sidecar/sidecar.cjs; echo $?; echo x > /opt/sidecar/sidecar-app.cjs; echo $?; ln -sf /opt/sidecar/sidecar.cjs /home/agent/link; touch /home/agent/ok && echo ws-ok; touch /tmp/ok && echo tmp-ok',
     );
-    expect(agent.stdout).toBe('1\nws-ok\ntmp-ok\n');
+    expect(agent.stdout).toBe('1\n1\nws-ok\ntmp-ok\n');
     // Through the files API (the root sidecar writes), via a symlink in the workspace.
     const write = await fetch(`${ep.url}/files/write`, {
       method: 'POST',
@@ -148,7 +148,7 @@ describe('hostile user env', () => {
     // Even root inside the container cannot: the root filesystem is read-only.
     const asRoot = await rootExec(
       rec.containerId!,
-      'echo x > /opt/sidecar/sidecar.cjs 2>&1; touch /usr/bin/x 2>&1',
+      'echo x > /opt/sidecar/sidecar.cjs 2>&1; echo x > /opt/sidecar/sidecar-app.cjs 2>&1; touch /usr/bin/x 2>&1',
     );
     expect(asRoot.code).not.toBe(0);
     expect(asRoot.out).toMatch(/Read-only file system/);

@@ -7,6 +7,7 @@ import { type SandboxContext, transition } from './context.ts';
 import { adoptOne, outlastEngineLoss } from './engine-return.ts';
 import { copyForkWorkspace, dropForkCopy } from './fork.ts';
 import { launchContainer } from './launch.ts';
+import { checkMemoryBudget } from './memory-budget.ts';
 import {
   newProgress,
   type ProvisionPhase,
@@ -64,6 +65,8 @@ export async function admit(
       );
     }
   }
+  // A claimed pool container already holds its memory, but as a pool entry, not a live sandbox.
+  checkMemoryBudget(ctx, req.memoryMb);
   const now = ctx.now();
   const rec = newRecord(
     {

@@ -12,6 +12,7 @@ import { volumeName } from '../docker/labels.ts';
 import { removeSocketDir } from '../docker/sidecar-socket.ts';
 import type { SandboxContext } from './context.ts';
 import { launchContainer } from './launch.ts';
+import { poolRoomInMemoryBudget } from './memory-budget.ts';
 import { newRecord, newSandboxId, type SandboxResources } from './record.ts';
 import { type ResolvedCreate, resolveExposedPorts, resolveTimers } from './request.ts';
 import type { SandboxRuntime } from './runtimes.ts';
@@ -66,9 +67,10 @@ export class WarmPool {
   wanted(): number {
     const max = this.#ctx.cfg.maxSandboxes;
     if (this.#closed) return 0;
-    if (max <= 0) return this.target;
+    const target = Math.min(this.target, poolRoomInMemoryBudget(this.#ctx));
+    if (max <= 0) return target;
     const live = this.#ctx.records.all().filter((r) => LIVE.has(r.state)).length;
-    return Math.max(0, Math.min(this.target, max - live));
+    return Math.max(0, Math.min(target, max - live));
   }
 
   /**

@@ -5,16 +5,25 @@ import { SidecarError } from '../errors.ts';
 
 const digest = (s: string) => createHash('sha256').update(s).digest();
 
+/**
+ * The expected token (its digest), shared by every BearerAuth made over it: the boot router and
+ * the app's (a separate bundle in the image, with its own copy of this class) check and rotate
+ * one token, so a rotation holds for every route at once.
+ */
+export interface TokenCell {
+  digest: Buffer;
+}
+
 export class BearerAuth {
-  #expected: Buffer;
-  constructor(token: string) {
+  readonly cell: TokenCell;
+  constructor(token: string | TokenCell) {
     // Hashing first makes both sides equal length, so timingSafeEqual never leaks the length.
-    this.#expected = digest(token);
+    this.cell = typeof token === 'string' ? { digest: digest(token) } : token;
   }
 
   /** Replaces the token (a warm-pool claim): from now on only `token` is accepted. */
   rotate(token: string): void {
-    this.#expected = digest(token);
+    this.cell.digest = digest(token);
   }
 
   /** Throws 401 when no token was sent, 403 when it is wrong. */
@@ -37,7 +46,7 @@ export class BearerAuth {
         401,
       );
     }
-    if (!timingSafeEqual(digest(given), this.#expected)) {
+    if (!timingSafeEqual(digest(given), this.cell.digest)) {
       throw new SidecarError('FORBIDDEN', 'invalid token', 403);
     }
   }

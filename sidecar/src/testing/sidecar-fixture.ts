@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadConfig, type SidecarConfig } from '../config.ts';
 import { createLogger } from '../log.ts';
-import { type RunningSidecar, startSidecar } from '../server.ts';
+import { type RunningSidecar, type StartOptions, startSidecar } from '../server.ts';
 
 // Tests read fields of many response shapes; a loose type keeps them short.
 // biome-ignore lint/suspicious/noExplicitAny: test-only convenience
@@ -26,7 +26,10 @@ export interface SidecarFixture {
   close(): Promise<void>;
 }
 
-export async function startSidecarFixture(env: Record<string, string> = {}): Promise<SidecarFixture> {
+export async function startSidecarFixture(
+  env: Record<string, string> = {},
+  start: StartOptions = {},
+): Promise<SidecarFixture> {
   const workspace = await mkdtemp(join(tmpdir(), 'sidecar-ws-'));
   await chown(workspace, 1000, 1000);
   const token = randomBytes(32).toString('hex');
@@ -40,7 +43,7 @@ export async function startSidecarFixture(env: Record<string, string> = {}): Pro
     SIDECAR_LOG_LEVEL: process.env['SIDECAR_TEST_LOG'] ?? 'silent',
     ...env,
   });
-  const sidecar = await startSidecar(config, createLogger(config.logLevel));
+  const sidecar = await startSidecar(config, createLogger(config.logLevel), start);
   return {
     sidecar,
     config,
