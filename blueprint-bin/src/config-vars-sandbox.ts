@@ -200,6 +200,18 @@ export const SANDBOX_VARIABLES = {
     def: '30000',
     doc: 'How long a new sidecar may take to answer /health',
   }),
+  SANDBOX_ENGINE_CALL_TIMEOUT_MS: v({
+    group: 'Sandboxes',
+    schema: int(100, 600_000),
+    def: '60000',
+    doc: 'Deadline of each short Docker call (ping, inspect, create, start, exec create, remove); an engine that accepts and never answers fails the call with ENGINE_UNAVAILABLE. Streams (commit, save/load, archives, attach, exec start, wait) are not bounded',
+  }),
+  SANDBOX_ENGINE_WAIT_MS: v({
+    group: 'Sandboxes',
+    schema: int(0, 3_600_000),
+    def: '120000',
+    doc: 'How long a create waits for a lost Docker engine to return, counted from the loss, before it fails with ENGINE_UNAVAILABLE (once the engine has been gone that long, creates fail at once)',
+  }),
   SANDBOX_EXTRA_LABELS: v({
     group: 'Sandboxes',
     schema: labels,

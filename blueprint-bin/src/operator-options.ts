@@ -51,6 +51,8 @@ export function managerConfig(
     snapshotMaxBytes: v.SANDBOX_SNAPSHOT_MAX_MB! * 1024 * 1024,
     storageBudgetBytes: v.SANDBOX_STORAGE_BUDGET_MB! * 1024 * 1024,
     healthTimeoutMs: v.SANDBOX_HEALTH_TIMEOUT_MS!,
+    engineCallTimeoutMs: v.SANDBOX_ENGINE_CALL_TIMEOUT_MS!,
+    engineWaitMs: v.SANDBOX_ENGINE_WAIT_MS!,
     extraLabels: v.SANDBOX_EXTRA_LABELS ?? {},
     defaultExposedPorts: v.SANDBOX_EXPOSED_PORTS ?? [],
     egress: v.SANDBOX_EGRESS!,

@@ -43,7 +43,6 @@ import {
   type OperatorKey,
   runnerOptionsFromEnvironment,
 } from '@agent-sandbox/sdk';
-import Docker from 'dockerode';
 import type { Logger } from 'pino';
 import { Registry } from 'prom-client';
 import { type Address, createPublicClient, http } from 'viem';
@@ -295,7 +294,13 @@ async function startApi(p: Parts, cleanup: Cleanup) {
       },
       consoleDir: CONSOLE_DIR,
       health: {
-        runtime: () => new Docker().ping(),
+        // Down at once while the runtime's engine watch says so (dockerd gone or silent); else a
+        // ping on the runtime's own client, whose calls have a deadline.
+        runtime: async () => {
+          const engine = manager.engineStatus();
+          if (engine.state === 'down') throw new Error(engine.message);
+          await manager.driver.docker.ping();
+        },
         store: () => {
           if (store.closed) throw new Error('store closed');
         },

@@ -2,7 +2,7 @@ import Docker from 'dockerode';
 import { RuntimeError } from '../errors.ts';
 import { SizeLimitExceeded, writeBounded } from './bounded-write.ts';
 import { buildContainerSpec, type ContainerSpecInput } from './container-spec.ts';
-import { dockerMessage, dockerStatus, wrap } from './docker-errors.ts';
+import { dockerMessage, dockerStatus, engineGone, wrap } from './docker-errors.ts';
 import { DockerImages } from './images.ts';
 import { LABEL_MANAGED_BY, LABEL_OPERATOR, MANAGED_BY_VALUE } from './labels.ts';
 import type { LoopDisks } from './loop-disk.ts';
@@ -100,12 +100,16 @@ export class DockerDriver extends DockerImages {
   }> {
     const c = this.docker.getContainer(id);
     const ac = new AbortController();
-    const exited = c
-      .wait({ condition: 'next-exit', abortSignal: ac.signal })
-      .then(
-        (r: { StatusCode?: number }) =>
-          `sidecar exited with status ${r?.StatusCode ?? '?'} before it became healthy`,
-      );
+    const exited = c.wait({ condition: 'next-exit', abortSignal: ac.signal }).then(
+      (r: { StatusCode?: number }) =>
+        `sidecar exited with status ${r?.StatusCode ?? '?'} before it became healthy`,
+      // The engine went away under the wait: the health wait ends now, as an engine loss.
+      (e: unknown) => {
+        if (engineGone(e))
+          return `the Docker engine went away (${(e as { code?: string }).code}) before the sidecar became healthy`;
+        throw e;
+      },
+    );
     exited.catch(() => {});
     try {
       // A loop-disk workspace needs its device attached (gone after a host reboot or its last

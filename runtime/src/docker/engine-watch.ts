@@ -95,6 +95,18 @@ export class EngineWatch {
     return true;
   }
 
+  /** One ping now: false (and the loss noted) when the engine does not answer. */
+  async confirm(): Promise<boolean> {
+    if (this.#state === 'down') return false;
+    return this.#docker.ping().then(
+      () => true,
+      (e: unknown) => {
+        this.#lost(describe(e));
+        return false;
+      },
+    );
+  }
+
   /**
    * Resolves true once the engine answers (at once when it is up), false when it has been down
    * longer than the wait (counted from when it went down, so once an engine has been gone that

@@ -1,16 +1,20 @@
-// Fault test: the Docker engine restarts while a create is in container_start/health_check.
-// Restarting dockerd breaks every other test using the engine, so this file is not in the
-// parallel run: vitest.serial.config.ts runs it alone, after the main run (scripts/test.sh).
+// Fault test (issue 29): the shared Docker engine is killed (-9) and started again under 10
+// running sandboxes and an in-flight create (testing/engine-restart-scenario.ts): the runtime
+// says the engine is down while it is, finishes the create with one outcome and adopts every
+// sandbox back (same sandbox and container ids, workspace files kept, tokens working).
+// Killing dockerd breaks every other test using the engine, so this file is not in the parallel
+// run: vitest.serial.config.ts runs it alone, after the main run (scripts/test.sh). The same
+// scenario runs in the parallel run on a private dockerd (engine-restart.test.ts).
 import { execFile, spawn } from 'node:child_process';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
-import { makeRig, sidecarExec, type TestRig } from './testing/rig.ts';
+import { engineRestartScenario } from './testing/engine-restart-scenario.ts';
+import { makeRig, type TestRig } from './testing/rig.ts';
 
-vi.setConfig({ testTimeout: 300_000 });
+vi.setConfig({ testTimeout: 600_000 });
 
 const run = promisify(execFile);
 const image = inject('sandboxImage');
-const owner = '0x00000000000000000000000000000000000000dd';
 let rig: TestRig;
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -24,8 +28,16 @@ async function engineAnswers(): Promise<boolean> {
 
 async function dockerdPid(): Promise<number | undefined> {
   const out = await run('pgrep', ['-x', 'dockerd']).catch(() => ({ stdout: '' }));
-  const pid = Number(out.stdout.trim().split('\n')[0]);
-  return Number.isInteger(pid) && pid > 0 ? pid : undefined;
+  const pids = out.stdout
+    .trim()
+    .split('\n')
+    .map(Number)
+    .filter((p) => Number.isInteger(p) && p > 0);
+  if (pids.length > 1)
+    throw new Error(
+      `several dockerd processes (${pids.join(', ')}); this test kills the shared one only when it is alone`,
+    );
+  return pids[0];
 }
 
 const alive = (pid: number) => {
@@ -39,34 +51,33 @@ const alive = (pid: number) => {
 
 /** Starts dockerd exactly as scripts/ensure-toolchain.sh does, detached from this process. */
 async function startEngine(): Promise<void> {
-  const sh = spawn('sh', ['-c', 'nohup dockerd >/var/log/dockerd.log 2>&1 &'], {
+  const sh = spawn('sh', ['-c', 'nohup dockerd >>/var/log/dockerd.log 2>&1 &'], {
     detached: true,
     stdio: 'ignore',
   });
   sh.unref();
-  for (let i = 0; i < 120; i++) {
+  for (let i = 0; i < 240; i++) {
     if (await engineAnswers()) return;
     await sleep(500);
   }
-  throw new Error('dockerd did not come up in 60 s; see /var/log/dockerd.log');
+  throw new Error('dockerd did not come up in 120 s; see /var/log/dockerd.log');
 }
 
-/** SIGTERMs dockerd, waits for it to exit, starts it again; resolves once `docker info` answers. */
-async function restartEngine(): Promise<void> {
+/** kill -9 of dockerd; resolves once it is gone. */
+async function killEngine(): Promise<void> {
   const pid = await dockerdPid();
-  if (!pid) throw new Error('no dockerd process found (this test needs a dockerd it may restart)');
-  process.kill(pid, 'SIGTERM');
-  const deadline = Date.now() + 90_000;
+  if (!pid) throw new Error('no dockerd process found (this test needs a dockerd it may kill)');
+  process.kill(pid, 'SIGKILL');
+  const deadline = Date.now() + 60_000;
   while (alive(pid)) {
-    if (Date.now() > deadline) throw new Error(`dockerd ${pid} did not exit within 90 s of SIGTERM`);
-    await sleep(200);
+    if (Date.now() > deadline) throw new Error(`dockerd ${pid} still alive 60 s after SIGKILL`);
+    await sleep(100);
   }
-  await startEngine();
 }
 
 beforeAll(async () => {
-  if (process.getuid?.() !== 0) throw new Error('this test restarts dockerd and must run as root');
-  rig = await makeRig(image, { healthTimeoutMs: 60_000 });
+  if (process.getuid?.() !== 0) throw new Error('this test kills dockerd and must run as root');
+  rig = await makeRig(image, { healthTimeoutMs: 60_000, engineWaitMs: 180_000 });
 });
 
 afterAll(async () => {
@@ -75,69 +86,10 @@ afterAll(async () => {
   await rig?.cleanup();
 });
 
-describe('the Docker engine restarting during a provision', () => {
-  it('the in-flight create ends failed and cleaned up, reconcile agrees, and a new create works', async () => {
-    const m = rig.manager;
-    // The sidecar starts late so the create sits in health_check when the engine goes away.
-    const inflight = m
-      .create(
-        { owner, serviceId: 4, callId: 'engine-1' },
-        { cmd: ['sh', '-c', 'sleep 30; exec node /opt/sidecar/sidecar.cjs'] },
-      )
-      .then(
-        (r) => ({ ok: true as const, r }),
-        (e: unknown) => ({ ok: false as const, e }),
-      );
-    const deadline = Date.now() + 60_000;
-    let phase = '';
-    while (Date.now() < deadline) {
-      phase = await m.getProvision('engine-1', 4).then(
-        (p) => p.phase,
-        () => '',
-      );
-      if (phase === 'health_check' || phase === 'failed') break;
-      await sleep(50);
-    }
-    expect(phase).toBe('health_check');
-    await sleep(300);
-
-    const t0 = performance.now();
-    await restartEngine();
-    const restartMs = performance.now() - t0;
-
-    const outcome = await inflight;
-    const p = await m.getProvision('engine-1', 4);
-    const rec = m.get(p.sandboxId);
-    console.info(
-      `[engine-restart] engine restart took ${Math.round(restartMs)} ms; create ${
-        outcome.ok ? 'resolved' : `rejected: ${String((outcome.e as Error).message)}`
-      }; record ${rec.state}; provision phase ${p.phase}`,
-    );
-    // Its container was stopped by the engine going down and has no restart policy: the create
-    // cannot have succeeded, and must have failed with a reason.
-    expect(outcome.ok).toBe(false);
-    expect(rec.state).toBe('failed');
-    expect(rec.error).toBeTruthy();
-    expect(rec.containerId).toBeNull();
-    expect(p.phase).toBe('failed');
-
-    // Reconcile on the restarted engine: nothing left of the failed create, no record claiming
-    // running without a running container, no labelled container without a record.
-    const report = await m.reconcile();
-    console.info(`[engine-restart] reconcile: ${JSON.stringify({ ...report, durationMs: undefined })}`);
-    const containers = await m.driver.listManaged(rig.operatorId);
-    const records = m.list();
-    for (const c of containers) expect(records.map((r) => r.id)).toContain(c.sandboxId);
-    for (const r of records.filter((x) => x.state === 'running'))
-      expect(containers.find((c) => c.id === r.containerId)?.state).toBe('running');
-    expect(containers.filter((c) => c.sandboxId === rec.id)).toEqual([]);
-    expect(await m.driver.volumeExists(rec.volumeName)).toBe(false);
-    expect(m.get(rec.id).state).toBe('failed');
-
-    // A new create after the restart works, with a healthy sidecar.
-    const fresh = await m.create({ owner, serviceId: 4, callId: 'engine-2' });
-    expect(fresh.state).toBe('running');
-    expect((await sidecarExec(m.sidecarEndpoint(fresh.id), 'id -u')).stdout).toBe('1000\n');
-    await m.delete(fresh.id);
+describe('the shared Docker engine killed and restarted under running sandboxes', () => {
+  it('degraded while gone; the in-flight create finishes once; every sandbox adopted back', async () => {
+    const figures = await engineRestartScenario(rig, { kill: killEngine, start: startEngine }, 10);
+    console.info(`[engine-restart shared dockerd] ${JSON.stringify(figures)}`);
+    expect(figures.sandboxes).toBe(10);
   });
 });

@@ -87,7 +87,8 @@ export async function outlastEngineLoss(
 ): Promise<{ retry: true } | { retry: false; error: unknown }> {
   const { error, epoch, attempt } = failure;
   const gone = ctx.engine.noteError(error) || isRuntimeError(error, 'ENGINE_UNAVAILABLE');
-  if (!gone && ctx.engine.epoch === epoch && !ctx.engine.down) return { retry: false, error };
+  // Not plainly the engine: an outage since the attempt began (or one now) still explains it.
+  if (!gone && ctx.engine.epoch === epoch && (await ctx.engine.confirm())) return { retry: false, error };
   if (attempt >= MAX_ENGINE_RETRIES) return { retry: false, error };
   const log = ctx.log.child({ sandboxId: rec.id, callId: rec.callId });
   log.warn(

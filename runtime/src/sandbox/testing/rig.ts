@@ -49,7 +49,7 @@ export interface TestRig {
 export async function makeRig(
   image: string,
   overrides: Partial<SandboxRuntimeConfigInput> = {},
-  opts: { openManager?: boolean } = {},
+  opts: { openManager?: boolean; driver?: DockerDriver } = {},
 ): Promise<TestRig> {
   const dir = await mkdtemp(join(tmpdir(), 'asbx-rt-'));
   const secret = randomBytes(32).toString('hex');
@@ -70,7 +70,7 @@ export async function makeRig(
     ...overrides,
   };
   const clock = { now: Date.now() };
-  const driver = new DockerDriver();
+  const driver = opts.driver ?? new DockerDriver();
   // With openManager false nothing is opened: a child process owns the store first.
   const lazy = opts.openManager === false;
   let store = lazy
