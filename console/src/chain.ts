@@ -102,15 +102,26 @@ export interface CreateForm {
   envJson: string;
   /** A sandbox id (branch) or snapshot id of the owner's whose workspace to copy; '' = a fresh one. */
   from: string;
+  /** Stop timers, seconds (0 = the CLI's defaults: lifetime 3600, idle 900). */
+  lifetimeSeconds: number;
+  idleTimeoutSeconds: number;
+  /** Delete this long after a stop (0 = the operator's default, 30 days unless it says otherwise). */
+  deleteAfterStoppedSeconds: number;
+  /** false: plain compute (no coding agent, no model credentials, no startup scripts). */
+  agent: boolean;
 }
 
-/** capabilities_json of the form: the preset and the copy's source (blueprint-lib create-options.ts). */
-export function createOptions(form: Pick<CreateForm, 'shape' | 'from'>): string {
+/** capabilities_json of the form: the preset, the copy's source and the options (blueprint-lib create-options.ts). */
+export function createOptions(
+  form: Pick<CreateForm, 'shape' | 'from'> & Partial<Pick<CreateForm, 'deleteAfterStoppedSeconds' | 'agent'>>,
+): string {
   const from = form.from.trim();
-  const o: Record<string, string> = {};
+  const o: Record<string, string | number | boolean> = {};
   if (form.shape) o.shape = form.shape;
   if (from.startsWith('sha256:')) o.from_snapshot = from;
   else if (from) o.from_sandbox = from;
+  if (form.deleteAfterStoppedSeconds) o.delete_after_stopped_seconds = form.deleteAfterStoppedSeconds;
+  if (form.agent === false) o.agent = false;
   return JSON.stringify(o);
 }
 
@@ -124,6 +135,8 @@ export function submitCreate(info: ChainInfo, account: Address, form: CreateForm
     env_json: form.envJson.trim() || '{}',
     metadata_json: form.ports.length ? JSON.stringify({ ports: form.ports }) : '{}',
     capabilities_json: createOptions(form),
+    ...(form.lifetimeSeconds ? { max_lifetime_seconds: BigInt(form.lifetimeSeconds) } : {}),
+    ...(form.idleTimeoutSeconds ? { idle_timeout_seconds: BigInt(form.idleTimeoutSeconds) } : {}),
   });
   return submit(info, account, JOB_SANDBOX_CREATE, encodeCreateInput(req));
 }

@@ -128,6 +128,7 @@ export function Exec({ sandbox }: { sandbox: string }) {
     e.preventDefault();
     const command = String(new FormData(e.target as HTMLFormElement).get('command') ?? '');
     setError(undefined);
+    setOut(undefined); // the last command's output is not this one's
     try {
       setOut(await api.json('POST', `/api/sandboxes/${sandbox}/exec`, { command }));
     } catch (err) {

@@ -118,11 +118,41 @@ export const get: Command = async (ctx) => {
   const sandbox = await client.get(id);
   if (!sandbox) throw new ClientError('NOT_FOUND', `sandbox ${id} does not exist on ${client.baseUrl}`);
   if (ctx.json) ctx.printJson(sandbox);
-  else
-    for (const [k, v] of Object.entries(sandbox))
+  else {
+    for (const [k, v] of Object.entries(sandbox)) {
+      if (k === 'timer_deadlines') continue;
       ctx.out(`${k}: ${typeof v === 'object' ? JSON.stringify(v) : String(v)}`);
+    }
+    for (const line of deadlineLines(sandbox.timer_deadlines, Date.now())) ctx.out(line);
+  }
   return 0;
 };
+
+/** "in 14 min", "in 2 h 59 min", "in 29 d 23 h"; "due now" once passed. */
+function until(at: number, now: number): string {
+  const min = Math.floor((at - now) / 60_000);
+  if (min <= 0) return 'due now';
+  if (min < 60) return `in ${min} min`;
+  if (min < 48 * 60) return `in ${Math.floor(min / 60)} h ${min % 60} min`;
+  return `in ${Math.floor(min / 1440)} d ${Math.floor((min % 1440) / 60)} h`;
+}
+
+/** When each timer of the view fires (only those that run in its state), readable. */
+function deadlineLines(d: unknown, now: number): string[] {
+  if (!d || typeof d !== 'object') return [];
+  const t = d as Record<string, unknown>;
+  const lines: Array<[string, unknown, string]> = [
+    ['stops if idle at', t['idle_stop_at'], ''],
+    ['stops at (lifetime)', t['max_lifetime_stop_at'], ''],
+    ['deleted at', t['delete_at'], ', unless resumed'],
+  ];
+  return lines
+    .filter(([, at]) => typeof at === 'number')
+    .map(
+      ([what, at, tail]) =>
+        `${what}: ${new Date(at as number).toISOString()} (${until(at as number, now)}${tail})`,
+    );
+}
 
 export const exec: Command = async (ctx) => {
   const [id, ...words] = ctx.args.positionals as [string, ...string[]];

@@ -169,6 +169,23 @@ describe('sandbox commands and exit codes', () => {
     expect(missing.err).toMatch(/sandbox nope does not exist/);
   });
 
+  it('get: says when each timer fires, as a time and how far off (not epoch ms)', async () => {
+    const idle = Date.now() + 15 * 60_000;
+    const life = Date.now() + 3 * 3600_000;
+    Object.assign(op.sandboxes.get('sb-1')!, {
+      timer_deadlines: { idle_stop_at: idle, max_lifetime_stop_at: life, delete_at: null },
+    });
+    const r = await cli(['get', 'sb-1', ...withKey()]);
+    expect(r.code, r.err).toBe(0);
+    expect(r.out).toContain(`stops if idle at: ${new Date(idle).toISOString()} (in 1`);
+    expect(r.out).toMatch(/stops if idle at: \S+ \(in 1[45] min\)/);
+    expect(r.out).toMatch(/stops at \(lifetime\): \S+ \(in 2 h 5\d min|in 3 h 0 min\)/);
+    expect(r.out).not.toContain(String(idle));
+    expect(r.out).not.toContain('deleted at');
+    const j = await cli(['get', 'sb-1', ...withKey(), '--json']);
+    expect(JSON.parse(j.out).timer_deadlines.idle_stop_at).toBe(idle);
+  });
+
   it('exec: output passes through; 4 on a stopped sandbox; 7 when the command fails', async () => {
     const ok = await cli(['exec', 'sb-1', ...withKey(), '--', 'echo', 'hi']);
     expect(ok).toMatchObject({ code: 0, out: 'ran: echo hi\n' });

@@ -13,6 +13,8 @@ export interface SpecSandbox {
   owner: string;
   state: 'running' | 'stopped';
   secrets: Record<string, string>;
+  /** As the operator's view has it (epoch ms; null: not in this state). */
+  timer_deadlines?: Record<string, number | null>;
   name?: string;
 }
 
@@ -162,6 +164,7 @@ export async function startSpecOperator(
           state: sb.state,
           cpu_cores: 1,
           ...(sb.name ? { name: sb.name } : {}),
+          ...(sb.timer_deadlines ? { timer_deadlines: sb.timer_deadlines } : {}),
         });
       if (method === 'POST' && rest === '/exec') {
         if (!running()) return;
