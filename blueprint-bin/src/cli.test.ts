@@ -141,7 +141,7 @@ describe('agent-sandbox-operator', () => {
     const unstaked = await cli(['register', '--capacity', '3', '--rpc-address', 'http://127.0.0.1:1'], env);
     expect(unstaked.code).toBe(1);
     expect(unstaked.stderr).toMatch(/OperatorNotActive/);
-    expect(unstaked.stderr).toMatch(/To fix: agent-sandbox-operator stake --amount ETHER/);
+    expect(unstaked.stderr).toMatch(/To fix: agent-sandbox-operator stake --amount N/);
     const staked = await cli(['stake', '--amount', '1', '--json'], env);
     expect(staked.code, staked.stderr).toBe(0);
     const first = await cli(['register', '--capacity', '3', '--rpc-address', 'http://127.0.0.1:1'], env);

@@ -106,7 +106,7 @@ function withStakeHint(e: unknown): unknown {
   const how =
     missing !== undefined && missing > 0n
       ? `agent-sandbox-operator stake --amount ${formatEther(missing)}`
-      : "agent-sandbox-operator stake --amount ETHER (at least the staking contract's minimum; `agent-sandbox-operator stake` alone shows it)";
+      : "agent-sandbox-operator stake --amount N (in units of the bond, at least the staking contract's minimum; `agent-sandbox-operator stake` alone shows it)";
   return Object.assign(
     new Error(
       `${(e as Error).message}\nTo fix: ${how} with STAKING_CONTRACT set to Tangle's staking contract, then register again.`,

@@ -99,7 +99,7 @@ Options:
   --managers LIST       reuse deployed managers, e.g. cloud=0xabc…
   --metadata-uri URI    the blueprint's JSON description (default: a data: URI)
   --json                print the result as JSON`,
-  stake: `Usage: agent-sandbox-operator stake [--amount ETHER] [--json]
+  stake: `Usage: agent-sandbox-operator stake [--amount N] [--json]
 
 Operator. Deposits a self-stake in Tangle's staking contract (STAKING_CONTRACT, the
 MultiAssetDelegation proxy): registerOperator the first time (at least minOperatorStake), then
@@ -107,7 +107,8 @@ increaseStake; with a bond token set there, approves it and uses the *WithAsset 
 --amount it only prints the status. Exit 0 when the operator is active, 1 when not.
 Required: HTTP_RPC_URL TANGLE_CONTRACT STAKING_CONTRACT
 Options:
-  --amount ETHER   how much to add (e.g. 10, 0.5)
+  --amount N       how much to add, in whole units of the bond (e.g. 10, 0.5): ETH, or the
+                   bond token at its own decimals (TNT on tnt-core's LocalTestnet)
   --json           print the result as JSON`,
   requests: `Usage: agent-sandbox-operator requests list [--state S,…|all] [--from-block N] [--json]
        agent-sandbox-operator requests approve <request id> [--json]

@@ -12,9 +12,19 @@ import {
   rejectServiceRequest,
   type ServiceRequestInfo,
   stakeOperator,
+  stakeStatus,
   unregisterOperator,
 } from '@agent-sandbox/sdk';
-import { type Abi, type Address, formatEther, type Hex, parseEther } from 'viem';
+import {
+  type Abi,
+  type Address,
+  formatEther,
+  formatUnits,
+  type Hex,
+  parseEther,
+  parseUnits,
+  zeroAddress,
+} from 'viem';
 import { type Command, ConfigError, loadConfig } from './config.ts';
 
 export interface RoleOptions {
@@ -110,20 +120,27 @@ export async function cmdDeployBlueprint(
 
 /** Operator: self-stake in MultiAssetDelegation (registerOperator, or increaseStake). */
 export async function cmdStake(o: RoleOptions & { amount: string | undefined }): Promise<number> {
+  if (o.amount !== undefined && !/^\d+(\.\d+)?$/.test(o.amount))
+    throw usage('--amount', 'expected an amount in whole units of the bond, e.g. 1 or 0.5');
+  const { ctx, v, key } = await context('stake', o);
+  const staking = v.STAKING_CONTRACT as Address;
+  // The amount is in units of the bond: ETH, or the bond token at its own decimals (TNT 18, USDC 6).
+  const bond = await stakeStatus(ctx, staking, key.address);
   let wei = 0n;
   if (o.amount !== undefined) {
     try {
-      wei = parseEther(o.amount);
+      wei = parseUnits(o.amount, bond.bondDecimals);
     } catch {
-      throw usage('--amount', 'expected an amount of ether, e.g. 1 or 0.5');
+      throw usage('--amount', `expected at most ${bond.bondDecimals} decimals`);
     }
   }
-  const { ctx, v, key } = await context('stake', o);
-  const r = await stakeOperator(ctx, v.STAKING_CONTRACT as Address, wei);
+  const r = await stakeOperator(ctx, staking, wei);
+  const unit = r.bondToken === zeroAddress ? 'ETH' : `of the bond token ${r.bondToken}`;
+  const fmt = (x: bigint) => formatUnits(x, r.bondDecimals);
   print(
     o.json,
     { ...r, operator: key.address },
-    `${key.address}: ${r.active ? 'active' : 'NOT active'} operator, stake ${formatEther(r.stake)} (minimum ${formatEther(r.minOperatorStake)})${r.action === 'none' ? '' : `; ${r.action}`}`,
+    `${key.address}: ${r.active ? 'active' : 'NOT active'} operator, stake ${fmt(r.stake)} ${unit} (minimum ${fmt(r.minOperatorStake)})${r.action === 'none' ? '' : `; ${r.action}`}`,
   );
   return r.active ? 0 : 1;
 }

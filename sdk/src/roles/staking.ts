@@ -13,6 +13,8 @@ export interface StakeStatus {
   minOperatorStake: bigint;
   /** Zero: native stake (registerOperator with value); else the ERC20 the bond must be in. */
   bondToken: Address;
+  /** Decimals of the bond (18 for native; the token's `decimals()`, e.g. TNT's 18, USDC's 6). */
+  bondDecimals: number;
 }
 
 export async function stakeStatus(
@@ -36,7 +38,11 @@ export async function stakeStatus(
       read<bigint>('minOperatorStake'),
       read<Address>('operatorBondToken').catch(() => zeroAddress),
     ]);
-    return { operator, isOperator, active, stake, minOperatorStake, bondToken };
+    const bondDecimals =
+      bondToken === zeroAddress
+        ? 18
+        : await pub.readContract({ address: bondToken, abi: erc20Abi, functionName: 'decimals' });
+    return { operator, isOperator, active, stake, minOperatorStake, bondToken, bondDecimals };
   } catch (e) {
     throw new SdkError(
       'RPC',
