@@ -3,8 +3,9 @@
 // says the engine is down while it is, finishes the create with one outcome and adopts every
 // sandbox back (same sandbox and container ids, workspace files kept, tokens working).
 // Killing dockerd breaks every other test using the engine, so this file is not in the parallel
-// run: vitest.serial.config.ts runs it alone, after the main run (scripts/test.sh). The same
-// scenario runs in the parallel run on a private dockerd (engine-restart.test.ts).
+// run: vitest.serial.config.ts runs it alone, after the main run (scripts/test.sh). (A variant on
+// a private dockerd was removed: started with --bridge=none it deleted the host's docker0, and
+// its restart could not reach the containerd the killed dockerd left.)
 import { execFile, spawn } from 'node:child_process';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';

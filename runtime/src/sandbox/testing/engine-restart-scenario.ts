@@ -1,5 +1,5 @@
 // Test-only: the engine-loss scenario of issue 29, run against any engine the caller may kill and
-// start (a private dockerd in engine-restart.test.ts, the shared one in the serial stage):
+// start (the shared one, in the serial stage):
 // N running sandboxes (a file written in each workspace) and one create waiting for a late
 // sidecar; dockerd is killed (-9); the runtime says the engine is down; dockerd starts again; the
 // in-flight create ends running (one outcome, started over once) and every sandbox is adopted
