@@ -26,6 +26,7 @@ interface Manifest {
   type: string;
   exports: Record<string, string>;
   dependencies?: Record<string, string>;
+  imports?: Record<string, unknown>;
   devDependencies?: Record<string, string>;
 }
 
@@ -104,6 +105,11 @@ describe('workspace', () => {
     for (const file of sourceFiles(dir)) {
       for (const spec of specifiers(file)) {
         if (spec.startsWith('.') || spec.startsWith('node:')) continue;
+        // A subpath import (`#platform`) must be one the package's own "imports" field maps.
+        if (spec.startsWith('#')) {
+          if (!Object.hasOwn(pkg.imports ?? {}, spec)) missing.push(`${file}: ${spec}`);
+          continue;
+        }
         const name = packageOf(spec);
         if (name === pkg.name) continue;
         const ok = deps.has(name) || (isTestOnly(file) && devDeps.has(name));
