@@ -41,7 +41,13 @@ const workspaceOnly = {
   name: 'workspace-only',
   setup(b) {
     b.onResolve({ filter: /^[^./]/ }, async (args) => {
-      if (args.path.startsWith('@agent-sandbox/') || args.path.startsWith('node:') || args.pluginData?.inner)
+      // Workspace packages, node builtins and a package's own subpath imports (`#platform`) are bundled.
+      if (
+        args.path.startsWith('@agent-sandbox/') ||
+        args.path.startsWith('node:') ||
+        args.path.startsWith('#') ||
+        args.pluginData?.inner
+      )
         return;
       const r = await b.resolve(args.path, {
         kind: args.kind,
