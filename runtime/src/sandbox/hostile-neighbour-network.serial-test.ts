@@ -287,10 +287,23 @@ describe('hostile neighbour: network', () => {
       [pub, b],
       [none, n],
     ] as const) {
-      const sysctl = await sidecarExec(
-        rig.manager.sidecarEndpoint(rec.id),
-        'cat /proc/sys/net/ipv6/conf/all/disable_ipv6 /proc/sys/net/ipv6/conf/default/disable_ipv6; cat /proc/net/if_inet6',
-      );
+      const read =
+        'cat /proc/sys/net/ipv6/conf/all/disable_ipv6 /proc/sys/net/ipv6/conf/default/disable_ipv6; cat /proc/net/if_inet6';
+      // gVisor shows no /proc/sys/net of its own: under runsc the sandbox's network namespace (the
+      // one its --network=host stack uses) is read from the host, by the container's pid.
+      const sysctl =
+        rec.runtime === 'runsc'
+          ? {
+              stdout: execFileSync('nsenter', [
+                '-t',
+                String((await rig.manager.driver.docker.getContainer(rec.containerId!).inspect()).State.Pid),
+                '-n',
+                'sh',
+                '-c',
+                read,
+              ]).toString(),
+            }
+          : await sidecarExec(rig.manager.sidecarEndpoint(rec.id), read);
       expect(sysctl.stdout).toBe('1\n1\n');
       expect(await probe(rig, rec, 'fd00:ec2::254', 80)).toMatch(
         /^(ENETUNREACH|EADDRNOTAVAIL|EAFNOSUPPORT)$/,
