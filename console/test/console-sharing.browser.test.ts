@@ -115,15 +115,18 @@ describe('console: sizes, timers, team, preview links, copies (Chromium)', () =>
   });
 
   it('the create form offers the presets (one above the ceiling disabled) and the timers; the list shows when each fires', async () => {
-    const options = await page
-      .locator('[data-testid="create-shape"] option')
-      .evaluateAll((os) =>
-        os.map((o) => [
-          (o as unknown as { value: string }).value,
-          (o as unknown as { disabled: boolean }).disabled,
-        ]),
-      );
-    expect(options).toEqual([
+    // The presets arrive with GET /api/shapes after the form renders: wait for them (evaluateAll
+    // does not wait; read at once it saw an empty list on a busy machine).
+    const options = () =>
+      page
+        .locator('[data-testid="create-shape"] option')
+        .evaluateAll((os) =>
+          os.map((o) => [
+            (o as unknown as { value: string }).value,
+            (o as unknown as { disabled: boolean }).disabled,
+          ]),
+        );
+    await expect.poll(options, { timeout: 30_000 }).toEqual([
       ['small', false],
       ['medium', false],
       ['huge', true],
