@@ -1,6 +1,7 @@
 // The operator API from the browser: fetch with the Authorization header (never a token in a URL),
 // errors carrying code, message and request id, and SSE read from a fetch body stream (no
 // EventSource, which cannot send the header), resumable with Last-Event-ID.
+import { type SseEvent, SseParser } from './sse.ts';
 
 export class ApiError extends Error {
   constructor(
@@ -18,11 +19,7 @@ export class ApiError extends Error {
   }
 }
 
-export interface SseEvent {
-  id?: string;
-  event: string;
-  data: string;
-}
+export type { SseEvent };
 
 const TOKEN_KEY = 'agent-sandbox.session';
 
@@ -76,30 +73,12 @@ export class Api {
     const res = await fetch(`${this.base}${path}`, { headers, signal: o.signal });
     if (!res.ok || !res.body) throw await toError(res);
     const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
-    let buf = '';
+    const parser = new SseParser();
     try {
       for (;;) {
         const { value, done } = await reader.read();
         if (done) return;
-        buf += value.replace(/\r\n/g, '\n');
-        for (let i = buf.indexOf('\n\n'); i >= 0; i = buf.indexOf('\n\n')) {
-          const block = buf.slice(0, i);
-          buf = buf.slice(i + 2);
-          const ev: SseEvent = { event: 'message', data: '' };
-          const data: string[] = [];
-          for (const line of block.split('\n')) {
-            if (line.startsWith(':')) continue;
-            const c = line.indexOf(':');
-            const k = c < 0 ? line : line.slice(0, c);
-            const v = c < 0 ? '' : line.slice(c + 1).replace(/^ /, '');
-            if (k === 'id') ev.id = v;
-            else if (k === 'event') ev.event = v;
-            else if (k === 'data') data.push(v);
-          }
-          if (data.length === 0 && !ev.id) continue;
-          ev.data = data.join('\n');
-          onEvent(ev);
-        }
+        for (const ev of parser.push(value)) onEvent(ev);
       }
     } finally {
       reader.releaseLock();

@@ -11,8 +11,9 @@ import {
   type SealedBody,
   sealSecrets,
 } from '@agent-sandbox/attestation/browser';
-import { ApiError, type SseEvent } from './api.ts';
+import { ApiError } from './api.ts';
 import { api } from './main.tsx';
+import { type SseEvent, SseParser } from './sse.ts';
 
 const dec = new TextDecoder();
 const text = async (body: AsyncIterable<Uint8Array>) => {
@@ -24,28 +25,8 @@ const text = async (body: AsyncIterable<Uint8Array>) => {
 /** SSE events from a decrypted body, as they arrive. */
 export async function* sseEvents(body: AsyncIterable<Uint8Array>): AsyncGenerator<SseEvent> {
   const d = new TextDecoder();
-  let buf = '';
-  for await (const c of body) {
-    buf += d.decode(c, { stream: true }).replace(/\r\n/g, '\n');
-    for (let i = buf.indexOf('\n\n'); i >= 0; i = buf.indexOf('\n\n')) {
-      const block = buf.slice(0, i);
-      buf = buf.slice(i + 2);
-      const ev: SseEvent = { event: 'message', data: '' };
-      const data: string[] = [];
-      for (const line of block.split('\n')) {
-        if (line.startsWith(':')) continue;
-        const at = line.indexOf(':');
-        const k = at < 0 ? line : line.slice(0, at);
-        const v = at < 0 ? '' : line.slice(at + 1).replace(/^ /, '');
-        if (k === 'id') ev.id = v;
-        else if (k === 'event') ev.event = v;
-        else if (k === 'data') data.push(v);
-      }
-      if (data.length === 0 && !ev.id) continue;
-      ev.data = data.join('\n');
-      yield ev;
-    }
-  }
+  const parser = new SseParser();
+  for await (const c of body) yield* parser.push(d.decode(c, { stream: true }));
 }
 
 const toBase64 = (b: Uint8Array) => {
