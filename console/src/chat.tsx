@@ -4,6 +4,7 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { describeError, type SseEvent } from './api.ts';
 import { api } from './main.tsx';
+import { Err } from './ui.tsx';
 
 interface Block {
   id: string;
@@ -11,7 +12,7 @@ interface Block {
   text: string;
   tool?: { name?: string; input?: unknown; output?: unknown; status?: string };
 }
-interface ChatState {
+export interface ChatState {
   runId?: string;
   lastEventId?: string;
   prompt?: string;
@@ -145,6 +146,23 @@ export function Chat({ sandbox }: { sandbox: string }) {
     }
   };
   const running = Boolean(state.runId && !state.status);
+  return <ChatView state={state} error={error} running={running} onSend={send} onCancel={cancel} />;
+}
+
+/** The conversation and the prompt form; the plain and the TEE chat differ only in how they run. */
+export function ChatView({
+  state,
+  error,
+  running,
+  onSend,
+  onCancel,
+}: {
+  state: ChatState;
+  error: string | undefined;
+  running: boolean;
+  onSend: (e: Event) => void;
+  onCancel: () => void;
+}) {
   return (
     <section aria-label="Agent chat" class="chat">
       {state.prompt && <p class="prompt">› {state.prompt}</p>}
@@ -186,12 +204,8 @@ export function Chat({ sandbox }: { sandbox: string }) {
           run {state.status}
         </p>
       )}
-      {error && (
-        <p role="alert" class="error">
-          {error}
-        </p>
-      )}
-      <form onSubmit={send} class="row">
+      <Err e={error} />
+      <form onSubmit={onSend} class="row">
         <label class="grow">
           <span class="sr">Message</span>
           <textarea name="message" rows={2} placeholder="Ask the agent…" data-testid="chat-input" />
@@ -200,7 +214,7 @@ export function Chat({ sandbox }: { sandbox: string }) {
           Send
         </button>
         {running && (
-          <button type="button" onClick={cancel} data-testid="chat-cancel">
+          <button type="button" onClick={onCancel} data-testid="chat-cancel">
             Cancel
           </button>
         )}

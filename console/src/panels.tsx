@@ -4,31 +4,19 @@
 import { useEffect, useState } from 'preact/hooks';
 import { describeError } from './api.ts';
 import { api } from './main.tsx';
+import type { Entry, ExecResult, SandboxOps } from './ops.ts';
+import { Err } from './ui.tsx';
 
-const Err = ({ e }: { e?: string }) =>
-  e ? (
-    <p role="alert" class="error">
-      {e}
-    </p>
-  ) : null;
-
-interface Entry {
-  name: string;
-  type: string;
-  size: number;
-}
-
-export function Files({ sandbox }: { sandbox: string }) {
+export function Files({ ops }: { ops: SandboxOps }) {
   const [dir, setDir] = useState('.');
   const [entries, setEntries] = useState<Entry[]>([]);
   const [view, setView] = useState<{ path: string; text: string }>();
   const [error, setError] = useState<string>();
-  const base = `/api/sandboxes/${sandbox}/files`;
   const join = (name: string) => (dir === '.' ? name : `${dir}/${name}`);
   const list = (path: string) =>
-    api.json<{ path: string; entries: Entry[] }>('GET', `${base}?path=${encodeURIComponent(path)}`).then(
+    ops.list(path).then(
       (r) => {
-        setDir(r.path);
+        setDir(r.path || path);
         setEntries(r.entries);
         setError(undefined);
       },
@@ -36,12 +24,10 @@ export function Files({ sandbox }: { sandbox: string }) {
     );
   useEffect(() => {
     list('.');
-  }, [sandbox]);
-  const read = async (path: string) =>
-    (await api.raw('GET', `${base}/content?path=${encodeURIComponent(path)}`)).blob();
+  }, [ops.key]);
   const open = async (name: string) => {
     try {
-      const blob = await read(join(name));
+      const blob = await ops.read(join(name));
       setView({ path: join(name), text: await blob.text() });
     } catch (e) {
       setError(describeError(e));
@@ -49,7 +35,7 @@ export function Files({ sandbox }: { sandbox: string }) {
   };
   const download = async (name: string) => {
     try {
-      const url = URL.createObjectURL(await read(join(name)));
+      const url = URL.createObjectURL(await ops.read(join(name)));
       const a = document.createElement('a');
       a.href = url;
       a.download = name;
@@ -64,7 +50,7 @@ export function Files({ sandbox }: { sandbox: string }) {
     const file = input.files?.[0];
     if (!file) return;
     try {
-      await api.raw('PUT', `${base}/content?path=${encodeURIComponent(join(file.name))}`, file);
+      await ops.write(join(file.name), file);
       input.value = '';
       await list(dir);
     } catch (err) {
@@ -121,8 +107,8 @@ export function Files({ sandbox }: { sandbox: string }) {
   );
 }
 
-export function Exec({ sandbox }: { sandbox: string }) {
-  const [out, setOut] = useState<{ exit_code: number; stdout: string; stderr: string }>();
+export function Exec({ ops }: { ops: SandboxOps }) {
+  const [out, setOut] = useState<ExecResult>();
   const [error, setError] = useState<string>();
   const run = async (e: Event) => {
     e.preventDefault();
@@ -130,7 +116,7 @@ export function Exec({ sandbox }: { sandbox: string }) {
     setError(undefined);
     setOut(undefined); // the last command's output is not this one's
     try {
-      setOut(await api.json('POST', `/api/sandboxes/${sandbox}/exec`, { command }));
+      setOut(await ops.exec(command));
     } catch (err) {
       setError(describeError(err));
     }

@@ -1,9 +1,10 @@
 // One sandbox: its state and tabs for chat, terminals, files, exec, secrets, port previews and
 // sharing (members, preview links). A member sees neither Secrets nor Sharing (the owner's).
-import { useEffect, useState } from 'preact/hooks';
+import { useEffect, useMemo, useState } from 'preact/hooks';
 import { describeError } from './api.ts';
 import { Chat } from './chat.tsx';
 import { api, type Capabilities } from './main.tsx';
+import { apiOps } from './ops.ts';
 import { Exec, Files, Preview, Secrets } from './panels.tsx';
 import { deadlines, type SandboxView as View } from './sandboxes.tsx';
 import { Members, PreviewLinks } from './sharing.tsx';
@@ -31,6 +32,7 @@ export function SandboxView({ id, caps, onBack }: { id: string; caps: Capabiliti
   useEffect(() => {
     api.json<View>('GET', `/api/sandboxes/${id}`).then(setSb, (e) => setError(describeError(e)));
   }, [id]);
+  const ops = useMemo(() => apiOps(id), [id]);
   const [termsOpened, setTermsOpened] = useState(false);
   useEffect(() => {
     if (tab === 'Terminal') setTermsOpened(true);
@@ -87,11 +89,11 @@ export function SandboxView({ id, caps, onBack }: { id: string; caps: Capabiliti
             {/* Terminals stay mounted once opened: switching tabs must not end their shells. */}
             {!tee && (tab === 'Terminal' || termsOpened) && (
               <div hidden={tab !== 'Terminal'}>
-                <Terminals sandbox={id} />
+                <Terminals ops={ops} />
               </div>
             )}
-            {!tee && tab === 'Files' && <Files sandbox={id} />}
-            {!tee && tab === 'Exec' && <Exec sandbox={id} />}
+            {!tee && tab === 'Files' && <Files ops={ops} />}
+            {!tee && tab === 'Exec' && <Exec ops={ops} />}
             {!tee && tab === 'Secrets' && <Secrets sandbox={id} />}
             {tab === 'Preview' && <Preview sandbox={id} ports={Object.keys(sb.ports ?? {})} />}
             {!tee && tab === 'Sharing' && (

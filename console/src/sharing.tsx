@@ -5,13 +5,7 @@
 import { useEffect, useState } from 'preact/hooks';
 import { describeError } from './api.ts';
 import { api } from './main.tsx';
-
-const Err = ({ e }: { e?: string | undefined }) =>
-  e ? (
-    <p role="alert" class="error">
-      {e}
-    </p>
-  ) : null;
+import { Err } from './ui.tsx';
 
 export function Members({ sandbox }: { sandbox: string }) {
   const [members, setMembers] = useState<string[]>([]);

@@ -1,8 +1,10 @@
-// Terminal tabs: xterm.js on the sidecar's PTY through the operator (create, stream over fetch with
-// the Authorization header, input, resize on window resize, close). xterm is loaded on demand.
+// Terminal tabs: xterm.js on the sidecar's PTY (create, stream, input, resize on window resize,
+// close), through the operator API or a TEE enclave's owner channel (ops.ts). xterm is loaded on
+// demand.
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { describeError } from './api.ts';
-import { api } from './main.tsx';
+import type { SandboxOps, TerminalOps } from './ops.ts';
+import { Err } from './ui.tsx';
 
 /**
  * xterm.js adds <style> elements at run time; the page's CSP allows only those carrying this
@@ -20,7 +22,7 @@ export function nonceStyles(): void {
   }) as typeof document.createElement;
 }
 
-function TerminalTab({ sandbox, active }: { sandbox: string; active: boolean }) {
+function TerminalTab({ ops, active }: { ops: TerminalOps; active: boolean }) {
   const host = useRef<HTMLDivElement>(null);
   const [error, setError] = useState<string>();
   useEffect(() => {
@@ -32,7 +34,6 @@ function TerminalTab({ sandbox, active }: { sandbox: string; active: boolean }) 
         import('@xterm/xterm'),
         import('@xterm/xterm/css/xterm.css'),
       ]);
-      const base = `/api/sandboxes/${sandbox}/terminals`;
       const size = () => {
         const el = host.current!;
         return {
@@ -40,13 +41,7 @@ function TerminalTab({ sandbox, active }: { sandbox: string; active: boolean }) 
           rows: Math.max(8, Math.floor(el.clientHeight / 17)),
         };
       };
-      const created = await api.json<{ sessionId?: string; data?: { sessionId?: string } }>(
-        'POST',
-        base,
-        size(),
-      );
-      const tid = created.sessionId ?? created.data?.sessionId;
-      if (!tid) throw new Error('the operator answered without a terminal id');
+      const tid = await ops.create(size().cols, size().rows);
       const term = new Terminal({ ...size(), convertEol: false, fontSize: 14 });
       term.open(host.current!);
       // One input request at a time, keystrokes typed meanwhile batched: order is kept.
@@ -58,7 +53,7 @@ function TerminalTab({ sandbox, active }: { sandbox: string; active: boolean }) 
         const data = pending;
         pending = '';
         try {
-          await api.json('POST', `${base}/${tid}/input`, { data });
+          await ops.input(tid, data);
         } catch (e) {
           setError(describeError(e));
         } finally {
@@ -73,7 +68,7 @@ function TerminalTab({ sandbox, active }: { sandbox: string; active: boolean }) 
       const onResize = () => {
         const s = size();
         term.resize(s.cols, s.rows);
-        api.json('PATCH', `${base}/${tid}`, s).catch(() => {});
+        ops.resize(tid, s.cols, s.rows).catch(() => {});
       };
       window.addEventListener('resize', onResize);
       // Once its stream has ended (shell exited, or the container was recreated by a secrets
@@ -82,12 +77,12 @@ function TerminalTab({ sandbox, active }: { sandbox: string; active: boolean }) 
       dispose = () => {
         window.removeEventListener('resize', onResize);
         term.dispose();
-        if (!ended) api.raw('DELETE', `${base}/${tid}`).catch(() => {});
+        if (!ended) ops.close(tid).catch(() => {});
       };
       term.focus();
-      await api
+      await ops
         .stream(
-          `${base}/${tid}/stream`,
+          tid,
           (ev) => {
             try {
               const f = JSON.parse(ev.data) as { type?: string; properties?: { text?: string } };
@@ -97,7 +92,7 @@ function TerminalTab({ sandbox, active }: { sandbox: string; active: boolean }) 
               term.write(ev.data);
             }
           },
-          { signal: ctl.signal },
+          ctl.signal,
         )
         .finally(() => {
           if (ctl.signal.aborted) return;
@@ -111,20 +106,16 @@ function TerminalTab({ sandbox, active }: { sandbox: string; active: boolean }) 
       ctl.abort();
       dispose();
     };
-  }, [sandbox]);
+  }, [ops]);
   return (
     <div class="term" hidden={!active}>
       <div ref={host} class="xterm-host" data-testid="terminal" />
-      {error && (
-        <p role="alert" class="error">
-          {error}
-        </p>
-      )}
+      <Err e={error} />
     </div>
   );
 }
 
-export function Terminals({ sandbox }: { sandbox: string }) {
+export function Terminals({ ops }: { ops: SandboxOps }) {
   const [tabs, setTabs] = useState([1]);
   const [active, setActive] = useState(1);
   const add = () => {
@@ -155,7 +146,7 @@ export function Terminals({ sandbox }: { sandbox: string }) {
         </button>
       </div>
       {tabs.map((n) => (
-        <TerminalTab key={n} sandbox={sandbox} active={n === active} />
+        <TerminalTab key={`${ops.key}:${n}`} ops={ops.terminal} active={n === active} />
       ))}
     </section>
   );

@@ -249,7 +249,10 @@ describe('the console on a TEE sandbox: chain context, then everything over the 
       mimeType: 'text/plain',
       buffer: Buffer.from(`file-body-${tag}\n`),
     });
-    await page.locator(`[data-name="f-${tag}.txt"] button`).click();
+    await page
+      .locator(`[data-name="f-${tag}.txt"]`)
+      .getByRole('button', { name: `f-${tag}.txt` })
+      .click();
     await page
       .getByTestId('file-view')
       .filter({ hasText: `file-body-${tag}` })
