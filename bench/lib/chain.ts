@@ -23,11 +23,15 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 export class Chain {
   readonly pub: PublicClient;
+  /** The service the jobs go to: the devnet's cloud service unless told (e.g. a one-operator one). */
+  readonly service: bigint;
   constructor(
     readonly info: StartedDevnet['info'],
     readonly user: LocalAccount,
+    service?: bigint,
   ) {
     this.pub = createPublicClient({ transport: http(info.rpcUrl) });
+    this.service = service ?? BigInt(info.services.cloud);
   }
   wallet(a: LocalAccount) {
     return createWalletClient({ account: a, transport: http(this.info.rpcUrl) });
@@ -36,7 +40,7 @@ export class Chain {
     return encodeFunctionData({
       abi: localTangleAbi,
       functionName: 'submitJob',
-      args: [BigInt(this.info.services.cloud), job, inputs],
+      args: [this.service, job, inputs],
     });
   }
   async gasFor(data: Hex): Promise<bigint> {
@@ -77,7 +81,7 @@ export class Chain {
         address: this.info.contracts.tangle,
         abi: iTangleAbi,
         eventName: 'JobResultSubmitted',
-        args: { serviceId: BigInt(this.info.services.cloud) },
+        args: { serviceId: this.service },
         fromBlock,
         toBlock: 'latest',
       });
@@ -89,6 +93,48 @@ export class Chain {
       if (got.size < want.size) await sleep(20);
     }
     return got;
+  }
+  /**
+   * Sends one job per input, all mined in ONE block (automine off, explicit nonces, then one
+   * evm_mine); returns the calls, their block and the moment the block was mined (performance.now()).
+   */
+  async submitInOneBlock(
+    job: number,
+    inputs: Hex[],
+  ): Promise<{ callIds: bigint[]; block: bigint; minedAt: number; blocks: number }> {
+    const data = inputs.map((x) => this.callData(job, x));
+    const gas = await this.gasFor(data[0]!);
+    const nonce = await this.pub.getTransactionCount({ address: this.user.address, blockTag: 'pending' });
+    const hashes: Hex[] = [];
+    await this.rpc('evm_setAutomine', [false]);
+    try {
+      for (const [i, d] of data.entries()) {
+        hashes.push(
+          await this.wallet(this.user).sendTransaction({
+            to: this.info.contracts.tangle,
+            data: d,
+            gas,
+            nonce: nonce + i,
+            chain: null,
+          }),
+        );
+      }
+      await this.rpc('evm_mine');
+    } finally {
+      await this.rpc('evm_setAutomine', [true]);
+    }
+    const minedAt = performance.now();
+    const receipts = await Promise.all(
+      hashes.map((hash) => this.pub.waitForTransactionReceipt({ hash, pollingInterval: 10 })),
+    );
+    const failed = receipts.filter((r) => r.status !== 'success').length;
+    if (failed) throw new Error(`${failed} of ${inputs.length} submitJob txs in one block reverted`);
+    return {
+      callIds: receipts.map((r) => this.callIdOf(r.logs)),
+      block: receipts[0]!.blockNumber,
+      minedAt,
+      blocks: new Set(receipts.map((r) => r.blockNumber)).size,
+    };
   }
   async deleteAll(ids: string[]): Promise<void> {
     const start = await this.pub.getBlockNumber();

@@ -8,7 +8,7 @@ export interface Figure {
   /** Stable id; the targets table of RESULTS.md looks targets up by it (TARGETS in run-all.ts). */
   id: string;
   name: string;
-  unit: 'ms' | 'MiB' | 'count' | 'req/s' | 'x';
+  unit: 'ms' | 'MiB' | 'MiB/h' | 'count' | 'req/s' | 'x';
   n?: number;
   median: number;
   p99?: number;

@@ -20,10 +20,27 @@ export interface FloorShape {
   memoryMb: number;
   /** A bridge network to run on instead of the engine's default bridge (a run's own). */
   network?: string;
+  /** How long /health may take to answer (120 s unless told: a burst of 100 starts takes longer). */
+  healthTimeoutMs?: number;
 }
 
 /** One floor: docker run -> /health answers, in ms. */
 export async function floorOnce(image: string, i: number, s: FloorShape): Promise<number> {
+  const f = await floorStart(image, i, s);
+  await f.remove();
+  return f.ms;
+}
+
+/**
+ * One floor container started and answering /health: how long that took, when it answered
+ * (performance.now(), for a burst's "all answered" time, which must not include the removals),
+ * and its removal.
+ */
+export async function floorStart(
+  image: string,
+  i: number,
+  s: FloorShape,
+): Promise<{ ms: number; healthyAt: number; remove: () => Promise<void> }> {
   const port = await freePort();
   const name = `${s.run}-floor-${i}`;
   const t0 = performance.now();
@@ -61,13 +78,15 @@ export async function floorOnce(image: string, i: number, s: FloorShape): Promis
     'AGENT_SUBPROCESS_GID=1000',
     image,
   ]);
-  const deadline = Date.now() + 120_000;
+  const deadline = Date.now() + (s.healthTimeoutMs ?? 120_000);
   while (!(await probeHealth({ host: '127.0.0.1', port }, 1000))) {
     if (Date.now() > deadline) throw new Error(`floor container ${name} never answered /health`);
     await sleep(10);
   }
-  const dt = performance.now() - t0;
-  await exec('docker', ['rm', '-f', '-v', name]);
-  await exec('docker', ['volume', 'rm', '-f', name]).catch(() => {});
-  return dt;
+  const healthyAt = performance.now();
+  const remove = async () => {
+    await exec('docker', ['rm', '-f', '-v', name]);
+    await exec('docker', ['volume', 'rm', '-f', name]).catch(() => {});
+  };
+  return { ms: healthyAt - t0, healthyAt, remove };
 }

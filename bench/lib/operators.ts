@@ -41,6 +41,8 @@ export interface Op {
   child: ChildProcess;
   logFile: string;
   url: string;
+  /** Set when the program ended before the clean-up: how, and how long after its start. */
+  exited?: { code: number | null; signal: NodeJS.Signals | null; afterMs: number };
 }
 
 /** One bench run: its labels, work dir, devnet and operators, and their clean-up. */
@@ -85,6 +87,8 @@ export class BenchRun {
     image: string,
     extra: Record<string, string>,
     via: 'bundle' | 'main' = 'bundle',
+    /** Another bundle file than blueprint-bin/dist/main.mjs (an older build, for an A/B run). */
+    bundle?: string,
   ): Promise<Op> {
     const info = this.devnet!.info;
     const key = join(this.work, `${role}.key`);
@@ -107,9 +111,26 @@ export class BenchRun {
       randomBytes(32).toString('hex'),
     );
     // dieWithParent: the kernel TERMs the operator if this process dies, even by SIGKILL.
-    const child = spawnOperator({ env, cwd: ROOT, stderr: fd, dieWithParent: true, via });
+    const child = spawnOperator({
+      env,
+      cwd: ROOT,
+      stderr: fd,
+      dieWithParent: true,
+      via,
+      ...(bundle ? { bundle } : {}),
+    });
     const op: Op = { role, child, logFile, url: '' };
     this.ops.push(op);
+    // An operator that ends before the clean-up is a finding, not noise: say how it ended (exit
+    // code or signal) and where its log is, at the moment it happens.
+    const started = Date.now();
+    child.once('exit', (code, signal) => {
+      if (this.cleaning) return;
+      op.exited = { code, signal, afterMs: Date.now() - started };
+      console.error(
+        `[bench] ${role} (pid ${child.pid}) ended before the clean-up: ${signal ? `signal ${signal}` : `exit code ${code}`} after ${((Date.now() - started) / 1000).toFixed(1)} s; its log: ${this.keptLogs()}/${role}.log`,
+      );
+    });
     op.url = await operatorReady(child, {
       name: role,
       timeoutMs: 120_000,

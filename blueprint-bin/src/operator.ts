@@ -108,7 +108,9 @@ export async function startOperator(cfg: OperatorConfig, log: Logger): Promise<R
     const image = await step(log, 'resolving the sandbox image', () => resolveImage(cfg, log));
     const harnessImage = await step(log, 'resolving the harness image', () => resolveHarnessImage(cfg, log));
     const registry = new Registry();
-    const manager = await openManager(cfg, dataDir, key, store, image, registry, log);
+    const manager = await step(log, 'opening the sandbox manager (records, network, egress rules)', () =>
+      openManager(cfg, dataDir, key, store, image, registry, log),
+    );
     // Last to run at shutdown: the egress rules stay while anything else is still stopping.
     cleanup.push(() => manager.close());
     const tee = cfg.mode === 'tee-instance' ? await openTee(cfg, env, key, manager, log) : undefined;
@@ -130,8 +132,10 @@ export async function startOperator(cfg: OperatorConfig, log: Logger): Promise<R
 
     const report = await step(log, 'reconciling the store with the engine', () => manager.reconcile());
     log.info({ report }, 'reconciled');
-    const blueprint = await blueprintContract(cfg, env);
-    const api = await startApi(parts, cleanup);
+    const blueprint = await step(log, "reading the service's blueprint contract", () =>
+      blueprintContract(cfg, env),
+    );
+    const api = await step(log, 'starting the operator API', () => startApi(parts, cleanup));
     // Before any job can start a run: runs a previous process left going are recorded failed.
     const interrupted = await api.app.workflows.recover();
     if (interrupted)
@@ -145,7 +149,9 @@ export async function startOperator(cfg: OperatorConfig, log: Logger): Promise<R
         cleanup,
       );
     }
-    const gone = await startJobs(parts, cleanup, deps, blueprint);
+    const gone = await step(log, 'following the chain (catching up on jobs)', () =>
+      startJobs(parts, cleanup, deps, blueprint),
+    );
     manager.startBackground();
     cleanup.push(() => manager.stopBackground());
     startTimers(parts, cleanup, api, gone);

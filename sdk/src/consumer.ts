@@ -209,9 +209,15 @@ export class ResultConsumer {
     for (const i of gone) i.settle('vanished');
     const batch = all.filter((i) => !gone.includes(i));
     if (batch.length === 0) return;
+    // The fees of the send, when their cache is stale, are read meanwhile.
+    this.#fees.prefetch((fn) => this.#retry(fn));
     // Pre-check: a completed call needs no result (another operator answered, or we did before a crash).
     let live = batch;
+    // The estimate runs beside the pre-check (one round trip, not two); it is used only when the
+    // pre-check finds every call still open, else the calls left are estimated again below.
+    let early: Promise<bigint | undefined> | undefined;
     if (this.#o.precheckCompleted) {
+      early = this.#estimate(batch).catch(() => undefined);
       const state = await callStates(this.#o, batch, (fn) => this.#retry(fn));
       const completed = batch.filter((_, k) => state[k] === 'completed');
       const invalid = batch.filter((_, k) => state[k] === 'invalid');
@@ -227,7 +233,7 @@ export class ResultConsumer {
     }
 
     // Simulation and gas estimate in one call; reverts are decoded with Tangle's custom errors.
-    let gas: bigint | undefined;
+    let gas: bigint | undefined = live.length === batch.length ? await early : undefined;
     while (live.length > 0 && gas === undefined) {
       try {
         gas = await this.#estimate(live);

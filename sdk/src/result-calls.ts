@@ -31,6 +31,9 @@ export async function estimateResultGas(
   items: readonly ResultCall[],
 ): Promise<bigint> {
   const { client, tangle, serviceId, account } = o;
+  // prepare: false: one eth_estimateGas from the account. viem otherwise first prepares a whole
+  // transaction for a local account (chain id, nonce, block and fees, an eth_fillTransaction try):
+  // round trips on every result that the estimate does not need (the sender signs with its own).
   const gas =
     items.length === 1
       ? await client.estimateContractGas({
@@ -39,6 +42,7 @@ export async function estimateResultGas(
           functionName: 'submitResult',
           args: [serviceId, items[0]!.callId, items[0]!.output],
           account,
+          prepare: false,
         })
       : await client.estimateContractGas({
           address: tangle,
@@ -46,6 +50,7 @@ export async function estimateResultGas(
           functionName: 'submitResults',
           args: [serviceId, items.map((i) => i.callId), items.map((i) => i.output)],
           account,
+          prepare: false,
         });
   return (gas * BigInt(100 + o.headroomPct)) / 100n;
 }

@@ -13,6 +13,9 @@ const max = (a: bigint, b: bigint) => (a > b ? a : b);
 
 export class ResultFees {
   #estimate: (Fees & { at: number }) | undefined;
+  /** A prefetch of the node's estimate in flight (settles, never rejects). */
+  #reading: Promise<void> | undefined;
+  #generation = 0;
   readonly #atNonce = new Map<number, Fees>();
 
   constructor(private readonly client: PublicClient) {}
@@ -20,6 +23,8 @@ export class ResultFees {
   /** Forgets the cached estimate (the node refused a fee). */
   refresh(): void {
     this.#estimate = undefined;
+    this.#reading = undefined;
+    this.#generation++;
   }
 
   /** Fees already used at `nonce` (a tx there may still sit in a mempool). */
@@ -28,12 +33,43 @@ export class ResultFees {
     for (const n of this.#atNonce.keys()) if (n < nonce - 64) this.#atNonce.delete(n);
   }
 
+  /**
+   * Starts reading the node's estimate when the cached one is stale (none is in flight already),
+   * so that a send shortly after does not wait for it; a failed read is left to `forNonce`.
+   */
+  prefetch(retry: <T>(fn: () => Promise<T>) => Promise<T>): void {
+    if (this.#fresh() || this.#reading) return;
+    const generation = this.#generation;
+    const reading: Promise<void> = retry(() => this.client.estimateFeesPerGas())
+      .then(
+        (f) => {
+          // A refresh() meanwhile (the node refused a fee) wants a read that starts after it.
+          if (generation !== this.#generation) return;
+          this.#estimate = {
+            maxFeePerGas: f.maxFeePerGas,
+            maxPriorityFeePerGas: f.maxPriorityFeePerGas,
+            at: Date.now(),
+          };
+        },
+        () => {},
+      )
+      .finally(() => {
+        if (this.#reading === reading) this.#reading = undefined;
+      });
+    this.#reading = reading;
+  }
+
+  #fresh(): boolean {
+    return this.#estimate !== undefined && Date.now() - this.#estimate.at <= 10_000;
+  }
+
   /** Fees for a tx at `nonce`; `retry` wraps the node's estimate (transient failures). */
   async forNonce(
     nonce: number,
     retry: <T>(fn: () => Promise<T>) => Promise<T>,
     baseFee?: bigint,
   ): Promise<Fees> {
+    if (!this.#fresh() && this.#reading) await this.#reading;
     if (!this.#estimate || Date.now() - this.#estimate.at > 10_000) {
       const f = await retry(() => this.client.estimateFeesPerGas());
       this.#estimate = {

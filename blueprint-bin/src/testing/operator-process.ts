@@ -57,6 +57,8 @@ export interface SpawnOperatorOptions {
    * operator); 'bundle': dist/main.mjs, what the published bin runs (build it first).
    */
   via?: 'bin' | 'main' | 'bundle';
+  /** With via 'bundle': another bundle file than dist/main.mjs (e.g. an older build, for an A/B bench). */
+  bundle?: string;
   /** Where stderr goes: a file descriptor (a log file) or 'pipe' (the default). stdout is always piped. */
   stderr?: number | 'pipe';
   /** Its own process group (so the test can signal the whole group). */
@@ -79,7 +81,7 @@ export function spawnOperator(o: SpawnOperatorOptions): ChildProcess {
           OPERATOR_MAIN,
           ...args,
         ]
-      : [o.via === 'bundle' ? OPERATOR_BUNDLE : OPERATOR_BIN, ...args];
+      : [o.via === 'bundle' ? (o.bundle ?? OPERATOR_BUNDLE) : OPERATOR_BIN, ...args];
   const setpriv = o.dieWithParent
     ? ['/usr/bin/setpriv', '/bin/setpriv'].find((p) => existsSync(p))
     : undefined;
