@@ -23,11 +23,15 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 export class Chain {
   readonly pub: PublicClient;
+  /** The cloud service the jobs go to (the devnet's, unless given). */
+  readonly service: bigint;
   constructor(
     readonly info: StartedDevnet['info'],
     readonly user: LocalAccount,
+    service?: bigint,
   ) {
     this.pub = createPublicClient({ transport: http(info.rpcUrl) });
+    this.service = service ?? BigInt(info.services.cloud);
   }
   wallet(a: LocalAccount) {
     return createWalletClient({ account: a, transport: http(this.info.rpcUrl) });
@@ -36,7 +40,7 @@ export class Chain {
     return encodeFunctionData({
       abi: localTangleAbi,
       functionName: 'submitJob',
-      args: [BigInt(this.info.services.cloud), job, inputs],
+      args: [this.service, job, inputs],
     });
   }
   async gasFor(data: Hex): Promise<bigint> {
@@ -77,7 +81,7 @@ export class Chain {
         address: this.info.contracts.tangle,
         abi: iTangleAbi,
         eventName: 'JobResultSubmitted',
-        args: { serviceId: BigInt(this.info.services.cloud) },
+        args: { serviceId: this.service },
         fromBlock,
         toBlock: 'latest',
       });

@@ -37,10 +37,21 @@ export function freePort(): Promise<number> {
 }
 
 export interface Op {
-  role: 'operator1' | 'operator2';
+  /** A devnet role (operator1, operator2) or a name of the bench's own (fleet-1 …). */
+  role: string;
   child: ChildProcess;
   logFile: string;
   url: string;
+  /** The environment it was started with: a restart reuses it (same data dir, secret and port). */
+  env: Record<string, string>;
+  via: 'bundle' | 'main';
+}
+
+/** Another key, service or port than the devnet role's (a fleet operator of the bench's own). */
+export interface OperatorAs {
+  privateKey: `0x${string}`;
+  serviceId?: number | bigint;
+  port?: number;
 }
 
 /** One bench run: its labels, work dir, devnet and operators, and their clean-up. */
@@ -81,24 +92,26 @@ export class BenchRun {
 
   /** Starts `agent-sandbox-operator run` for a devnet operator; resolves when its API is ready. */
   async startOperator(
-    role: Op['role'],
+    role: string,
     image: string,
     extra: Record<string, string>,
     via: 'bundle' | 'main' = 'bundle',
+    as?: OperatorAs,
   ): Promise<Op> {
     const info = this.devnet!.info;
     const key = join(this.work, `${role}.key`);
-    writeFileSync(key, `${info.accounts[role].privateKey}\n`, { mode: 0o600 });
+    const privateKey = as?.privateKey ?? info.accounts[role as 'operator1' | 'operator2'].privateKey;
+    writeFileSync(key, `${privateKey}\n`, { mode: 0o600 });
     const logFile = join(this.work, `${role}.log`);
     const fd = openSync(logFile, 'a');
     const env = devnetOperatorEnv(
       {
         devnet: info,
         blueprintId: info.blueprints.cloud,
-        serviceId: info.services.cloud,
+        serviceId: as?.serviceId ?? info.services.cloud,
         dataDir: join(this.work, role),
         keyFile: key,
-        port: await freePort(),
+        port: as?.port ?? (await freePort()),
         operatorId: `${this.id}-${role}`,
         image,
         labels: this.labels.join(','),
@@ -106,16 +119,33 @@ export class BenchRun {
       },
       randomBytes(32).toString('hex'),
     );
-    // dieWithParent: the kernel TERMs the operator if this process dies, even by SIGKILL.
-    const child = spawnOperator({ env, cwd: ROOT, stderr: fd, dieWithParent: true, via });
-    const op: Op = { role, child, logFile, url: '' };
+    const op: Op = { role, child: undefined as unknown as ChildProcess, logFile, url: '', env, via };
     this.ops.push(op);
-    op.url = await operatorReady(child, {
-      name: role,
-      timeoutMs: 120_000,
-      log: () => `see ${logFile}\n${readFileSync(logFile, 'utf8').slice(-2000)}`,
-    });
+    await this.spawn(op, fd);
     return op;
+  }
+
+  /** Starts `op` again with the environment it had (its data dir, secret, port); resolves when ready. */
+  async restartOperator(op: Op): Promise<void> {
+    if (op.child.exitCode === null && op.child.signalCode === null) {
+      throw new Error(`${op.role} is still running (pid ${op.child.pid})`);
+    }
+    await this.spawn(op, openSync(op.logFile, 'a'));
+  }
+
+  /** SIGTERM (then SIGKILL after a grace) and wait for the exit. */
+  stopOperator(op: Op): Promise<void> {
+    return stopOperator(op.child);
+  }
+
+  private async spawn(op: Op, fd: number): Promise<void> {
+    // dieWithParent: the kernel TERMs the operator if this process dies, even by SIGKILL.
+    op.child = spawnOperator({ env: op.env, cwd: ROOT, stderr: fd, dieWithParent: true, via: op.via });
+    op.url = await operatorReady(op.child, {
+      name: op.role,
+      timeoutMs: 120_000,
+      log: () => `see ${op.logFile}\n${readFileSync(op.logFile, 'utf8').slice(-2000)}`,
+    });
   }
 
   /** Removes this run's containers and volumes, one by one, re-listing until none is left. */
