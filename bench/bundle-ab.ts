@@ -55,8 +55,8 @@ async function start(name: string, bundle: string, image: string): Promise<Side>
     SANDBOX_DEFAULT_DISK_GB: '1',
   };
   await Promise.all([
-    run.startOperator('operator1', image, extra, 'bundle', bundle),
-    run.startOperator('operator2', image, extra, 'bundle', bundle),
+    run.startOperator('operator1', image, extra, 'bundle', { bundle }),
+    run.startOperator('operator2', image, extra, 'bundle', { bundle }),
   ]);
   const chain = new Chain(info, privateKeyToAccount(info.accounts.user.privateKey));
   const side = await sideService(chain);

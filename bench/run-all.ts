@@ -37,6 +37,9 @@ const DEFAULTS: Record<string, { args: string[]; timeoutS: number }> = {
   density: { args: ['--n', '10', '--batch', '10'], timeoutS: 600 },
   // 100 at once, then churn: the issue asks an hour; `npx tsx bench/scale.bench.ts --churn-minutes 60`.
   scale: { args: ['--n', '100', '--churn-minutes', '15'], timeoutS: 1800 },
+  // 4 operator programs on one engine: 20 creates filling the fleet, a kill run of 12, 20 solo;
+  // issue 24's figure used --creates 100 --capacities 10,20,30,40 --kill-creates 40.
+  fleet: { args: ['--creates', '20', '--capacities', '2,4,6,8', '--kill-creates', '12'], timeoutS: 900 },
 };
 
 /** The speed issue's targets, by the figure id that reports each, and who measures it. */

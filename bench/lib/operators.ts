@@ -37,12 +37,28 @@ export function freePort(): Promise<number> {
 }
 
 export interface Op {
-  role: 'operator1' | 'operator2';
+  /** A devnet role (operator1, operator2) or a name of the bench's own (fleet-1 …). */
+  role: string;
   child: ChildProcess;
   logFile: string;
   url: string;
   /** Set when the program ended before the clean-up: how, and how long after its start. */
   exited?: { code: number | null; signal: NodeJS.Signals | null; afterMs: number };
+  /** The environment it was started with: a restart reuses it (same data dir, secret and port). */
+  env: Record<string, string>;
+  via: 'bundle' | 'main';
+  bundle?: string;
+  /** Set by a bench that kills it itself (a fleet's kill run): its exit is no finding. */
+  killedOnPurpose?: boolean;
+}
+
+/** Another key, service or port than the devnet role's (a fleet operator of the bench's own). */
+export interface OperatorAs {
+  privateKey?: `0x${string}`;
+  serviceId?: number | bigint;
+  port?: number;
+  /** Another bundle file than blueprint-bin/dist/main.mjs (an older build, for an A/B run). */
+  bundle?: string;
 }
 
 /** One bench run: its labels, work dir, devnet and operators, and their clean-up. */
@@ -83,26 +99,26 @@ export class BenchRun {
 
   /** Starts `agent-sandbox-operator run` for a devnet operator; resolves when its API is ready. */
   async startOperator(
-    role: Op['role'],
+    role: string,
     image: string,
     extra: Record<string, string>,
     via: 'bundle' | 'main' = 'bundle',
-    /** Another bundle file than blueprint-bin/dist/main.mjs (an older build, for an A/B run). */
-    bundle?: string,
+    as?: OperatorAs,
   ): Promise<Op> {
     const info = this.devnet!.info;
     const key = join(this.work, `${role}.key`);
-    writeFileSync(key, `${info.accounts[role].privateKey}\n`, { mode: 0o600 });
+    const privateKey = as?.privateKey ?? info.accounts[role as 'operator1' | 'operator2'].privateKey;
+    writeFileSync(key, `${privateKey}\n`, { mode: 0o600 });
     const logFile = join(this.work, `${role}.log`);
     const fd = openSync(logFile, 'a');
     const env = devnetOperatorEnv(
       {
         devnet: info,
         blueprintId: info.blueprints.cloud,
-        serviceId: info.services.cloud,
+        serviceId: as?.serviceId ?? info.services.cloud,
         dataDir: join(this.work, role),
         keyFile: key,
-        port: await freePort(),
+        port: as?.port ?? (await freePort()),
         operatorId: `${this.id}-${role}`,
         image,
         labels: this.labels.join(','),
@@ -110,33 +126,60 @@ export class BenchRun {
       },
       randomBytes(32).toString('hex'),
     );
-    // dieWithParent: the kernel TERMs the operator if this process dies, even by SIGKILL.
-    const child = spawnOperator({
+    const op: Op = {
+      role,
+      child: undefined as unknown as ChildProcess,
+      logFile,
+      url: '',
       env,
+      via,
+      ...(as?.bundle ? { bundle: as.bundle } : {}),
+    };
+    this.ops.push(op);
+    await this.spawn(op, fd);
+    return op;
+  }
+
+  /** Starts `op` again with the environment it had (its data dir, secret, port); resolves when ready. */
+  async restartOperator(op: Op): Promise<void> {
+    if (op.child.exitCode === null && op.child.signalCode === null) {
+      throw new Error(`${op.role} is still running (pid ${op.child.pid})`);
+    }
+    op.killedOnPurpose = false;
+    await this.spawn(op, openSync(op.logFile, 'a'));
+  }
+
+  /** SIGTERM (then SIGKILL after a grace) and wait for the exit. */
+  stopOperator(op: Op): Promise<void> {
+    return stopOperator(op.child);
+  }
+
+  private async spawn(op: Op, fd: number): Promise<void> {
+    // dieWithParent: the kernel TERMs the operator if this process dies, even by SIGKILL.
+    op.child = spawnOperator({
+      env: op.env,
       cwd: ROOT,
       stderr: fd,
       dieWithParent: true,
-      via,
-      ...(bundle ? { bundle } : {}),
+      via: op.via,
+      ...(op.bundle ? { bundle: op.bundle } : {}),
     });
-    const op: Op = { role, child, logFile, url: '' };
-    this.ops.push(op);
-    // An operator that ends before the clean-up is a finding, not noise: say how it ended (exit
-    // code or signal) and where its log is, at the moment it happens.
+    // An operator that ends before the clean-up (or a restart the bench asked for) is a finding,
+    // not noise: say how it ended (exit code or signal) and where its log is, when it happens.
     const started = Date.now();
+    const child = op.child;
     child.once('exit', (code, signal) => {
-      if (this.cleaning) return;
+      if (this.cleaning || op.killedOnPurpose) return;
       op.exited = { code, signal, afterMs: Date.now() - started };
       console.error(
-        `[bench] ${role} (pid ${child.pid}) ended before the clean-up: ${signal ? `signal ${signal}` : `exit code ${code}`} after ${((Date.now() - started) / 1000).toFixed(1)} s; its log: ${this.keptLogs()}/${role}.log`,
+        `[bench] ${op.role} (pid ${child.pid}) ended before the clean-up: ${signal ? `signal ${signal}` : `exit code ${code}`} after ${((Date.now() - started) / 1000).toFixed(1)} s; its log: ${this.keptLogs()}/${op.role}.log`,
       );
     });
-    op.url = await operatorReady(child, {
-      name: role,
+    op.url = await operatorReady(op.child, {
+      name: op.role,
       timeoutMs: 120_000,
-      log: () => `see ${logFile}\n${readFileSync(logFile, 'utf8').slice(-2000)}`,
+      log: () => `see ${op.logFile}\n${readFileSync(op.logFile, 'utf8').slice(-2000)}`,
     });
-    return op;
   }
 
   /** Removes this run's containers and volumes, one by one, re-listing until none is left. */

@@ -9,6 +9,7 @@ import { APPROVAL_OFF, decideApproval, startAutoApprover } from '@agent-sandbox/
 import { iTangleAbi } from '@agent-sandbox/contracts';
 import { DEVNET_MNEMONIC } from '@agent-sandbox/devnet';
 import {
+  approveServiceRequest,
   type ChainContext,
   isSdkError,
   listServiceRequests,
@@ -273,6 +274,41 @@ describe('role tools on the devnet', () => {
         args: [instanceBlueprint, op.address],
       }),
     ).toBe(false);
+  });
+
+  it('service request --mode cloud: a fleet service of two operators, no sandbox config; sandbox flags refused', {
+    timeout: 120_000,
+  }, async () => {
+    const fleet = [devnet.accounts.operator1.address, devnet.accounts.operator2.address];
+    const base = ['service', 'request', '--mode', 'cloud', '--blueprint-id', `${devnet.blueprints.cloud}`];
+    const flags = await client([...base, '--operators', fleet.join(','), '--memory', '512', '--no-wait']);
+    expect(flags.code).toBe(1); // usage
+    expect(flags.err).toMatch(/a cloud service takes no sandbox request \(--memory\)/);
+    const sent = await client([...base, '--operators', fleet.join(','), '--no-wait']);
+    expect(sent.code, sent.err).toBe(0);
+    const { requestId } = JSON.parse(sent.out) as { requestId: string };
+    const [q] = (
+      await listServiceRequests(opCtx, tangle, {
+        blueprintId: BigInt(devnet.blueprints.cloud),
+        operator: devnet.accounts.operator1.address,
+        states: ['pending'],
+      })
+    ).filter((r) => `${r.requestId}` === requestId);
+    expect(q?.call?.config).toBe('0x');
+    for (const role of ['operator1', 'operator2'] as const) {
+      const ctx = { rpcUrl: devnet.rpcUrl, account: privateKeyToAccount(devnet.accounts[role].privateKey) };
+      await approveServiceRequest(ctx, tangle, BigInt(requestId));
+    }
+    const done = await client(['service', 'wait', requestId, '--timeout', '30']);
+    expect(done.code, done.err).toBe(0);
+    const serviceId = BigInt((JSON.parse(done.out) as { serviceId: string }).serviceId);
+    const ops = await pub.readContract({
+      address: tangle,
+      abi: iTangleAbi,
+      functionName: 'getServiceOperators',
+      args: [serviceId],
+    });
+    expect(ops.map((a) => a.toLowerCase()).sort()).toEqual(fleet.map((a) => a.toLowerCase()).sort());
   });
 
   it('deploy-blueprint: a manager and a blueprint with the full definition; bad flags exit 2', {

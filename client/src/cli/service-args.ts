@@ -3,9 +3,9 @@ import type { CommandSpec, OptSpec } from './args.ts';
 
 export function serviceCommand(createOptions: Record<string, OptSpec>): CommandSpec {
   return {
-    summary: 'instance services: request (and wait for activation) | wait | terminate',
+    summary: 'services: request (and wait for activation) | wait | terminate',
     usage:
-      'service request --mode instance|tee-instance [--blueprint-id N] [--operators 0x…,…] [--ttl S] [--payment ETHER] [sandbox flags of create] | service wait <request-id> | service terminate <service-id>',
+      'service request --mode instance|tee-instance|cloud [--blueprint-id N] [--operators 0x…,…] [--ttl S] [--payment ETHER] [sandbox flags of create] | service wait <request-id> | service terminate <service-id>',
     positionals: [
       { name: 'action', required: true },
       { name: 'target', required: false },
@@ -15,7 +15,7 @@ export function serviceCommand(createOptions: Record<string, OptSpec>): CommandS
       mode: {
         type: 'string',
         arg: 'MODE',
-        help: 'request: instance or tee-instance (picks the devnet blueprint; tee-instance asks Tangle for TEE confidentiality)',
+        help: 'request: instance (default), tee-instance or cloud (picks the devnet blueprint; tee-instance asks Tangle for TEE confidentiality; cloud: a service many operators serve, no sandbox request, sandboxes are created in it later with create)',
       },
       'blueprint-id': {
         type: 'string',
@@ -46,10 +46,11 @@ export function serviceCommand(createOptions: Record<string, OptSpec>): CommandS
       'from-block': { type: 'string', arg: 'N', help: 'wait: read events from this block (default 0)' },
     },
     details:
-      "request sends Tangle's requestService with the sandbox request (the create flags) as the service config, then waits until every named operator approved it and prints the service id (exit 6 when an operator rejects it or it expires; exit 5 on --timeout, the request stays pending: `service wait` resumes). terminate ends a service you own (terminateService); its operators delete the instance sandbox. Then use the sandbox with --instance <service-id>.",
+      "request sends Tangle's requestService with the sandbox request (the create flags) as the service config (a cloud service has none: its operators, named with --operators, then take creates assigned by their free capacity), then waits until every named operator approved it and prints the service id (exit 6 when an operator rejects it or it expires; exit 5 on --timeout, the request stays pending: `service wait` resumes). terminate ends a service you own (terminateService); its operators delete the instance sandbox. Then use the sandbox with --instance <service-id>.",
     examples: [
       'agent-sandbox service request --devnet .devnet/devnet.json --mode instance --name mine --cpu 1 --memory 1024',
       'agent-sandbox service request --rpc URL --tangle 0x… --blueprint-id 4 --operators 0xOp… --ttl 86400 --payment 0.01',
+      'agent-sandbox service request --mode cloud --rpc URL --tangle 0x… --blueprint-id 0 --operators 0xOpA…,0xOpB…,0xOpC…',
       'agent-sandbox service terminate 7 --rpc URL --tangle 0x…',
     ],
   };

@@ -1,5 +1,6 @@
-// `agent-sandbox service`: the user's side of an instance service on Tangle — request it (the
-// sandbox request as its config), wait until its operators approved it, terminate it.
+// `agent-sandbox service`: the user's side of a service on Tangle — request it (an instance
+// service carries its sandbox request as the config; a cloud service, the one many operators
+// serve as a fleet, carries none), wait until its operators approved it, terminate it.
 import {
   type ChainContext,
   isSdkError,
@@ -10,11 +11,15 @@ import {
 import { type Address, isAddress, parseEther } from 'viem';
 import { ClientError, ExitCode } from '../errors.ts';
 import { buildCreateRequest, encodeCreateInput } from '../job-io.ts';
+import { COMMANDS } from './args.ts';
 import type { Command } from './commands.ts';
 import type { CliContext } from './context.ts';
 import { createRequestFromFlags } from './jobs.ts';
 
-const MODES = { instance: 'instance', 'tee-instance': 'teeInstance' } as const;
+const MODES = { instance: 'instance', 'tee-instance': 'teeInstance', cloud: 'cloud' } as const;
+/** The sandbox flags of `create`: an instance request's config; a cloud service takes none. */
+const sandboxFlags = () =>
+  Object.keys(COMMANDS['create']?.options ?? {}).filter((k) => !['timeout', 'keep-unready'].includes(k));
 
 function str(ctx: CliContext, flag: string): string | undefined {
   const v = ctx.args.options[flag];
@@ -103,7 +108,7 @@ export const service: Command = async (ctx) => {
   if (action === 'request') {
     const mode = str(ctx, 'mode') ?? 'instance';
     if (!(mode in MODES))
-      throw new ClientError('USAGE', `--mode must be instance or tee-instance, got "${mode}"`);
+      throw new ClientError('USAGE', `--mode must be instance, tee-instance or cloud, got "${mode}"`);
     const devnet = await ctx.devnet();
     const blueprints = (devnet?.raw as { blueprints?: Record<string, number> } | undefined)?.blueprints;
     const blueprintId =
@@ -115,12 +120,22 @@ export const service: Command = async (ctx) => {
       addresses(ctx, 'operators') ??
       (devnet?.accounts['operator1'] ? [devnet.accounts['operator1'].address] : undefined);
     if (!operators?.length) throw new ClientError('USAGE', 'service request needs --operators 0x…,…');
-    const input = await createRequestFromFlags(ctx);
-    if (mode === 'tee-instance' && !input.tee_required) {
-      input.tee_required = true;
-      input.tee_type ??= 1;
+    let config: `0x${string}` = '0x';
+    if (mode === 'cloud') {
+      const given = sandboxFlags().filter((f) => ctx.args.options[f] !== undefined);
+      if (given.length)
+        throw new ClientError(
+          'USAGE',
+          `a cloud service takes no sandbox request (${given.map((f) => `--${f}`).join(', ')}): request the service, then create sandboxes in it with \`agent-sandbox create --service <id>\``,
+        );
+    } else {
+      const input = await createRequestFromFlags(ctx);
+      if (mode === 'tee-instance' && !input.tee_required) {
+        input.tee_required = true;
+        input.tee_type ??= 1;
+      }
+      config = encodeCreateInput(buildCreateRequest(input));
     }
-    const config = encodeCreateInput(buildCreateRequest(input));
     let payment = 0n;
     const p = str(ctx, 'payment');
     if (p !== undefined) {
