@@ -19,7 +19,7 @@ ${REAL_TANGLE_TESTS.map((f) => `  ${f}`).join('\n')}
 operator, provisioned, used and terminated; refusals by name, ManagerReverted unwrapped; the role
 tools: stake in MultiAssetDelegation, register, requests list/approve/reject, unregister,
 deploy-blueprint; creates sent with exactly their gas estimate; the conformance table's devnet
-case). Extra arguments go to vitest (e.g. a file of the list, or -t NAME).
+case; the demo's instance walk). Extra arguments go to vitest (e.g. a file of the list, or -t NAME).
 
   --tangle-state FILE       anvil state holding tnt-core's deployment (env ${TANGLE_STATE_ENV})
   --tangle-deployment FILE  JSON naming its Tangle and MultiAssetDelegation (env ${TANGLE_DEPLOYMENT_ENV})
