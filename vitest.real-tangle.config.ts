@@ -11,6 +11,7 @@ export const REAL_TANGLE_TESTS = [
   'test/devnet.test.ts',
   'test/create-gas.test.ts',
   'test/tangle-conformance.test.ts',
+  'scripts/demo/instance.test.ts',
 ];
 
 export default defineConfig({

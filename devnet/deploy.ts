@@ -1,17 +1,29 @@
-// Deploys the devnet: the protocol stand-ins (LocalTangle, LocalStaking) from forge's output, then
+// Deploys the devnet: the protocol stand-ins (LocalTangle, LocalStaking bonding in LocalBondToken,
+// as tnt-core's LocalTestnet bonds in TNT) from forge's output, then
 // everything else with the role tools a real network would see (devnet/roles-setup.ts).
 import {
   agentSandboxBlueprintAbi,
   agentSandboxBlueprintBytecode,
   blueprintServiceManagerBaseAbi,
   blueprintServiceManagerBaseBytecode,
+  localBondTokenAbi,
+  localBondTokenBytecode,
   localStakingAbi,
   localStakingBytecode,
   localTangleAbi,
   localTangleBytecode,
 } from '@agent-sandbox/contracts';
 import { deployContract } from '@agent-sandbox/sdk';
-import { type Abi, type Address, type Chain, createPublicClient, defineChain, http, parseEther } from 'viem';
+import {
+  type Abi,
+  type Address,
+  type Chain,
+  createPublicClient,
+  createWalletClient,
+  defineChain,
+  http,
+  parseEther,
+} from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
 import { foundry } from 'viem/chains';
 import { devnetAccounts } from './accounts.ts';
@@ -22,8 +34,10 @@ import type { DevnetInfo } from './state.ts';
 
 export { devnetDefinition } from './roles-setup.ts';
 
-/** The devnet's minimum operator self-stake in LocalStaking. */
+/** The devnet's minimum operator self-stake in LocalStaking (in its bond token, 18 decimals). */
 export const DEVNET_MIN_STAKE = parseEther('1');
+/** Bond tokens the deployer mints to itself and to each devnet operator. */
+const BOND_SUPPLY = { deployer: parseEther('1000000'), operator: parseEther('1000') };
 
 /** A Tangle already on the chain (the real-protocol mode): nothing of the protocol is deployed. */
 export interface ExistingProtocol {
@@ -60,14 +74,21 @@ export async function deployDevnet(
       staking = existing.staking;
       log(`using the Tangle at ${tangle} and MultiAssetDelegation at ${staking} from the loaded state`);
     } else {
-      // The protocol itself (a real network has it already): the staking contract and the core,
-      // which consults it when an operator registers.
+      // The protocol itself (a real network has it already): the operator bond token, the staking
+      // contract and the core, which consults it when an operator registers, requests, approves
+      // and reports; the staking contract asks the core for active services when one leaves.
+      const bond = await deployContract(deployer, {
+        label: 'LocalBondToken',
+        abi: localBondTokenAbi as Abi,
+        bytecode: localBondTokenBytecode,
+        args: [],
+      });
       staking = (
         await deployContract(deployer, {
           label: 'LocalStaking',
           abi: localStakingAbi as Abi,
           bytecode: localStakingBytecode,
-          args: [DEVNET_MIN_STAKE],
+          args: [DEVNET_MIN_STAKE, bond.address],
         })
       ).address;
       tangle = (
@@ -78,7 +99,14 @@ export async function deployDevnet(
           args: [staking],
         })
       ).address;
-      log(`deployed LocalTangle at ${tangle}, LocalStaking at ${staking}`);
+      await send(deployer, staking, localStakingAbi as Abi, 'setTangle', [tangle]);
+      for (const [to, amount] of [
+        [accounts.deployer.address, BOND_SUPPLY.deployer],
+        [accounts.operator1.address, BOND_SUPPLY.operator],
+        [accounts.operator2.address, BOND_SUPPLY.operator],
+      ] as const)
+        await send(deployer, bond.address, localBondTokenAbi as Abi, 'mint', [to, amount]);
+      log(`deployed LocalTangle at ${tangle}, LocalStaking at ${staking} (bond token ${bond.address})`);
     }
     const set = await setUpWithRoleTools({ rpcUrl, tangle, staking, accounts, log });
     log(`devnet set up in ${Date.now() - t0} ms`);
@@ -97,6 +125,21 @@ export async function deployDevnet(
     if (err instanceof DevnetError) throw err;
     throw new DevnetError('DEPLOY_FAILED', `devnet set-up failed: ${(err as Error).message}`, { cause: err });
   }
+}
+
+/** One mined call by the deployer (a reverted one throws). */
+async function send(
+  d: { rpcUrl: string; account: ReturnType<typeof privateKeyToAccount>; pollingIntervalMs: number },
+  address: Address,
+  abi: Abi,
+  functionName: string,
+  args: readonly unknown[],
+): Promise<void> {
+  const wallet = createWalletClient({ account: d.account, transport: http(d.rpcUrl) });
+  const pub = createPublicClient({ transport: http(d.rpcUrl) });
+  const hash = await wallet.writeContract({ address, abi, functionName, args, chain: null });
+  const r = await pub.waitForTransactionReceipt({ hash, pollingInterval: d.pollingIntervalMs });
+  if (r.status !== 'success') throw new Error(`${functionName} on ${address} reverted (tx ${hash})`);
 }
 
 /** Fails clearly when a contract the deployment JSON names has no code in the loaded state. */
@@ -119,6 +162,7 @@ function requireArtifacts(): void {
     localTangleAbi,
     localTangleBytecode,
     localStakingBytecode,
+    localBondTokenBytecode,
     agentSandboxBlueprintAbi,
     agentSandboxBlueprintBytecode,
     blueprintServiceManagerBaseAbi,

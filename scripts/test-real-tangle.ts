@@ -3,7 +3,6 @@
 // user: this repository never builds tnt-core) and our blueprint goes on top with the role tools.
 // Not part of `npm test` / CI, which keep the stand-in LocalTangle.
 import { spawnSync } from 'node:child_process';
-import { parseArgs } from 'node:util';
 import {
   DevnetError,
   readRealTangleFiles,
@@ -20,7 +19,7 @@ ${REAL_TANGLE_TESTS.map((f) => `  ${f}`).join('\n')}
 operator, provisioned, used and terminated; refusals by name, ManagerReverted unwrapped; the role
 tools: stake in MultiAssetDelegation, register, requests list/approve/reject, unregister,
 deploy-blueprint; creates sent with exactly their gas estimate; the conformance table's devnet
-case). Extra arguments go to vitest (e.g. a file of the list, or -t NAME).
+case; the demo's instance walk). Extra arguments go to vitest (e.g. a file of the list, or -t NAME).
 
   --tangle-state FILE       anvil state holding tnt-core's deployment (env ${TANGLE_STATE_ENV})
   --tangle-deployment FILE  JSON naming its Tangle and MultiAssetDelegation (env ${TANGLE_DEPLOYMENT_ENV})
@@ -29,27 +28,31 @@ case). Extra arguments go to vitest (e.g. a file of the list, or -t NAME).
 Needs what \`npm test\` needs (Docker, the sandbox image, forge output). Exit: vitest's; 2 when the
 two files are missing or wrong (the message says how to make them).`;
 
-const { values, positionals } = parseArgs({
-  args: process.argv.slice(2),
-  allowPositionals: true,
-  strict: false,
-  options: {
-    'tangle-state': { type: 'string' },
-    'tangle-deployment': { type: 'string' },
-    help: { type: 'boolean', short: 'h' },
-  },
-});
-if (values.help) {
-  process.stdout.write(`${HELP}\n`);
-  process.exit(0);
+// Our two flags and --help are taken out; everything else goes to vitest as given (-t NAME too).
+type Ours = 'tangle-state' | 'tangle-deployment';
+const ours = new Set<string>(['tangle-state', 'tangle-deployment']);
+const values: Partial<Record<Ours, string>> & { help?: boolean } = {};
+const positionals: string[] = [];
+const argv = process.argv.slice(2);
+for (let i = 0; i < argv.length; i++) {
+  const a = argv[i]!;
+  const [flag, inline] = a.startsWith('--') ? a.slice(2).split(/=(.*)/s, 2) : [undefined, undefined];
+  if (a === '-h' || a === '--help') values.help = true;
+  else if (flag && ours.has(flag)) {
+    const v = inline ?? argv[++i];
+    if (v === undefined) {
+      process.stderr.write(`test:real-tangle: --${flag} needs a FILE\n\n${HELP}\n`);
+      process.exit(2);
+    }
+    values[flag as Ours] = v;
+  } else positionals.push(a);
 }
-const str = (v: unknown) => (typeof v === 'string' ? v : undefined);
 let files: { stateFile: string; deploymentFile: string };
 try {
   files = readRealTangleFiles(
     {
-      stateFile: str(values['tangle-state']) ?? process.env[TANGLE_STATE_ENV],
-      deploymentFile: str(values['tangle-deployment']) ?? process.env[TANGLE_DEPLOYMENT_ENV],
+      stateFile: values['tangle-state'] ?? process.env[TANGLE_STATE_ENV],
+      deploymentFile: values['tangle-deployment'] ?? process.env[TANGLE_DEPLOYMENT_ENV],
     },
     { required: true },
   ).files;

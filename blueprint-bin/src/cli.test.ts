@@ -4,9 +4,9 @@ import { spawn } from 'node:child_process';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { agentSandboxBlueprintAbi } from '@agent-sandbox/contracts';
+import { agentSandboxBlueprintAbi, localStakingAbi } from '@agent-sandbox/contracts';
 import { EncryptedStore } from '@agent-sandbox/runtime';
-import { createPublicClient, http, parseEther } from 'viem';
+import { createPublicClient, createWalletClient, erc20Abi, http, parseEther, zeroAddress } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 
@@ -142,6 +142,26 @@ describe('agent-sandbox-operator', () => {
     expect(unstaked.code).toBe(1);
     expect(unstaked.stderr).toMatch(/OperatorNotActive/);
     expect(unstaked.stderr).toMatch(/To fix: agent-sandbox-operator stake --amount N/);
+    // The devnet bonds in an ERC20 (as tnt-core's LocalTestnet bonds in TNT): the deployer hands
+    // the fresh operator its bond.
+    const bond = await pub.readContract({
+      address: devnet.contracts.staking!,
+      abi: localStakingAbi,
+      functionName: 'operatorBondToken',
+    });
+    if (bond !== zeroAddress) {
+      const hash = await createWalletClient({
+        account: privateKeyToAccount(devnet.accounts.deployer.privateKey),
+        transport: http(devnet.rpcUrl),
+      }).writeContract({
+        address: bond,
+        abi: erc20Abi,
+        functionName: 'transfer',
+        args: [acct.address, parseEther('1')],
+        chain: null,
+      });
+      await pub.waitForTransactionReceipt({ hash, pollingInterval: 50 });
+    }
     const staked = await cli(['stake', '--amount', '1', '--json'], env);
     expect(staked.code, staked.stderr).toBe(0);
     const first = await cli(['register', '--capacity', '3', '--rpc-address', 'http://127.0.0.1:1'], env);

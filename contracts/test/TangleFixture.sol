@@ -27,8 +27,9 @@ abstract contract TangleFixture is TestBase {
 
     /// A LocalTangle over a fresh LocalStaking (the real core is initialized with its staking).
     function newTangle() internal returns (LocalTangle t) {
-        staking = new LocalStaking(MIN_STAKE);
+        staking = new LocalStaking(MIN_STAKE, address(0));
         t = new LocalTangle(IMultiAssetDelegation(address(staking)));
+        staking.setTangle(address(t));
     }
 
     /// Makes `op` an active operator in the staking contract (the step before registering).

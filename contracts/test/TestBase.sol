@@ -25,6 +25,7 @@ interface Vm {
     function expectEmit(bool checkTopic1, bool checkTopic2, bool checkTopic3, bool checkData, address emitter) external;
     function snapshotState() external returns (uint256);
     function revertToState(uint256 snapshotId) external returns (bool);
+    function mockCall(address callee, bytes calldata data, bytes calldata returnData) external;
     function recordLogs() external;
     function getRecordedLogs() external returns (Log[] memory);
     function assertTrue(bool condition, string calldata err) external pure;

@@ -9,12 +9,18 @@ pragma solidity ^0.8.20;
 interface IMultiAssetDelegation {
     event OperatorRegistered(address indexed operator, uint256 stake);
     event OperatorStakeIncreased(address indexed operator, uint256 amount);
+    event OperatorLeavingScheduled(address indexed operator, uint64 readyRound);
 
     error OperatorAlreadyRegistered(address operator);
     error OperatorNotRegistered(address operator);
     error OperatorBondTokenOnly(address requiredToken);
     error AssetNotEnabled(address token);
     error InsufficientStake(uint256 required, uint256 provided);
+    error OperatorNotActive(address operator);
+    error ZeroAmount();
+    error OperatorHasActiveServices(address operator);
+    error ActiveServiceCheckUnavailable(address operator);
+    error AccessControlUnauthorizedAccount(address account, bytes32 neededRole);
 
     // A bond-token stake (registerOperatorWithAsset / increaseStakeWithAsset) moves the token with
     // SafeERC20.safeTransferFrom, so the token's own errors reach the caller: OpenZeppelin 5's
@@ -32,6 +38,9 @@ interface IMultiAssetDelegation {
     function increaseStake() external payable;
 
     function increaseStakeWithAsset(address token, uint256 amount) external;
+
+    /// Stops being active at once (refused while the operator serves an active service).
+    function startLeaving() external;
 
     function isOperator(address operator) external view returns (bool);
 

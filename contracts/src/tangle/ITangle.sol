@@ -161,6 +161,8 @@ interface ITangle is ITangleTypes {
 
     function isServiceOperator(uint64 serviceId, address operator) external view returns (bool);
 
+    function getOperatorTotalActiveServices(address operator) external view returns (uint256 count);
+
     function getServiceOperators(uint64 serviceId) external view returns (address[] memory);
 
     function isPermittedCaller(uint64 serviceId, address caller) external view returns (bool);

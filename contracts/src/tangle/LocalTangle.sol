@@ -13,8 +13,8 @@ import {LocalTangleState} from "./LocalTangleState.sol";
 ///         pinned by test/tangle-conformance.test.ts). What it leaves out it refuses rather than
 ///         accepts, so it is never kinder than the real one:
 ///         - staking: registration checks the staking contract as the real core does (active,
-///           stake >= the blueprint's minimum); LocalStaking has no unstaking, so an operator once
-///           active stays active and the core's later isOperatorActive checks always pass;
+///           stake >= the blueprint's minimum), and so do request, approve, reject and result
+///           (isOperatorActive); LocalStaking's operators leave with startLeaving (no slashing);
 ///         - payments: native PayOnce payments stay in this contract (no distribution), an ERC20
 ///           payment token is refused (TokenNotAllowed), subscriptions are never billed;
 ///         - non-empty TLV schemas, BLS keys, TEE commitments and 130-byte key proofs are refused
@@ -185,6 +185,13 @@ contract LocalTangle is LocalTangleServices {
         if (manager != address(0)) {
             bytes memory prefs = abi.encode(OperatorPreferences(r.ecdsaPublicKey, rpcAddress));
             _tryCallManager(manager, abi.encodeCall(IBlueprintServiceManager.onUpdatePreferences, (msg.sender, prefs)));
+        }
+    }
+
+    /// Active services `operator` serves across every blueprint (the staking contract's startLeaving asks).
+    function getOperatorTotalActiveServices(address operator) external view returns (uint256 count) {
+        for (uint64 i = 0; i < _blueprintCount; i++) {
+            count += _activeServices[i][operator];
         }
     }
 

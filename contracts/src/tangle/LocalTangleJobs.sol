@@ -92,6 +92,7 @@ abstract contract LocalTangleJobs is LocalTangleState {
             if (!ok || abi.decode(ret, (bool))) revert AggregationRequired(serviceId, job);
         }
         if (!s.isOperator[msg.sender]) revert OperatorNotInService(serviceId, msg.sender);
+        if (!_staking.isOperatorActive(msg.sender)) revert OperatorNotActive(msg.sender);
         if (c.info.completed) revert JobAlreadyCompleted(serviceId, callId);
         if (c.submitted[msg.sender]) revert ResultAlreadySubmitted(serviceId, callId, msg.sender);
         c.submitted[msg.sender] = true;

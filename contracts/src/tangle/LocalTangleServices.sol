@@ -87,12 +87,13 @@ abstract contract LocalTangleServices is LocalTangleJobs {
         }
     }
 
-    /// Every operator registered for the blueprint, none listed twice.
+    /// Every operator registered for the blueprint and active in staking, none listed twice.
     function _checkOperators(uint64 blueprintId, address[] calldata operators) private view {
         for (uint256 i = 0; i < operators.length; i++) {
             if (_registrations[blueprintId][operators[i]].registeredAt == 0) {
                 revert OperatorNotRegistered(blueprintId, operators[i]);
             }
+            if (!_staking.isOperatorActive(operators[i])) revert OperatorNotActive(operators[i]);
             for (uint256 j = i + 1; j < operators.length; j++) {
                 if (operators[i] == operators[j]) revert InvalidState();
             }
@@ -139,6 +140,7 @@ abstract contract LocalTangleServices is LocalTangleJobs {
     function approveService(ApprovalParams calldata p) external {
         RequestRecord storage q = _request(p.requestId);
         if (q.info.rejected) revert ServiceRequestAlreadyProcessed(p.requestId);
+        if (!_staking.isOperatorActive(msg.sender)) revert OperatorNotActive(msg.sender);
         if (!_isRequestOperator(q)) revert Unauthorized();
         if (q.approved[msg.sender]) revert AlreadyApproved(p.requestId, msg.sender);
         _requireNotExpired(q, p.requestId);
@@ -172,6 +174,7 @@ abstract contract LocalTangleServices is LocalTangleJobs {
         RequestRecord storage q = _request(requestId);
         if (q.info.rejected) revert ServiceRequestAlreadyProcessed(requestId);
         _requireNotExpired(q, requestId);
+        if (!_staking.isOperatorActive(msg.sender)) revert OperatorNotActive(msg.sender);
         if (!_isRequestOperator(q)) revert Unauthorized();
         q.info.rejected = true;
         uint256 refund = q.info.paymentAmount;

@@ -78,9 +78,12 @@ export interface ApiSandboxes {
   exposedPort?(id: string, containerPort: number): Awaitable<number | { port: number } | null | undefined>;
   /**
    * Where the sandbox's sidecar listens (loopback URL, or with socketPath a Unix socket: the
-   * sandbox has no network) and its bearer token.
+   * sandbox has no network) and its bearer token; `startedAt`, when its current running interval
+   * began (create, resume, a restart of a dead container): a new one starts with a closed breaker.
    */
-  sidecarEndpoint(id: string): Awaitable<{ url: string; token: string; socketPath?: string }>;
+  sidecarEndpoint(
+    id: string,
+  ): Awaitable<{ url: string; token: string; socketPath?: string; startedAt?: number }>;
 }
 
 /** The calls the routes make on one sandbox's sidecar (the real SidecarClient implements them). */

@@ -376,7 +376,7 @@ export class SandboxManager {
    * Where the API layer reaches the sidecar (socketPath set: HTTP over that Unix socket, the
    * sandbox has no network). Internal: never log or return the token.
    */
-  sidecarEndpoint(id: string): { url: string; token: string; socketPath?: string } {
+  sidecarEndpoint(id: string): { url: string; token: string; socketPath?: string; startedAt?: number } {
     const r = mustGet(this.#ctx, id);
     if (r.state !== 'running' || !r.sidecarUrl) {
       throw new RuntimeError(
@@ -384,7 +384,10 @@ export class SandboxManager {
         `sandbox ${id} is ${r.state}; ${r.state === 'stopped' ? 'resume it first' : 'it has no sidecar to reach'}`,
       );
     }
-    return endpointOf(r.sidecarUrl, r.token);
+    return {
+      ...endpointOf(r.sidecarUrl, r.token),
+      ...(r.startedAt !== null ? { startedAt: r.startedAt } : {}),
+    };
   }
 
   /**

@@ -21,6 +21,7 @@ import {
   createWalletClient,
   defineChain,
   encodeAbiParameters,
+  erc20Abi,
   type Hex,
   http,
   type PublicClient,
@@ -35,6 +36,7 @@ import {
   defineBlueprint,
   defineJob,
 } from '../blueprint-definition.ts';
+import { stakeOperator } from '../roles/staking.ts';
 
 export interface TestAccount {
   address: Address;
@@ -148,7 +150,11 @@ export async function toyChain(devnet?: DevnetLike): Promise<ToyChain> {
     const deployer = mnemonicToAccount(ANVIL_MNEMONIC);
     const w = createWalletClient({ account: deployer, chain, transport: http(rpcUrl) });
     const s = await mined(
-      await w.deployContract({ abi: localStakingAbi, bytecode: localStakingBytecode, args: [STAKE] }),
+      await w.deployContract({
+        abi: localStakingAbi,
+        bytecode: localStakingBytecode,
+        args: [STAKE, zeroAddress],
+      }),
     );
     staking = s.contractAddress!;
     const t = await mined(
@@ -243,29 +249,40 @@ export async function toyChain(devnet?: DevnetLike): Promise<ToyChain> {
   };
 }
 
-/** Makes a funded fresh account an active operator in the staking contract (before it registers). */
+/**
+ * Makes a funded fresh account an active operator in the staking contract (before it registers).
+ * A staking contract that bonds in an ERC20 (the shared devnet's, as tnt-core's LocalTestnet bonds
+ * in TNT) gets the bond from the deployer (anvil account 0 holds it), approved and staked with the
+ * sdk's own staking call.
+ */
 export async function stakeFresh(
   chain: Pick<ToyChain, 'rpcUrl' | 'staking' | 'client'>,
   account: TestAccount,
 ): Promise<void> {
-  const w = createWalletClient({
-    account: privateKeyToAccount(account.privateKey),
-    chain: defineChain({
-      id: await chain.client.getChainId(),
-      name: 'anvil',
-      nativeCurrency: { name: 'Ether', symbol: 'ETH', decimals: 18 },
-      rpcUrls: { default: { http: [chain.rpcUrl] } },
-    }),
-    transport: http(chain.rpcUrl),
-  });
-  const hash = await w.writeContract({
+  const bond = await chain.client.readContract({
     address: chain.staking,
     abi: localStakingAbi,
-    functionName: 'registerOperator',
-    value: STAKE,
+    functionName: 'operatorBondToken',
   });
-  const r = await chain.client.waitForTransactionReceipt({ hash, pollingInterval: 50 });
-  if (r.status !== 'success') throw new Error(`staking ${account.address} reverted`);
+  if (bond !== zeroAddress) {
+    const deployer = createWalletClient({
+      account: mnemonicToAccount(ANVIL_MNEMONIC),
+      transport: http(chain.rpcUrl),
+    });
+    const hash = await deployer.writeContract({
+      address: bond,
+      abi: erc20Abi,
+      functionName: 'transfer',
+      args: [account.address, STAKE],
+      chain: null,
+    });
+    await chain.client.waitForTransactionReceipt({ hash, pollingInterval: 50 });
+  }
+  await stakeOperator(
+    { rpcUrl: chain.rpcUrl, account: privateKeyToAccount(account.privateKey), pollingIntervalMs: 50 },
+    chain.staking,
+    STAKE,
+  );
 }
 
 /** Submits jobs from the chain's caller as a burst (consecutive nonces, no waiting in between). */
