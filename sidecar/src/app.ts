@@ -15,8 +15,8 @@ import { listFilesHandler, readFileHandler, writeFileHandler } from './routes/fi
 import { teeAttestationHandler, teePublicKeyHandler, teeSealedSecretsHandler } from './routes/tee.ts';
 import { teeChannelHandler } from './routes/tee-channel.ts';
 import { addTerminalRoutes } from './routes/terminals.ts';
-import { type SshTunnels, sshTunnels } from './ssh/ssh-tunnel.ts';
 import { putUserEnvHandler } from './routes/user-env.ts';
+import { type SshTunnels, sshTunnels } from './ssh/ssh-tunnel.ts';
 import { DstackClient } from './tee/dstack-client.ts';
 import { DstackEnclave } from './tee/enclave.ts';
 import { TerminalRegistry } from './terminals/terminal-registry.ts';

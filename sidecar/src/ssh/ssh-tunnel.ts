@@ -10,11 +10,12 @@
 // - The host key is the sandbox's own (made by the agent user on first use in its home, so it
 //   survives stop/resume and snapshots); sshd as a non-root user can only log that user in.
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync, chmodSync } from 'node:fs';
+import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import type { IncomingMessage } from 'node:http';
 import { join } from 'node:path';
 import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
+import { terminateTree } from '../agents/process-tree.ts';
 import type { SidecarConfig } from '../config.ts';
 import { childEnv } from '../exec/child-env.ts';
 import { identity, terminateGroup } from '../exec/run-process.ts';
@@ -177,7 +178,14 @@ export function sshTunnels(config: SidecarConfig, auth: BearerAuth, log: Logger)
       ended = true;
       open.delete(end);
       socket.destroy();
-      if (child.exitCode === null && child.signalCode === null) terminateGroup(child.pid);
+      child.stdin.destroy();
+      child.stdout.destroy();
+      // The session's shell runs in a session of its own (sshd's setsid): the whole tree goes,
+      // read while it still hangs under sshd, so nothing of a revoked session keeps running.
+      if (child.exitCode === null && child.signalCode === null && child.pid) {
+        terminateTree(child.pid);
+        terminateGroup(child.pid);
+      }
       cleanup();
     };
     open.add(end);
