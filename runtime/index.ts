@@ -109,6 +109,8 @@ export type { SandboxRuntime } from './src/sandbox/runtimes.ts';
 export { offeredRuntimes, parseRuntimeList, SANDBOX_RUNTIMES } from './src/sandbox/runtimes.ts';
 export type { Shape, ShapeAsk, ShapeCatalog } from './src/sandbox/shapes.ts';
 export { fitsCeiling, parseShapeList, resolveShape } from './src/sandbox/shapes.ts';
+export type { SshKey } from './src/sandbox/ssh-keys.ts';
+export { MAX_SSH_KEYS, parseSshKey } from './src/sandbox/ssh-keys.ts';
 export type {
   AgentRunRequest,
   AgentRunResult,

@@ -258,6 +258,12 @@ export const VARIABLES = {
     defaultDoc: 'http://*.localhost:<port> when reached on a loopback host; else previews refused',
     doc: 'Where port previews are served: one host per sandbox port (p3000-<sandbox id>.<domain>), apart from the console origin; route the wildcard name to the operator with Host passed through (see runtime/src/api/README.md)',
   }),
+  SANDBOX_SSH: v({
+    group: 'Operator API',
+    schema: bool,
+    def: 'true',
+    doc: 'Let owners SSH into their sandboxes (`agent-sandbox ssh add|connect`): keys they add, over a WebSocket tunnel through this API (no host port); `false` refuses key adds and tunnels. Never offered in TEE mode',
+  }),
   PREVIEW_LINKS: v({
     group: 'Operator API',
     schema: bool,

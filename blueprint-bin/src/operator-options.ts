@@ -123,6 +123,7 @@ export function apiOptions(v: Values): ApiConfigInput {
     tls: v.OPERATOR_API_TLS ?? false,
     ...(v.METRICS_TOKEN ? { metricsToken: v.METRICS_TOKEN } : {}),
     ...(v.PREVIEW_ORIGIN ? { previewOrigin: v.PREVIEW_ORIGIN } : {}),
+    ssh: v.SANDBOX_SSH ?? true,
     previewLinks: {
       enabled: v.PREVIEW_LINKS ?? false,
       defaultTtlMs: v.PREVIEW_LINK_TTL! * 1000,

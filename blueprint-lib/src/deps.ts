@@ -21,7 +21,17 @@ export type { OperatorMode };
 /** The fields of a runtime sandbox record the handlers read (never the token). */
 export type SandboxFacts = Pick<
   SandboxRecord,
-  'id' | 'owner' | 'serviceId' | 'callId' | 'name' | 'state' | 'image' | 'resources' | 'timers' | 'createdAt'
+  | 'id'
+  | 'owner'
+  | 'serviceId'
+  | 'callId'
+  | 'name'
+  | 'state'
+  | 'image'
+  | 'resources'
+  | 'timers'
+  | 'createdAt'
+  | 'sshKeys'
 >;
 
 /** The runtime's create request, as the create job fills it (one definition: the runtime's). */

@@ -31,6 +31,8 @@ export function apiSandboxes(
     wipeSecrets: (id) => manager.wipeSecrets(id),
     addMember: (id, address) => manager.addMember(id, address),
     removeMember: (id, address) => manager.removeMember(id, address),
+    addSshKey: (id, key) => manager.addSshKey(id, key),
+    removeSshKey: (id, which) => manager.removeSshKey(id, which),
     touch: (id) => manager.touch(id),
     sidecarEndpoint: (id) => manager.sidecarEndpoint(id),
     // Throws NOT_FOUND for a port the sandbox does not expose: the proxy answers 404.

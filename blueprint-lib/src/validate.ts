@@ -2,6 +2,7 @@
 // JSON fields, lengths) before anything is created, and turns it into runtime create parameters.
 import {
   type CreateSandboxParams,
+  parseSshKey,
   RuntimeError,
   resolveShape,
   type ShapeCatalog,
@@ -155,6 +156,14 @@ export function validateCreateRequest(req: SandboxCreateRequest, policy: CreateP
   checkLength('agent_identifier', req.agent_identifier, LIMITS.agentIdentifier);
   checkLength('attestation_nonce', req.attestation_nonce, LIMITS.attestationNonce);
   checkLength('ssh_public_key', req.ssh_public_key, LIMITS.sshPublicKey);
+  if (req.ssh_enabled) {
+    if (!req.ssh_public_key) throw invalid('ssh_public_key', 'ssh_enabled needs a public key (a .pub line)');
+    try {
+      parseSshKey(req.ssh_public_key, 0);
+    } catch (e) {
+      throw invalid('ssh_public_key', (e as Error).message);
+    }
+  }
   checkLength('capabilities_json', req.capabilities_json, LIMITS.capabilitiesJson);
   // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what is refused
   if (/[\u0000-\u001f\u007f]/.test(req.name)) throw invalid('name', 'contains control characters');
@@ -256,6 +265,8 @@ export function validateCreateRequest(req: SandboxCreateRequest, policy: CreateP
       web_terminal_enabled: req.web_terminal_enabled,
     },
     exposedPorts: ports,
+    // SSH on from the start: the key is parsed by the runtime (VALIDATION at create when it is not one).
+    sshPublicKey: req.ssh_enabled ? req.ssh_public_key : '',
     fromSandbox: options.from_sandbox ?? '',
     fromSnapshot: options.from_snapshot ?? '',
     options,
@@ -285,6 +296,7 @@ export function runtimeCreateParams(
     deleteAfterStoppedSeconds: v.deleteAfterStoppedSeconds,
     agent: v.agent,
     ...(v.network ? { network: v.network } : {}),
+    ...(v.sshPublicKey ? { sshPublicKey: v.sshPublicKey } : {}),
     env: v.env,
     metadata: v.metadata,
     exposedPorts: v.exposedPorts,

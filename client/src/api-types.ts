@@ -107,6 +107,27 @@ export const Members = z.looseObject({
 });
 export type Members = z.infer<typeof Members>;
 
+/** SSH into a sandbox: on while a key is in; the keys by fingerprint. */
+export const SshKeyView = z.looseObject({
+  fingerprint: z.string(),
+  type: z.string(),
+  comment: z.string(),
+  added_at: z.number(),
+});
+export const SshInfo = z.looseObject({
+  sandbox_id: z.string(),
+  enabled: z.boolean(),
+  keys: z.array(SshKeyView),
+  tunnel: z.string(),
+});
+export type SshInfo = z.infer<typeof SshInfo>;
+export const SshKeyAdded = z.looseObject({
+  sandbox_id: z.string(),
+  key: SshKeyView,
+  ssh: z.looseObject({ enabled: z.boolean(), keys: z.array(SshKeyView) }),
+});
+export type SshKeyAdded = z.infer<typeof SshKeyAdded>;
+
 /** A shareable preview link; `url` only in the answer to its creation. */
 export const PreviewLink = z.looseObject({
   id: z.string(),

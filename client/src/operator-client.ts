@@ -1,6 +1,7 @@
 // OperatorClient: everything a sandbox's owner does over the operator API (spec/operator-api.md)
 // once the sandbox exists — list/get, exec, prompt runs with their event streams, terminals,
 // secrets, stop/resume/snapshot, and the public provision progress of a create job.
+import type { Duplex } from 'node:stream';
 import { z } from 'zod';
 import {
   ExecResult,
@@ -16,6 +17,8 @@ import {
   type SandboxScope,
   SecretNames,
   Shapes,
+  SshInfo,
+  SshKeyAdded,
   TERMINAL_RUN_STATES,
   TerminalCreated,
 } from './api-types.ts';
@@ -275,6 +278,55 @@ export class OperatorClient implements SandboxOps {
 
   async removeMember(id: string, address: string): Promise<Members> {
     return this.http.json('DELETE', this.path(id, `/members/${encodeURIComponent(address)}`), Members);
+  }
+
+  // ---- SSH ----------------------------------------------------------------------------------
+
+  async ssh(id: string): Promise<SshInfo> {
+    return this.http.json('GET', this.path(id, '/ssh'), SshInfo);
+  }
+
+  async addSshKey(id: string, publicKey: string): Promise<SshKeyAdded> {
+    return this.http.json('POST', this.path(id, '/ssh'), SshKeyAdded, { body: { public_key: publicKey } });
+  }
+
+  async removeSshKey(id: string, fingerprint: string): Promise<SshInfo> {
+    return this.http.json(
+      'DELETE',
+      this.path(id, `/ssh?fingerprint=${encodeURIComponent(fingerprint)}`),
+      SshInfo,
+    );
+  }
+
+  /**
+   * Opens the SSH tunnel (a WebSocket, signed in with this session) and resolves with its byte
+   * stream: what ssh writes goes to the sandbox's sshd and back. Refusals are ClientErrors.
+   */
+  async sshTunnel(id: string): Promise<Duplex> {
+    const headers = await this.http.sessionHeader();
+    const url = new URL(this.path(id, '/ssh/tunnel'), this.baseUrl);
+    url.protocol = url.protocol === 'https:' ? 'wss:' : 'ws:';
+    const { WebSocket, createWebSocketStream } = await import('ws');
+    const ws = new WebSocket(url, { headers, maxPayload: 1024 * 1024 });
+    return new Promise<Duplex>((resolve, reject) => {
+      ws.once('open', () => resolve(createWebSocketStream(ws)));
+      ws.once('unexpected-response', (_req, res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => {
+          const body = Buffer.concat(chunks);
+          const h = new Headers();
+          for (const [k, v] of Object.entries(res.headers)) if (typeof v === 'string') h.set(k, v);
+          void this.http
+            .errorFrom(new Response(body.length ? body : null, { status: res.statusCode ?? 502, headers: h }))
+            .then(reject, reject);
+        });
+        res.on('error', reject);
+      });
+      ws.once('error', (e) =>
+        reject(new ClientError('NETWORK', `cannot open the SSH tunnel at ${url.origin}: ${e.message}`)),
+      );
+    });
   }
 
   async createPreviewLink(id: string, port: number, expiresInSeconds?: number): Promise<PreviewLink> {

@@ -170,6 +170,11 @@ export class OperatorHttp {
     }
   }
 
+  /** The Authorization header of the session (signing in first when needed): for the SSH tunnel. */
+  sessionHeader(): Promise<Record<string, string>> {
+    return this.authHeader();
+  }
+
   private async authHeader(): Promise<Record<string, string>> {
     const now = Math.floor(Date.now() / 1000);
     const expired = this.tokenExpiresAt !== undefined && this.tokenExpiresAt - 30 <= now;

@@ -22,6 +22,10 @@ export const RuntimeErrorCodes = {
   CHAT_RUN_ACTIVE: 409,
   /** A prompt or task to a plain-compute sandbox (created with agent: false). */
   AGENT_DISABLED: 409,
+  /** An SSH tunnel to a sandbox with no SSH key (SSH is off until the owner adds one). */
+  SSH_DISABLED: 409,
+  /** SSH is not offered here (SANDBOX_SSH=false, or a TEE sandbox). */
+  SSH_UNAVAILABLE: 422,
   /** An idempotency key reused with another request (details: run_id, request_digest). */
   IDEMPOTENCY_CONFLICT: 409,
   PAYLOAD_TOO_LARGE: 413,

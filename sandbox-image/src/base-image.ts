@@ -30,10 +30,13 @@ export const BASE_PACKAGES = [
   'tini',
   'ncurses-base',
   'less',
+  // SSH into a sandbox (README "SSH"): the sidecar runs `sshd -i` as the agent user per tunnel;
+  // brings openssh-sftp-server (scp) and openssh-client (ssh-keygen for the per-sandbox host key).
+  'openssh-server',
 ] as const;
 
 /** Bumped when the rootfs recipe changes in a way the package list does not show. */
-const RECIPE_VERSION = '1';
+const RECIPE_VERSION = '2';
 
 export function baseImageTag(): string {
   const h = createHash('sha256')
@@ -135,10 +138,14 @@ export async function ensureBaseImage(
         }
       },
     );
-    // Package caches and indexes are dead weight in the image.
+    // Package caches and indexes are dead weight in the image; the host keys openssh-server's
+    // postinst made would be one private key shared by every sandbox (each makes its own).
     await run(
       'sh',
-      ['-c', `rm -rf "${rootfs}"/var/cache/apt/archives/*.deb "${rootfs}"/var/lib/apt/lists/*`],
+      [
+        '-c',
+        `rm -rf "${rootfs}"/var/cache/apt/archives/*.deb "${rootfs}"/var/lib/apt/lists/* "${rootfs}"/etc/ssh/ssh_host_*`,
+      ],
       () => {},
     );
     progress(

@@ -16,6 +16,7 @@ import { teeAttestationHandler, teePublicKeyHandler, teeSealedSecretsHandler } f
 import { teeChannelHandler } from './routes/tee-channel.ts';
 import { addTerminalRoutes } from './routes/terminals.ts';
 import { putUserEnvHandler } from './routes/user-env.ts';
+import { type SshTunnels, sshTunnels } from './ssh/ssh-tunnel.ts';
 import { DstackClient } from './tee/dstack-client.ts';
 import { DstackEnclave } from './tee/enclave.ts';
 import { TerminalRegistry } from './terminals/terminal-registry.ts';
@@ -24,6 +25,8 @@ export interface SidecarApp {
   router: Router;
   terminals: TerminalRegistry;
   agents: AgentRunner;
+  /** GET /ssh upgrades (ssh/ssh-tunnel.ts): one `sshd -i` per tunnel the operator relays. */
+  ssh: SshTunnels;
   close(): void;
 }
 
@@ -74,13 +77,16 @@ export function createApp(config: SidecarConfig, log: Logger, token?: TokenCell)
   }
   addAgentRoutes(router, config, agents);
   addTerminalRoutes(router, config, terminals);
+  const ssh = sshTunnels(config, auth, log);
   return {
     router,
     terminals,
     agents,
+    ssh,
     close() {
       agents.cancel();
       terminals.closeAll();
+      ssh.closeAll();
     },
   };
 }

@@ -97,6 +97,17 @@ export async function startSidecar(
     );
   });
   server.keepAliveTimeout = 65_000;
+  // The one upgrade the sidecar takes: GET /ssh (app.ssh); anything else is refused and closed.
+  server.on('upgrade', (req, socket, head) => {
+    socket.on('error', () => socket.destroy());
+    loadApp().then(
+      (app) => {
+        if (!app.ssh.handle(req, socket, head))
+          socket.end('HTTP/1.1 404 Not Found\r\nconnection: close\r\ncontent-length: 0\r\n\r\n');
+      },
+      () => socket.destroy(),
+    );
+  });
   const socketPath = config.socketPath;
   if (socketPath) removeStaleSocket(socketPath);
   await new Promise<void>((resolve, reject) => {

@@ -243,8 +243,8 @@ export function sandboxHandlers(deps: BlueprintDeps) {
         stack: v.facts.stack,
         agentIdentifier: v.facts.agentIdentifier,
         webTerminalEnabled: v.facts.webTerminalEnabled,
-        // SSH is not offered by this operator; the request's wish is echoed, not granted.
-        ssh: { requested: v.facts.sshEnabled, enabled: false },
+        // On when the create's key was stored (the runtime parsed it); more keys with POST …/ssh.
+        ssh: { requested: v.facts.sshEnabled, enabled: (rec.sshKeys ?? []).length > 0 },
       }),
     });
   }

@@ -4,6 +4,7 @@ import { parseArgs } from 'node:util';
 import { ClientError } from '../errors.ts';
 import { BRANCH_COMMAND, CREATE_COMMAND } from './create-args.ts';
 import { serviceCommand } from './service-args.ts';
+import { SSH_COMMANDS } from './ssh-args.ts';
 import { SHARING_COMMANDS } from './team-args.ts';
 
 // Kept light: `--help` loads only this file, help.ts and errors.ts; each command's code loads when it runs.
@@ -323,7 +324,7 @@ export const COMMANDS: Record<string, CommandSpec> = {
   },
 };
 
-Object.assign(COMMANDS, SHARING_COMMANDS);
+Object.assign(COMMANDS, SHARING_COMMANDS, SSH_COMMANDS);
 
 COMMANDS['service'] = serviceCommand(
   Object.fromEntries(

@@ -23,6 +23,7 @@ const handlers: Record<string, () => Promise<Command>> = {
   secrets: async () => (await ops()).secrets,
   members: async () => (await import('./team.ts')).members,
   preview: async () => (await import('./team.ts')).preview,
+  ssh: async () => (await import('./ssh.ts')).ssh,
   stop: async () => (await ops()).stop,
   resume: async () => (await ops()).resume,
   snapshot: async () => (await ops()).snapshot,

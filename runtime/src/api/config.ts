@@ -84,6 +84,11 @@ export const ApiConfigSchema = z.object({
       requestsPerMinute: perMinute.default(600),
     })
     .prefault({}),
+  /**
+   * SSH into sandboxes (routes/ssh.ts): owners add keys and tunnel over the API's WebSocket.
+   * On unless the operator turns it off (SANDBOX_SSH=false); never in a TEE (the tee routes).
+   */
+  ssh: z.boolean().default(true),
   /** Whole-request timeout, streams excepted (120 s). */
   requestTimeoutMs: z.number().int().positive().default(120_000),
   /** Served over TLS (directly or by a terminating proxy): send HSTS. */

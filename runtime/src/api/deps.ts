@@ -5,6 +5,7 @@ import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import type { SandboxRecord } from '../sandbox/record.ts';
 import type { ShapeCatalog } from '../sandbox/shapes.ts';
+import type { SshKey } from '../sandbox/ssh-keys.ts';
 import type { SidecarClient } from '../sidecar-client/index.ts';
 import type { EncryptedStore } from '../store/index.ts';
 import type { WorkflowRecord } from '../workflows/records.ts';
@@ -62,6 +63,10 @@ export interface ApiSandboxes {
   addMember(id: string, address: string): Awaitable<SandboxRecord>;
   /** NOT_FOUND when the wallet is not a member; the updated record. */
   removeMember(id: string, address: string): Awaitable<SandboxRecord>;
+  /** SSH: lets the public key in (idempotent); the key as stored and the updated record. */
+  addSshKey(id: string, publicKey: string): Awaitable<{ key: SshKey; record: SandboxRecord }>;
+  /** NOT_FOUND when the sandbox does not have the key (a fingerprint or a .pub line). */
+  removeSshKey(id: string, which: string): Awaitable<SandboxRecord>;
   stop(id: string): Awaitable<unknown>;
   resume(id: string): Awaitable<unknown>;
   snapshot(id: string): Awaitable<unknown>;

@@ -11,6 +11,8 @@ export interface LiveGrant {
   address?: string;
   /** The preview link it was opened with. */
   linkId?: string;
+  /** An SSH tunnel (routes/ssh.ts): ended when a key is revoked. */
+  ssh?: boolean;
 }
 
 interface Held {
@@ -40,6 +42,11 @@ export class LiveAccess {
   endAddress(sandboxId: string, address: string): number {
     const a = address.toLowerCase();
     return this.#endWhere((g) => g.sandboxId === sandboxId && g.address === a);
+  }
+
+  /** Ends the sandbox's SSH tunnels (a key was revoked: who used which key is sshd's to know). */
+  endSsh(sandboxId: string): number {
+    return this.#endWhere((g) => g.sandboxId === sandboxId && g.ssh === true);
   }
 
   /** Ends what was opened with the preview link (revoked). */

@@ -18,6 +18,7 @@ import { registerPreviews } from './routes/previews.ts';
 import { registerRuns } from './routes/runs.ts';
 import { registerGet } from './routes/sandboxes.ts';
 import { registerSecrets } from './routes/secrets.ts';
+import { registerSsh } from './routes/ssh.ts';
 import { registerTee } from './routes/tee.ts';
 import { registerTerminals } from './routes/terminals.ts';
 import type { SandboxRouteDeps } from './routes/types.ts';
@@ -45,6 +46,7 @@ export function sandboxApi(
   registerPreviews(app, d, previews.credentials, previews.origin);
   registerPreviewLinks(app, d, previews.links, previews.origin);
   registerPortProxy(app, d);
+  registerSsh(app, d);
   if (d.tee) registerTee(app, d.tee);
   return app;
 }

@@ -112,6 +112,36 @@ export const SessionSchema = z
 export const RevokedSchema = z.object({ revoked: z.literal(true) }).openapi('Revoked');
 
 // --- sandboxes ---
+export const SshKeyViewSchema = z
+  .object({
+    fingerprint: z.string().openapi({ description: 'SHA256:… as `ssh-keygen -l` prints it' }),
+    type: z.string(),
+    comment: z.string(),
+    added_at: z.number(),
+  })
+  .openapi('SshKey');
+export const SshSchema = z
+  .object({
+    enabled: z.boolean().openapi({ description: 'SSH is on while the owner has added a key' }),
+    keys: z.array(SshKeyViewSchema),
+    tunnel: z.string().openapi({
+      description:
+        'the WebSocket tunnel, relative to the sandbox route: `ssh -o ProxyCommand="agent-sandbox ssh connect <id>" agent@<id>`',
+    }),
+  })
+  .openapi('Ssh');
+export const SshKeyRequestSchema = z
+  .object({
+    public_key: z
+      .string()
+      .max(16_384)
+      .openapi({ description: 'one OpenSSH public key line (`ssh-ed25519 AAAA… comment`), no options' }),
+  })
+  .openapi('SshKeyRequest');
+export const SshKeyAddedSchema = z
+  .object({ sandbox_id: z.string(), key: SshKeyViewSchema, ssh: SshSchema })
+  .openapi('SshKeyAdded');
+
 export const SandboxViewSchema = z
   .object({
     id: z.string(),
@@ -175,6 +205,7 @@ export const SandboxViewSchema = z
     }),
     members: z.array(z.string()).openapi({ description: 'member wallets (lowercased); team access' }),
     secret_names: z.array(z.string()).openapi({ description: 'names only; empty for a member' }),
+    ssh: SshSchema.optional(),
   })
   .openapi('Sandbox');
 

@@ -12,6 +12,8 @@ import type { UpgradeEnv } from './routes/port-proxy.ts';
 type FetchApp = Pick<OperatorApi, 'fetch'>;
 
 const PORT_PATH = /^\/api\/(?:sandboxes\/[^/]+|sandbox)\/port\//;
+// The SSH tunnel (routes/ssh.ts): a WebSocket the route itself accepts after every check.
+const SSH_TUNNEL_PATH = /^\/api\/(?:sandboxes\/[^/]+|sandbox)\/ssh\/tunnel(?:\?|$)/;
 // A preview host's name (`p<port>-<sandbox id>.…`): the app decides whether it is one of ours
 // (previews/preview-host.ts) and proxies the upgrade only with a valid preview grant.
 const PREVIEW_HOST = /^p[1-9]\d{0,4}-[a-z0-9][a-z0-9-]{0,56}\./i;
@@ -51,12 +53,17 @@ async function onUpgrade(
   const upgrade: UpgradeEnv = { socket, head };
   socket.on('error', () => socket.destroy());
   let res: Response;
-  if (!PORT_PATH.test(incoming.url ?? '/') && !PREVIEW_HOST.test(incoming.headers.host ?? '')) {
+  if (
+    !PORT_PATH.test(incoming.url ?? '/') &&
+    !SSH_TUNNEL_PATH.test(incoming.url ?? '/') &&
+    !PREVIEW_HOST.test(incoming.headers.host ?? '')
+  ) {
     res = Response.json(
       {
         error: {
           code: 'VALIDATION',
-          message: 'only the port proxy (…/port/{port}/…) and preview hosts accept protocol upgrades',
+          message:
+            'only the port proxy (…/port/{port}/…), the SSH tunnel (…/ssh/tunnel) and preview hosts accept protocol upgrades',
         },
       },
       { status: 400 },

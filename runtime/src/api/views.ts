@@ -38,6 +38,25 @@ export interface SandboxView {
   members: string[];
   /** Names only, and only for the owner (secrets are the owner's). */
   secret_names: string[];
+  /** SSH (on while the owner has added a key): the keys' fingerprints, and how to connect. */
+  ssh: SshView;
+}
+
+export interface SshView {
+  enabled: boolean;
+  keys: { fingerprint: string; type: string; comment: string; added_at: number }[];
+  /** The WebSocket tunnel (relative to the sandbox's route) `agent-sandbox ssh connect` opens. */
+  tunnel: string;
+}
+
+export function sshView(r: SandboxRecord): SshView {
+  const keys = (r.sshKeys ?? []).map((k) => ({
+    fingerprint: k.fingerprint,
+    type: k.type,
+    comment: k.comment,
+    added_at: k.addedAt,
+  }));
+  return { enabled: keys.length > 0, keys, tunnel: 'ssh/tunnel' };
 }
 
 /** When each timer fires (epoch ms), as the reaper decides it (sandbox/reaper.ts); null: not now. */
@@ -95,5 +114,6 @@ export function sandboxView(r: SandboxRecord, role: 'owner' | 'member' = 'owner'
     role,
     members: [...(r.members ?? [])],
     secret_names: role === 'owner' ? Object.keys(r.userEnv ?? {}).sort() : [],
+    ssh: sshView(r),
   };
 }

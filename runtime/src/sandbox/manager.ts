@@ -50,6 +50,7 @@ import { type SandboxRecord, SandboxRecordSchema } from './record.ts';
 import { type CreateSandboxParams, refuseAgentProgram, resolveCreate } from './request.ts';
 import { checkEngineRuntimes } from './runtimes.ts';
 import { endpointOf } from './sidecar-address.ts';
+import { addSshKey, removeSshKey, type SshKey } from './ssh-keys.ts';
 import { WarmPool } from './warm-pool.ts';
 
 export interface SandboxManagerOptions {
@@ -359,6 +360,16 @@ export class SandboxManager {
 
   removeMember(id: string, address: string): Promise<SandboxRecord> {
     return this.#lock(id, () => removeMember(this.#ctx, id, address));
+  }
+
+  /** SSH: lets the public key in (idempotent; stored with the record, so it survives stop/resume). */
+  addSshKey(id: string, publicKey: string): Promise<{ key: SshKey; record: SandboxRecord }> {
+    return this.#lock(id, () => addSshKey(this.#ctx, id, publicKey));
+  }
+
+  /** Revokes a key (its fingerprint or its .pub line); the last one gone, SSH is off. */
+  removeSshKey(id: string, which: string): Promise<SandboxRecord> {
+    return this.#lock(id, () => removeSshKey(this.#ctx, id, which));
   }
 
   /** Records activity (resets the idle timer). Cheap; no lock: a single-record update. */

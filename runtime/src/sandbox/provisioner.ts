@@ -88,6 +88,7 @@ export async function admit(
       ...(req.agent ? {} : { agent: false }),
       ...(req.network ? { network: req.network } : {}),
       runtime: req.runtime,
+      ...(req.sshKeys ? { sshKeys: req.sshKeys } : {}),
       ...(source ? { source } : {}),
     },
     now,

@@ -5,6 +5,7 @@ import { z } from 'zod';
 import { RuntimeError } from '../errors.ts';
 import { NetworkPolicySchema } from './network-policy.ts';
 import { SandboxRuntimeSchema } from './runtimes.ts';
+import { MAX_SSH_KEYS, SshKeySchema } from './ssh-keys.ts';
 
 export const SANDBOX_STATES = [
   'pending',
@@ -181,6 +182,10 @@ export const SandboxRecordSchema = z.object({
    * the sandbox reaches what the operator's SANDBOX_EGRESS allows.
    */
   network: NetworkPolicySchema.optional(),
+  /**
+   * SSH public keys the owner let in (ssh-keys.ts); SSH is on while there is one. Absent: none.
+   */
+  sshKeys: z.array(SshKeySchema).max(MAX_SSH_KEYS).optional(),
   error: z.string().nullable(),
 });
 export type SandboxRecord = z.infer<typeof SandboxRecordSchema>;

@@ -9,6 +9,7 @@ import { type NetworkPolicy, resolveNetworkPolicy } from './network-policy.ts';
 import { SANDBOX_ID_RE, type SandboxTimers, SNAPSHOT_ID_RE } from './record.ts';
 import { refuseUnsupported, resolveRuntime, type SandboxRuntime, SandboxRuntimeSchema } from './runtimes.ts';
 import { resolveShape } from './shapes.ts';
+import { parseSshKey, type SshKey } from './ssh-keys.ts';
 
 /** The user's own agent program (the sidecar's USER_AGENT_COMMAND_KEY). */
 const USER_AGENT_COMMAND = 'SANDBOX_AGENT_COMMAND';
@@ -55,6 +56,8 @@ export const CreateSandboxParamsSchema = z.object({
   fromSandbox: z.string().regex(SANDBOX_ID_RE, 'must be a sandbox id (sbx- and 32 hex digits)').optional(),
   /** The OCI runtime (runc, runsc = gVisor) when the operator offers it; absent = its default. */
   runtime: SandboxRuntimeSchema.optional(),
+  /** SSH on from the start: the owner's public key (ssh-keys.ts); more with POST …/ssh. */
+  sshPublicKey: z.string().max(16_384).optional(),
   /** A snapshot of the same owner's (the id POST …/snapshot returned) to start from. */
   fromSnapshot: z
     .string()
@@ -81,6 +84,8 @@ export interface ResolvedCreate {
   /** Its own network policy (absent: what SANDBOX_EGRESS allows). */
   network?: NetworkPolicy;
   runtime: SandboxRuntime;
+  /** SSH keys it starts with (create's ssh_public_key); absent: SSH off. */
+  sshKeys?: SshKey[];
   /** A fork's source as asked (checked against the owner's records by the manager). */
   from?: { kind: 'sandbox'; id: string } | { kind: 'snapshot'; id: string };
   /** The image was named by the request (a fork runs its source's image unless this says otherwise). */
@@ -114,6 +119,7 @@ export function resolveCreate(input: unknown, cfg: SandboxRuntimeConfig): Resolv
   const runtime = resolveRuntime(p.runtime, cfg);
   refuseUnsupported(runtime, cfg);
   const baseEnv = parseUserEnv(p.env, 'env');
+  const sshKeys = p.sshPublicKey ? [parseSshKey(p.sshPublicKey, Date.now())] : undefined;
   if (!p.agent) refuseAgentProgram(baseEnv, 'env');
   if (cpuCores < 0.1)
     throw invalidField(
@@ -138,6 +144,7 @@ export function resolveCreate(input: unknown, cfg: SandboxRuntimeConfig): Resolv
     agent: p.agent,
     ...(network ? { network } : {}),
     runtime,
+    ...(sshKeys ? { sshKeys } : {}),
     ...(p.fromSandbox ? { from: { kind: 'sandbox' as const, id: p.fromSandbox } } : {}),
     ...(p.fromSnapshot ? { from: { kind: 'snapshot' as const, id: p.fromSnapshot } } : {}),
     imageNamed: Boolean(p.image),

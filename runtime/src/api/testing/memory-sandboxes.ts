@@ -3,6 +3,7 @@
 import { RuntimeError } from '../../errors.ts';
 import { memberAddress } from '../../sandbox/members.ts';
 import { newSandboxId, newSidecarToken, type SandboxRecord } from '../../sandbox/record.ts';
+import { parseSshKey } from '../../sandbox/ssh-keys.ts';
 import type { ApiSandboxes } from '../deps.ts';
 
 export function makeRecord(owner: string, over: Partial<SandboxRecord> = {}): SandboxRecord {
@@ -80,6 +81,21 @@ export class MemorySandboxes implements ApiSandboxes {
       throw new RuntimeError('NOT_FOUND', 'not a member');
     return this.mutate(id, (x) => {
       x.members = (x.members ?? []).filter((m) => m !== a);
+    });
+  }
+  addSshKey(id: string, text: string) {
+    const key = parseSshKey(text, Date.now());
+    const record = this.mutate(id, (x) => {
+      x.sshKeys = [...(x.sshKeys ?? []).filter((k) => k.fingerprint !== key.fingerprint), key];
+    });
+    return { key, record };
+  }
+  removeSshKey(id: string, which: string) {
+    const fp = which.startsWith('SHA256:') ? which : parseSshKey(which, 0).fingerprint;
+    if (!(this.records.get(id)?.sshKeys ?? []).some((k) => k.fingerprint === fp))
+      throw new RuntimeError('NOT_FOUND', 'no such key');
+    return this.mutate(id, (x) => {
+      x.sshKeys = (x.sshKeys ?? []).filter((k) => k.fingerprint !== fp);
     });
   }
   private mutate(id: string, fn: (r: SandboxRecord) => void): SandboxRecord {
