@@ -84,8 +84,8 @@ export class SandboxManager {
     const engine = new EngineWatch(driver.docker, {
       log,
       waitMs: this.config.engineWaitMs,
-      onBack: async () => {
-        await adoptSandboxes(this.#ctx, this.#lock);
+      onBack: async (progress) => {
+        await adoptSandboxes(this.#ctx, this.#lock, progress);
         await this.#pool?.check();
       },
     });
