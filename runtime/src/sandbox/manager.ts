@@ -40,6 +40,7 @@ import {
   admit,
   callKey,
   existingProvision,
+  forgetProvision,
   type ProvisionHooks,
   runProvision,
   withdrawProvision,
@@ -306,6 +307,11 @@ export class SandboxManager {
    * The create `callId` must not stand (its caller learnt the chain dropped it): its sandbox is
    * deleted and its provision recorded failed with `reason`, which a repeat of the call answers.
    */
+  /** A reorg removed the create `callId` (its sandbox deleted first): the id may be provisioned afresh. */
+  forgetProvision(serviceId: string, callId: string): Promise<void> {
+    return this.#calls.run(callKey(serviceId, callId), () => forgetProvision(this.#ctx, serviceId, callId));
+  }
+
   withdrawProvision(serviceId: string, callId: string, reason: string) {
     return this.#calls.run(callKey(serviceId, callId), () =>
       withdrawProvision(this.#ctx, serviceId, callId, reason, (id) => this.delete(id)),

@@ -270,6 +270,21 @@ export function failureReason(e: unknown): string {
 }
 
 /**
+ * A reorg removed this create from the chain (its sandbox already deleted): its provision is
+ * forgotten, so the new chain's create that reuses the call id is provisioned afresh — never
+ * answered with the vanished sandbox.
+ */
+export async function forgetProvision(ctx: SandboxContext, serviceId: string, callId: string): Promise<void> {
+  const progress = await ctx.provisions.get(provisionKey(serviceId, callId));
+  if (!progress) return;
+  const rec = ctx.records.get(progress.sandboxId);
+  if (rec && rec.state !== 'deleted' && rec.state !== 'failed') {
+    throw new RuntimeError('CONFLICT', `call ${callId} still has sandbox ${rec.id}; delete it first`);
+  }
+  await ctx.provisions.del(provisionKey(serviceId, callId));
+}
+
+/**
  * Takes back what a create built when the caller learns, after the fact, that nobody will ever
  * reach the sandbox (the chain dropped the create): the sandbox is deleted and its provision
  * recorded failed with `reason`, so a repeat of the call gets that failure. Undefined when the
