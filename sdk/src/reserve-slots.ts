@@ -100,7 +100,7 @@ export class ReserveSlots {
     }
     const i = this.#next;
     try {
-      const fh = await openSlot(this.paths[i]);
+      const fh = await openSlot(this.paths[i === 0 ? 0 : 1]);
       try {
         if ((await fh.stat()).size < this.#size)
           throw Object.assign(new Error('reserve slot shrank'), { code: 'ENOSPC' });
