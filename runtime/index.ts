@@ -10,6 +10,7 @@ export type {
   ApiStore,
   ApiTee,
   ChainFeedHealth,
+  EngineHealth,
   HealthCheck,
   InstanceHealth,
   OperatorApi,
@@ -134,7 +135,7 @@ export {
   parseSse,
   SidecarClient,
 } from './src/sidecar-client/index.ts';
-export type { EncryptedStoreOptions, StoreCollection } from './src/store/index.ts';
+export type { EncryptedStoreOptions, StoreCollection, StoreWrite } from './src/store/index.ts';
 export { EncryptedStore } from './src/store/index.ts';
 export * from './src/tee/index.ts';
 export type { WorkflowAction } from './src/workflows/actions.ts';

@@ -317,6 +317,7 @@ async function startApi(p: Parts, cleanup: Cleanup) {
         const status = p.state.chainStatus?.();
         return status && chainFeedHealth(status);
       },
+      engine: () => manager.engineStatus(),
       ...(cfg.mode === 'cloud'
         ? {}
         : {

@@ -50,6 +50,8 @@ export type SandboxRuntime = Pick<SandboxManager, 'create' | 'get' | 'sidecarEnd
   getProvision(callId: string, serviceId: string): Promise<ProvisionProgress>;
   /** Deletes what the create `callId` built and records it failed with `reason` (none built: undefined). */
   withdrawProvision: SandboxManager['withdrawProvision'];
+  /** A reorg removed the create `callId` (its sandbox deleted): the id may be provisioned afresh. */
+  forgetProvision: SandboxManager['forgetProvision'];
 };
 
 /** The runtime's workflow store and runner (WorkflowService, built by the operator API) as the job handlers use it. */

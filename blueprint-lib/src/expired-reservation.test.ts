@@ -165,6 +165,7 @@ describe('a slow create whose reservation a stranger released after the timeout'
       sidecarEndpoint: (id) => manager.sidecarEndpoint(id),
       delete: (id) => manager.delete(id),
       withdrawProvision: (s, c, r) => manager.withdrawProvision(s, c, r),
+      forgetProvision: (s, c) => manager.forgetProvision(s, c),
     };
     const out = await routerFor(me, slow).router.dispatch(
       { jobIndex: JOB_SANDBOX_CREATE, input: testCreateInput({ name: 'slow' }) },

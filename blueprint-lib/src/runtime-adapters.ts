@@ -68,6 +68,7 @@ export function jobSandboxes(
     getProvision: (callId, serviceId) => manager.getProvision(callId, serviceId),
     sidecarEndpoint: (id) => manager.sidecarEndpoint(id),
     delete: deleteForgettingRuns(manager, forgetRuns),
+    forgetProvision: (serviceId, callId) => manager.forgetProvision(serviceId, callId),
     async withdrawProvision(serviceId, callId, reason) {
       const r = await manager.withdrawProvision(serviceId, callId, reason);
       if (r?.deleted) await forgetRuns(r.sandboxId).catch(() => {});

@@ -1,7 +1,6 @@
 // Recovery of result transactions signed and persisted by a run that then died (before or after
 // broadcasting them): the next run re-sends the same bytes and never handles those calls again.
-import { execFileSync } from 'node:child_process';
-import { rmSync, writeFileSync } from 'node:fs';
+import { readdirSync, rmSync } from 'node:fs';
 import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -17,6 +16,7 @@ import { loadKeystore } from './keystore.ts';
 import { createRunner } from './runner.ts';
 import { fetchJobSubmitted } from './tangle-events.ts';
 import { maybeDevnet } from './testing/maybe-devnet.ts';
+import { mountSmallFs } from './testing/small-fs.ts';
 import { resultsByCall, submitJobs, type ToyChain, toyChain, writeDevKey } from './testing/toy-chain.ts';
 
 let chain: ToyChain;
@@ -169,70 +169,105 @@ describe('result consumer recovery', () => {
     await consumer.stop();
   });
 
-  // Issue 29: the data dir fills up while a result is being sent. The signed tx cannot be made
-  // durable, so it is not broadcast yet; the consumer retries the write (it used to give the call
-  // up until a restart) and sends the result once space returns — exactly one.
-  it.skipIf(process.getuid?.() !== 0)(
-    'a result whose cursor write meets a full disk is sent once space returns',
+  // Issue 29: the data dir fills up while a result is being sent (a real small ext4 on a loop
+  // device). The cursor keeps a reserve (two slots whose blocks it holds): the signed tx is made
+  // durable there and sent at once — the user gets the result while the disk is full, exactly one,
+  // and a restart still knows it. (The old consumer waited, retrying, until space returned.)
+  const asRoot = it.skipIf(process.getuid?.() !== 0);
+
+  async function fullDiskRig(name: string) {
+    const fs = mountSmallFs(`sdk-consumer-${name}`, 8);
+    const start = await chain.client.getBlockNumber({ cacheTime: 0 });
+    const [id] = await submitJobs(chain, 0, ['0x07']);
+    const head = await chain.client.getBlockNumber({ cacheTime: 0 });
+    const { events } = await fetchJobSubmitted(chain.client, chain.tangle, chain.serviceId, start, head);
+    const e = events.find((x) => x.callId === id)!;
+    const pos = { block: e.blockNumber, logIndex: e.logIndex };
+    const dataDir = join(fs.dir, 'data');
+    const ident = { chainId: chain.chainId, tangle: chain.tangle, serviceId: chain.serviceId };
+    const cursor = await JobCursor.open(dataDir, ident, async () => start);
+    const key = await loadKeystore({
+      uri: await writeDevKey(join(fs.dir, 'ks'), chain.operators[1]),
+      testMode: true,
+    });
+    let sawFull: () => void = () => {};
+    const full = new Promise<'retrying'>((res) => {
+      sawFull = () => res('retrying');
+    });
+    const log = pino(
+      { level: 'warn' },
+      {
+        write: (line: string) => {
+          if (line.includes('cannot write the job cursor')) sawFull();
+        },
+      },
+    );
+    const consumer = new ResultConsumer({
+      client: chain.client,
+      account: key.account,
+      chainId: chain.chainId,
+      tangle: chain.tangle,
+      serviceId: chain.serviceId,
+      cursor,
+      log,
+    });
+    cursor.begin(id!, pos);
+    await cursor.persist();
+    const reopen = () => JobCursor.open(dataDir, ident, async () => 0n);
+    return { fs, id: id!, pos, cursor, key, full, consumer, reopen };
+  }
+
+  asRoot(
+    'a result whose cursor meets a full disk is made durable in the reserve and sent at once',
     async () => {
-      const dir = await mkdtemp(join(tmpdir(), 'sdk-consumer-full-'));
-      execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=1m', 'tmpfs', dir]);
+      const r = await fullDiskRig('reserve');
       try {
-        const start = await chain.client.getBlockNumber({ cacheTime: 0 });
-        const [id] = await submitJobs(chain, 0, ['0x07']);
-        const head = await chain.client.getBlockNumber({ cacheTime: 0 });
-        const { events } = await fetchJobSubmitted(chain.client, chain.tangle, chain.serviceId, start, head);
-        const e = events.find((x) => x.callId === id)!;
-        const pos = { block: e.blockNumber, logIndex: e.logIndex };
-        const cursor = await JobCursor.open(
-          join(dir, 'data'),
-          { chainId: chain.chainId, tangle: chain.tangle, serviceId: chain.serviceId },
-          async () => start,
-        );
-        const key = await loadKeystore({
-          uri: await writeDevKey(join(dir, 'ks'), chain.operators[1]),
-          testMode: true,
-        });
-        let sawFull: () => void = () => {};
-        const full = new Promise<void>((res) => {
-          sawFull = res;
-        });
-        const log = pino(
-          { level: 'warn' },
-          {
-            write: (line: string) => {
-              if (line.includes('cannot write the job cursor')) sawFull();
-            },
-          },
-        );
-        const consumer = new ResultConsumer({
-          client: chain.client,
-          account: key.account,
-          chainId: chain.chainId,
-          tangle: chain.tangle,
-          serviceId: chain.serviceId,
-          cursor,
-          log,
-        });
-        cursor.begin(id!, pos);
-        await cursor.persist();
-        const filler = join(dir, 'filler');
-        try {
-          writeFileSync(filler, Buffer.alloc(2_000_000));
-        } catch {
-          // ENOSPC: the filler took what there was.
-        }
-        const outcome = consumer.submit({ callId: id!, pos }, '0x0700');
-        // The old consumer gave the call up here ('aborted': no result until a restart).
-        expect(await Promise.race([full.then(() => 'retrying'), outcome])).toBe('retrying');
-        expect((await resultsByCall(chain)).get(id!)).toBeUndefined(); // not broadcast before it is durable
-        rmSync(filler);
-        expect(await outcome).toBe('submitted');
-        expect((await resultsByCall(chain)).get(id!)).toEqual([{ operator: key.address, output: '0x0700' }]);
-        expect(cursor.pendingTxs).toEqual([]);
-        await consumer.stop();
+        r.fs.fill();
+        const outcome = r.consumer.submit({ callId: r.id, pos: r.pos }, '0x0701');
+        // The old consumer retried here until space returned (no result while the disk was full).
+        expect(await Promise.race([r.full, outcome])).toBe('submitted');
+        expect((await resultsByCall(chain)).get(r.id)).toEqual([
+          { operator: r.key.address, output: '0x0701' },
+        ]);
+        expect(r.cursor.reserved).toBe(true);
+        // A restart while the disk is still full knows the call is answered: nothing to redo, no tx pending.
+        const during = await r.reopen();
+        expect(during.isFinished(r.id, r.pos)).toBe(true);
+        expect(during.pendingTxs).toEqual([]);
+        // Space returns: the next write goes to the file again, and a reopen reads the same state.
+        r.fs.unfill();
+        await r.cursor.persist();
+        expect(r.cursor.reserved).toBe(false);
+        const after = await r.reopen();
+        expect(after.isFinished(r.id, r.pos)).toBe(true);
+        expect(after.position).toEqual(during.position);
+        await r.consumer.stop();
       } finally {
-        execFileSync('umount', [dir]);
+        r.fs.destroy();
+      }
+    },
+  );
+
+  asRoot(
+    'without a reserve (its files gone), the result is sent once space returns, exactly once',
+    async () => {
+      const r = await fullDiskRig('noreserve');
+      try {
+        for (const f of readdirSync(join(r.fs.dir, 'data')))
+          if (f.includes('.reserve-')) rmSync(join(r.fs.dir, 'data', f));
+        r.fs.fill();
+        const outcome = r.consumer.submit({ callId: r.id, pos: r.pos }, '0x0700');
+        expect(await Promise.race([r.full, outcome])).toBe('retrying');
+        expect((await resultsByCall(chain)).get(r.id)).toBeUndefined(); // not broadcast before it is durable
+        r.fs.unfill();
+        expect(await outcome).toBe('submitted');
+        expect((await resultsByCall(chain)).get(r.id)).toEqual([
+          { operator: r.key.address, output: '0x0700' },
+        ]);
+        expect(r.cursor.pendingTxs).toEqual([]);
+        await r.consumer.stop();
+      } finally {
+        r.fs.destroy();
       }
     },
   );

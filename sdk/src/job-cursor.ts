@@ -1,10 +1,11 @@
 // The durable job cursor: which JobSubmitted events are finished, persisted atomically in DATA_DIR
 // so a restart (even after kill -9) delivers every unfinished job and redoes no finished one.
-import { mkdir, readFile } from 'node:fs/promises';
+import { mkdir, readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Address, Hex } from 'viem';
 import { writeFileAtomic } from './atomic-file.ts';
 import { SdkError } from './errors.ts';
+import { noSpace, ReserveSlots } from './reserve-slots.ts';
 
 /** How many scanned blocks keep their hash (a reorg deeper than this rescans from the oldest kept). */
 export const RECENT_BLOCKS = 128;
@@ -46,6 +47,8 @@ export interface CallAboveFork extends CallRef {
 
 interface CursorFile {
   version: 1;
+  /** Write sequence number (absent in files of older versions): the newer of file and reserve wins. */
+  seq?: number;
   chainId: number;
   tangle: string;
   serviceId: string;
@@ -85,6 +88,10 @@ export class JobCursor {
   #scannedTo: bigint;
   #version = 0;
   #written = 0;
+  /** Sequence number of the last write (file or reserve). */
+  #seq = 0;
+  #reserved = false;
+  #slots: ReserveSlots;
   #writing: Promise<void> | undefined;
   #lazy: NodeJS.Timeout | undefined;
   /** Delay for writing cursor moves that come from scanning alone. */
@@ -95,6 +102,12 @@ export class JobCursor {
     this.identity = identity;
     this.#position = position;
     this.#scannedTo = position.block - 1n;
+    this.#slots = new ReserveSlots(path);
+  }
+
+  /** True while the newest state is held in the reserve (the disk had no room for the file). */
+  get reserved(): boolean {
+    return this.#reserved;
   }
 
   /** The cursor file for this chain, Tangle address and service, inside `dataDir`. */
@@ -123,21 +136,18 @@ export class JobCursor {
         });
       }
     }
+    const slots = new ReserveSlots(path);
     if (text === undefined) {
+      // A new cursor: reserve slots of an earlier one (moved away) must not outrank it.
+      for (const p of slots.paths) await rm(p, { force: true });
       const c = new JobCursor(path, id, { block: await startBlock(), logIndex: 0 });
       await c.persist();
       return c;
     }
-    let f: CursorFile;
-    try {
-      f = JSON.parse(text) as CursorFile;
-      if (f.version !== 1 || typeof f.cursor?.block !== 'string') throw new Error('unknown layout');
-    } catch (e) {
-      throw new SdkError(
-        'CURSOR',
-        `The job cursor ${path} is corrupt (${(e as Error).message}); move it away to restart from the configured start block.`,
-      );
-    }
+    let f = parseCursor(path, text);
+    // The disk was full at the last writes: the reserve holds a newer state than the file.
+    const reserved = await slots.read();
+    if (reserved && reserved.seq > (f.seq ?? 0)) f = parseCursor(`${path} (its reserve)`, reserved.content);
     if (
       f.chainId !== id.chainId ||
       f.tangle.toLowerCase() !== id.tangle.toLowerCase() ||
@@ -146,6 +156,8 @@ export class JobCursor {
       throw new SdkError('CURSOR', `The job cursor ${path} belongs to another chain, Tangle or service.`);
     }
     const c = new JobCursor(path, id, { block: BigInt(f.cursor.block), logIndex: f.cursor.logIndex });
+    c.#seq = Math.max(f.seq ?? 0, reserved?.seq ?? 0);
+    c.#slots = slots;
     for (const d of f.done)
       c.#done.set(BigInt(d.callId), {
         pos: { block: BigInt(d.block), logIndex: d.logIndex },
@@ -311,9 +323,10 @@ export class JobCursor {
     return true;
   }
 
-  #serialize(): string {
+  #serialize(seq: number): string {
     const f: CursorFile = {
       version: 1,
+      seq,
       chainId: this.identity.chainId,
       tangle: this.identity.tangle,
       serviceId: `${this.identity.serviceId}`,
@@ -350,14 +363,19 @@ export class JobCursor {
         continue;
       }
       const v = this.#version;
-      this.#writing = writeFileAtomic(this.path, this.#serialize()).then(
+      this.#writing = this.#write().then(
         () => {
           this.#written = Math.max(this.#written, v);
         },
         (e: unknown) => {
-          throw new SdkError('CURSOR', `Cannot write the job cursor ${this.path}: ${(e as Error).message}`, {
-            cause: e,
-          });
+          const why = noSpace(e) ? ' (no space left, and the reserve could not hold it)' : '';
+          throw new SdkError(
+            'CURSOR',
+            `Cannot write the job cursor ${this.path}${why}: ${(e as Error).message}`,
+            {
+              cause: e,
+            },
+          );
         },
       );
       try {
@@ -366,5 +384,37 @@ export class JobCursor {
         this.#writing = undefined;
       }
     }
+  }
+
+  /**
+   * Writes the file (tmp + fsync + rename); when the disk has no room for it, the same content goes
+   * in place into the reserve, so a result can still be made durable and sent on a full disk.
+   */
+  async #write(): Promise<void> {
+    const seq = ++this.#seq;
+    const content = this.#serialize(seq);
+    try {
+      await writeFileAtomic(this.path, content);
+    } catch (e) {
+      if (!noSpace(e) || this.#slots.size === 0) throw e;
+      await this.#slots.write(seq, content).catch(() => Promise.reject(e));
+      this.#reserved = true;
+      return;
+    }
+    this.#reserved = false;
+    await this.#slots.ensure(Buffer.byteLength(content)).catch(() => {});
+  }
+}
+
+function parseCursor(path: string, text: string): CursorFile {
+  try {
+    const f = JSON.parse(text) as CursorFile;
+    if (f.version !== 1 || typeof f.cursor?.block !== 'string') throw new Error('unknown layout');
+    return f;
+  } catch (e) {
+    throw new SdkError(
+      'CURSOR',
+      `The job cursor ${path} is corrupt (${(e as Error).message}); move it (and its .reserve-* files) away to restart from the configured start block.`,
+    );
   }
 }

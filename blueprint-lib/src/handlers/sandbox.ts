@@ -98,6 +98,8 @@ export function sandboxHandlers(deps: BlueprintDeps) {
         'a reorg removed this create; its sandbox is deleted',
       );
     }
+    // The new chain may reuse the id: the runtime provisions it afresh, not from this call's record.
+    if (prior.job === 0) await deps.sandboxes.forgetProvision(`${call.serviceId}`, `${call.callId}`);
     await handled.forget(call.serviceId, call.callId);
   }
 

@@ -117,6 +117,7 @@ export function createOperatorApi(deps: OperatorApiDeps, configInput?: ApiConfig
       ready: deps.ready,
       instance: deps.instance,
       chainFeed: deps.chainFeed,
+      engine: deps.engine,
       metrics: deps.metrics,
       sandboxes: deps.sandboxes,
       sessions,

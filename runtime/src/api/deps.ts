@@ -162,6 +162,20 @@ export interface ChainFeedHealth {
   };
 }
 
+/**
+ * What /health shows of the Docker engine (the runtime's engine watch): reachable or not, lost since
+ * when, and how far the adoption of the sandboxes after it returned got. Public: counts and times
+ * only, never sandbox ids or the socket error.
+ */
+export interface EngineHealth {
+  state: 'up' | 'down' | 'adopting';
+  message?: string | undefined;
+  downSince?: number | undefined;
+  losses: number;
+  adoption?: { total: number; adopted: number; failed: number } | undefined;
+  lastOutage?: { downSince: number; backAt: number; adoptedAt: number } | undefined;
+}
+
 export type OperatorMode = 'cloud' | 'instance' | 'tee-instance';
 
 export interface OperatorApiDeps {
@@ -192,6 +206,8 @@ export interface OperatorApiDeps {
   instance?: () => InstanceHealth | undefined;
   /** The job feed's chain status, shown by /health (degraded unless `ok`). */
   chainFeed?: () => ChainFeedHealth | undefined;
+  /** The Docker engine's status, shown by /health (degraded unless `up`). */
+  engine?: () => EngineHealth | undefined;
   tee?: ApiTee;
   config?: ApiConfigInput;
   /** The web console's build output (console/dist), served at /console/; absent: a 503 saying how to build it. */

@@ -11,6 +11,7 @@ export type {
   ApiStore,
   ApiTee,
   ChainFeedHealth,
+  EngineHealth,
   HealthCheck,
   InstanceHealth,
   OperatorApiDeps,

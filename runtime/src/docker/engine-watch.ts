@@ -10,22 +10,38 @@ import { LABEL_MANAGED_BY, MANAGED_BY_VALUE } from './labels.ts';
 
 export type EngineState = 'up' | 'down' | 'adopting';
 
+/** How far the adoption of the sandboxes after an outage got (counts only). */
+export interface AdoptionProgress {
+  /** Running sandboxes to look at. */
+  total: number;
+  /** Looked at: brought back (started again, or still running). */
+  adopted: number;
+  /** Could not be brought back (they stay stopped, reason `engine`). */
+  failed: number;
+}
+
 export interface EngineStatus {
   state: EngineState;
   /** When the engine was last found gone (ms since epoch); set while down or adopting. */
   downSince?: number;
-  /** What was seen (the socket error, or the stream ending) and what happens next. */
+  /** What happens (and what happens next), for a person; never the socket error itself. */
   message?: string;
+  /** What was seen (the socket error, or the stream ending): for the operator's log, not the public. */
+  cause?: string;
   /** Engine losses seen since the watch started. */
   losses: number;
+  /** While adopting, and after: the adoption of the last outage. */
+  adoption?: AdoptionProgress;
+  /** The last outage once it is over (ms since epoch). */
+  lastOutage?: { downSince: number; backAt: number; adoptedAt: number };
 }
 
 export interface EngineWatchOptions {
   log: Logger;
   /** How long a caller waits for a lost engine to return before giving up (ms). */
   waitMs: number;
-  /** Runs once the engine answers again, before the state says up. */
-  onBack?: () => Promise<void>;
+  /** Runs once the engine answers again, before the state says up; reports adoption progress. */
+  onBack?: (progress: (p: AdoptionProgress) => void) => Promise<void>;
   now?: () => number;
   /** Ping period while up / while down (ms). */
   upPingMs?: number;
@@ -43,6 +59,8 @@ export class EngineWatch {
   #events: NodeJS.ReadableStream | undefined;
   #timer: NodeJS.Timeout | undefined;
   #back: Array<() => void> = [];
+  #adoption: AdoptionProgress | undefined;
+  #lastOutage: EngineStatus['lastOutage'];
 
   constructor(docker: Docker, opts: EngineWatchOptions) {
     this.#docker = docker;
@@ -59,16 +77,23 @@ export class EngineWatch {
   }
 
   status(): EngineStatus {
-    const s: EngineStatus = { state: this.#state, losses: this.#epoch };
+    const s: EngineStatus = {
+      state: this.#state,
+      losses: this.#epoch,
+      ...(this.#adoption ? { adoption: { ...this.#adoption } } : {}),
+      ...(this.#lastOutage ? { lastOutage: { ...this.#lastOutage } } : {}),
+    };
     if (this.#state === 'up') return s;
     const since = new Date(this.#downSince ?? 0).toISOString();
+    const a = this.#adoption;
     return {
       ...s,
       downSince: this.#downSince ?? 0,
+      cause: this.#why,
       message:
         this.#state === 'down'
-          ? `Docker engine unreachable since ${since} (${this.#why}); creates wait for it up to ${this.#opts.waitMs} ms, then fail with ENGINE_UNAVAILABLE; running sandboxes are adopted back when it returns`
-          : `Docker engine back after an outage since ${since}; adopting this operator's sandboxes (restarting their containers)`,
+          ? `Docker engine unreachable since ${since}; creates wait for it up to ${this.#opts.waitMs} ms, then fail with ENGINE_UNAVAILABLE; running sandboxes are adopted back when it returns`
+          : `Docker engine back after an outage since ${since}; adopting this operator's sandboxes (restarting their containers${a ? `: ${a.adopted + a.failed} of ${a.total} done` : ''})`,
     };
   }
 
@@ -164,16 +189,21 @@ export class EngineWatch {
   async #returned(): Promise<void> {
     const outage = this.#opts.now() - (this.#downSince ?? 0);
     this.#state = 'adopting';
+    const backAt = this.#opts.now();
+    this.#adoption = undefined;
     this.#opts.log.info({ outageMs: outage }, 'the Docker engine answers again');
     for (const f of this.#back.splice(0)) f();
     this.#subscribe();
     try {
-      await this.#opts.onBack?.();
+      await this.#opts.onBack?.((p) => {
+        this.#adoption = { ...p };
+      });
     } catch (err) {
       this.#opts.log.error({ err: String(err) }, 'adopting sandboxes after the engine returned failed');
     }
     if (this.#state === 'adopting') {
       this.#state = 'up';
+      this.#lastOutage = { downSince: this.#downSince ?? backAt, backAt, adoptedAt: this.#opts.now() };
       this.#downSince = undefined;
     }
     // Lost again while adopting: keep pinging at the down pace.

@@ -6,7 +6,7 @@ import type { EngineWatch } from '../docker/engine-watch.ts';
 import type { SandboxNetwork } from '../docker/sandbox-network.ts';
 import { RuntimeError } from '../errors.ts';
 import type { KeyLock } from '../store/key-lock.ts';
-import type { StoreCollection } from '../store/store.ts';
+import type { StoreCollection, StoreWrite } from '../store/store.ts';
 import type { SandboxRuntimeConfig } from './config.ts';
 import type { PolicyEnforcer } from './egress-policy/enforcer.ts';
 import { afterTransition } from './egress-policy/hooks.ts';
@@ -43,8 +43,9 @@ export class RecordBook {
     return [...this.#cache.values()];
   }
 
-  async put(r: SandboxRecord): Promise<SandboxRecord> {
-    await this.#coll.put(r.id, r);
+  /** Writes the record, and with it `along` (other collections' writes), in one batch: all or none. */
+  async put(r: SandboxRecord, ...along: StoreWrite[]): Promise<SandboxRecord> {
+    await this.#coll.commit([this.#coll.putOp(r.id, r), ...along]);
     this.#cache.set(r.id, r);
     this.#onChange();
     return r;

@@ -5,6 +5,7 @@
 //   loss), removes what its attempt left and starts over under the same sandbox id, so its create
 //   ends with one outcome; an engine that stays away fails it with ENGINE_UNAVAILABLE.
 import { engineGone, engineUnavailable } from '../docker/docker-errors.ts';
+import type { AdoptionProgress } from '../docker/engine-watch.ts';
 import { containerName } from '../docker/labels.ts';
 import { isRuntimeError } from '../errors.ts';
 import { mustGet, type SandboxContext, transition } from './context.ts';
@@ -26,9 +27,18 @@ export interface AdoptReport {
 }
 
 /** Brings back every running sandbox's container after the engine returned (a few at a time). */
-export async function adoptSandboxes(ctx: SandboxContext, lock: LockFn, parallel = 4): Promise<AdoptReport> {
+export async function adoptSandboxes(
+  ctx: SandboxContext,
+  lock: LockFn,
+  progress: (p: AdoptionProgress) => void = () => {},
+  parallel = 4,
+): Promise<AdoptReport> {
   const report: AdoptReport = { restarted: [], kept: [], failed: [] };
   const queue = ctx.records.all().filter((r) => r.state === 'running');
+  const total = queue.length;
+  let done = 0;
+  const tell = () => progress({ total, adopted: done - report.failed.length, failed: report.failed.length });
+  tell();
   const worker = async () => {
     for (let r = queue.shift(); r; r = queue.shift()) {
       const id = r.id;
@@ -40,6 +50,10 @@ export async function adoptSandboxes(ctx: SandboxContext, lock: LockFn, parallel
             { sandboxId: id, err: String(e) },
             'could not bring a sandbox back after the engine returned',
           );
+        })
+        .finally(() => {
+          done++;
+          tell();
         });
     }
   };

@@ -40,6 +40,7 @@ import {
   admit,
   callKey,
   existingProvision,
+  forgetProvision,
   type ProvisionHooks,
   runProvision,
   withdrawProvision,
@@ -85,8 +86,8 @@ export class SandboxManager {
     const engine = new EngineWatch(driver.docker, {
       log,
       waitMs: this.config.engineWaitMs,
-      onBack: async () => {
-        await adoptSandboxes(this.#ctx, this.#lock);
+      onBack: async (progress) => {
+        await adoptSandboxes(this.#ctx, this.#lock, progress);
         await this.#pool?.check();
       },
     });
@@ -307,6 +308,11 @@ export class SandboxManager {
    * The create `callId` must not stand (its caller learnt the chain dropped it): its sandbox is
    * deleted and its provision recorded failed with `reason`, which a repeat of the call answers.
    */
+  /** A reorg removed the create `callId` (its sandbox deleted first): the id may be provisioned afresh. */
+  forgetProvision(serviceId: string, callId: string): Promise<void> {
+    return this.#calls.run(callKey(serviceId, callId), () => forgetProvision(this.#ctx, serviceId, callId));
+  }
+
   withdrawProvision(serviceId: string, callId: string, reason: string) {
     return this.#calls.run(callKey(serviceId, callId), () =>
       withdrawProvision(this.#ctx, serviceId, callId, reason, (id) => this.delete(id)),

@@ -91,7 +91,7 @@ export class ProvisionTracker {
     const at = this.#now();
     const prev = this.#progress.phases.at(-1);
     if (prev) this.#onPhaseDone(prev.phase, Math.max(0, at - prev.at) / 1000);
-    this.#progress = {
+    const next: ProvisionProgress = {
       ...this.#progress,
       phase,
       phases: [...this.#progress.phases, { phase, at }],
@@ -99,6 +99,8 @@ export class ProvisionTracker {
       error: error ?? this.#progress.error,
       updatedAt: at,
     };
-    await this.#coll.put(provisionKey(this.#progress.serviceId, this.#progress.callId), this.#progress);
+    // Held here once written (a refused write, a full disk, leaves the last phase that was).
+    await this.#coll.put(provisionKey(next.serviceId, next.callId), next);
+    this.#progress = next;
   }
 }

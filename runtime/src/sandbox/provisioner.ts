@@ -93,12 +93,15 @@ export async function admit(
     },
     now,
   );
-  // Record first: a crash right after leaves a record that reconcile can find by its progress.
-  await ctx.records.put(rec);
-  await ctx.provisions.put(
-    provisionKey(req.serviceId, req.callId),
-    newProgress({ callId: req.callId, sandboxId: id, serviceId: req.serviceId, owner: req.owner, now }),
-  );
+  // Record and progress in one batch: a disk that fills (or a crash) leaves both or neither.
+  const progress = newProgress({
+    callId: req.callId,
+    sandboxId: id,
+    serviceId: req.serviceId,
+    owner: req.owner,
+    now,
+  });
+  await ctx.records.put(rec, ctx.provisions.putOp(provisionKey(req.serviceId, req.callId), progress));
   ctx.metrics?.jobs.inc();
   return rec;
 }
@@ -220,22 +223,66 @@ export async function failProvision(
   const reason = failureReason(e);
   log.warn({ phase: tracker.current.phase, reason }, 'sandbox provision failed');
   ctx.metrics?.failures.inc();
-  await transition(ctx, rec.id, 'failed', {
-    error: reason,
-    containerId: null,
-    containerToken: null,
-    hostPort: null,
-    sidecarUrl: null,
-    exposedHostPorts: {},
-  }).catch((err) => log.error({ err: String(err) }, 'could not record the failed provision'));
-  await tracker.enter('failed', reason).catch(() => {});
+  // Idempotent (a full disk may refuse either write): the record failed, then the progress.
+  const record = async () => {
+    const now = ctx.records.get(rec.id);
+    const moved =
+      now && now.state !== 'failed' && now.state !== 'deleted'
+        ? transition(ctx, rec.id, 'failed', {
+            error: reason,
+            containerId: null,
+            containerToken: null,
+            hostPort: null,
+            sidecarUrl: null,
+            exposedHostPorts: {},
+          }).then(
+            () => undefined,
+            (err: unknown) => err,
+          )
+        : undefined;
+    const err = await moved;
+    if (tracker.current.phase !== 'failed') await tracker.enter('failed', reason);
+    if (err) throw err;
+  };
+  await record().catch((err: unknown) => {
+    log.error({ err: String(err) }, 'could not record the failed provision');
+    // A full disk: recorded once the store takes writes again, so no `pending` record is left
+    // behind a create whose failure was already answered.
+    if (isRuntimeError(err, 'STORE_FULL')) void recordWhenWritable(ctx, rec, record);
+  });
   if (isRuntimeError(e)) throw e;
   throw new RuntimeError('PROVISION_FAILED', `provisioning failed: ${reason}`, { cause: e });
+}
+
+async function recordWhenWritable(ctx: SandboxContext, rec: SandboxRecord, record: () => Promise<void>) {
+  const log = ctx.log.child({ sandboxId: rec.id, callId: rec.callId });
+  try {
+    await ctx.provisions.writable();
+    await ctx.locks.run(rec.id, record);
+    log.info('failed provision recorded now that the store takes writes again');
+  } catch (err) {
+    log.error({ err: String(err) }, 'could not record the failed provision after the disk had room again');
+  }
 }
 
 export function failureReason(e: unknown): string {
   if (isRuntimeError(e)) return e.message;
   return e instanceof Error ? e.message : String(e);
+}
+
+/**
+ * A reorg removed this create from the chain (its sandbox already deleted): its provision is
+ * forgotten, so the new chain's create that reuses the call id is provisioned afresh — never
+ * answered with the vanished sandbox.
+ */
+export async function forgetProvision(ctx: SandboxContext, serviceId: string, callId: string): Promise<void> {
+  const progress = await ctx.provisions.get(provisionKey(serviceId, callId));
+  if (!progress) return;
+  const rec = ctx.records.get(progress.sandboxId);
+  if (rec && rec.state !== 'deleted' && rec.state !== 'failed') {
+    throw new RuntimeError('CONFLICT', `call ${callId} still has sandbox ${rec.id}; delete it first`);
+  }
+  await ctx.provisions.del(provisionKey(serviceId, callId));
 }
 
 /**

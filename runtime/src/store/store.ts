@@ -6,19 +6,17 @@
 // Both keys come from SESSION_AUTH_SECRET via HKDF-SHA256 (see sealing.ts). Binding the disk key as
 // associated data means a value copied under another key fails to open. Collection names are the
 // only plaintext on disk; they name kinds of records, never their contents.
-import { mkdir, readdir, stat, statfs } from 'node:fs/promises';
-import { join } from 'node:path';
+import { mkdir } from 'node:fs/promises';
 import { Level } from 'level';
 import type { z } from 'zod';
 import { parseAuthSecret } from '../crypto.ts';
 import { RuntimeError } from '../errors.ts';
-import { KeyLock } from './key-lock.ts';
+import { Backend, type Db } from './backend.ts';
 import { StoreKeys } from './sealing.ts';
 
 const SENTINEL_KEY = '_meta!sentinel';
 const SENTINEL_TEXT = 'agent-sandbox-store-sentinel-v1';
 const COLLECTION_RE = /^[a-z][a-z0-9_-]{0,63}$/;
-const MAX_ID_LEN = 1024;
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 
@@ -41,6 +39,17 @@ export interface StoreCollection<T> {
   del(id: string): Promise<void>;
   /** Deletes all ids atomically. */
   delMany(ids: readonly string[]): Promise<void>;
+  /** A put to hand to `commit`, checked and sealed now; nothing is written until then. */
+  putOp(id: string, value: T): StoreWrite;
+  /** A delete to hand to `commit`. */
+  delOp(id: string): StoreWrite;
+  /**
+   * Writes `ops`, made by any collections of the same store, in one LevelDB batch: all or none
+   * (a full disk refuses the whole batch); holds the per-id locks `update` takes.
+   */
+  commit(ops: readonly StoreWrite[]): Promise<void>;
+  /** Resolves once the store takes writes again (at once unless a full disk stopped them). */
+  writable(): Promise<void>;
   values(): Promise<T[]>;
   entries(): Promise<Array<[string, T]>>;
   find(predicate: (value: T, id: string) => boolean): Promise<T[]>;
@@ -56,128 +65,13 @@ export interface StoreCollection<T> {
   ): Promise<T | undefined>;
 }
 
-type Db = Level<string, Uint8Array>;
-
-/**
- * The open database and its keys; shared by the store and its collections, never exported.
- * After a failed write (a full disk) the handle is not written to again: LevelDB's log then ends in
- * a torn record, and records appended behind it are silently lost at the next open. Writes are
- * refused (STORE_FULL) until there is room, then the database is reopened — which drops the torn
- * tail and starts a new log — and writes go on.
- */
-class Backend {
-  db: Db;
-  readonly dir: string;
-  readonly keys: StoreKeys;
-  readonly sync: boolean;
-  readonly #lock = new KeyLock();
-  closed = false;
-  /** Why writes are refused (a failed write broke the handle), until a reopen succeeds. */
-  #broken: RuntimeError | undefined;
-  #reopening: Promise<void> | undefined;
-  /** The handle is closed (a reopen failed): reads too must reopen first. */
-  #down = false;
-  #active = 0;
-  #idle: Array<() => void> = [];
-
-  constructor(db: Db, dir: string, keys: StoreKeys, sync: boolean) {
-    this.db = db;
-    this.dir = dir;
-    this.keys = keys;
-    this.sync = sync;
-  }
-
-  diskKey(collection: string, id: string): string {
-    if (typeof id !== 'string' || id.length === 0 || id.length > MAX_ID_LEN) {
-      throw new RuntimeError(
-        'VALIDATION',
-        `record id must be a non-empty string of at most ${MAX_ID_LEN} chars`,
-      );
-    }
-    return `${collection}!${this.keys.diskKey(collection, id)}`;
-  }
-
-  seal(key: string, id: string, value: unknown): Uint8Array {
-    const json = JSON.stringify({ i: id, v: value });
-    if (json === undefined) {
-      throw new RuntimeError('VALIDATION', 'store values must be JSON-serializable');
-    }
-    return this.keys.seal(key, encoder.encode(json));
-  }
-
-  open(collection: string, key: string, sealed: Uint8Array): { i: string; v: unknown } {
-    const plain = this.keys.open(key, sealed);
-    if (plain === undefined) {
-      throw new RuntimeError(
-        'STORE_CORRUPT',
-        `a record in collection "${collection}" failed authentication (modified on disk, moved between keys, or written under another secret); restore the store from a backup`,
-      );
-    }
-    return JSON.parse(decoder.decode(plain)) as { i: string; v: unknown };
-  }
-
-  /**
-   * Runs a LevelDB operation, mapping its failures to STORE_FULL (no space: nothing was written)
-   * or STORE_UNAVAILABLE. A write while the handle is broken first tries to recover.
-   */
-  async run<R>(op: (db: Db, sync: boolean) => Promise<R>, kind: 'read' | 'write' = 'read'): Promise<R> {
-    if (this.closed) {
-      throw new RuntimeError('STORE_UNAVAILABLE', 'the store is closed; reopen it to continue');
-    }
-    while (this.#reopening) await this.#reopening.catch(() => {});
-    if (this.#broken && (kind === 'write' || this.#down)) await this.#recover();
-    this.#active++;
-    try {
-      return await op(this.db, this.sync);
-    } catch (cause) {
-      if (cause instanceof RuntimeError) throw cause;
-      if (kind === 'write' && (cause as { code?: string }).code === 'LEVEL_IO_ERROR') {
-        this.#broken = storeFull(this.dir, cause);
-        throw this.#broken;
-      }
-      throw new RuntimeError(
-        'STORE_UNAVAILABLE',
-        `the store in ${this.dir} could not complete the operation; check disk space and permissions`,
-        { cause },
-      );
-    } finally {
-      this.#active--;
-      if (this.#active === 0) for (const go of this.#idle.splice(0)) go();
-    }
-  }
-
-  /** Reopens the database once its filesystem has room again; else refuses the write. */
-  #recover(): Promise<void> {
-    this.#reopening ??= (async () => {
-      const broken = this.#broken!;
-      if ((await freeBytes(this.dir)) < (await logBytes(this.dir)) + REOPEN_HEADROOM) throw broken;
-      if (this.#active > 0) await new Promise<void>((go) => this.#idle.push(go));
-      await this.db.close().catch(() => {});
-      const db: Db = new Level<string, Uint8Array>(this.dir, { keyEncoding: 'utf8', valueEncoding: 'view' });
-      this.db = db;
-      try {
-        await db.open();
-      } catch (cause) {
-        // Still no room for the replayed log: every operation retries the reopen until one succeeds.
-        this.#down = true;
-        this.#broken = storeFull(this.dir, cause);
-        throw this.#broken;
-      }
-      this.#broken = undefined;
-      this.#down = false;
-    })().finally(() => {
-      this.#reopening = undefined;
-    });
-    return this.#reopening;
-  }
-
-  /** Runs `fn` holding the per-key locks of all `keys` (taken in sorted order: no deadlock). */
-  locked<R>(keys: readonly string[], fn: () => Promise<R>): Promise<R> {
-    const sorted = [...new Set(keys)].sort();
-    const step = (i: number): Promise<R> =>
-      i === sorted.length ? fn() : this.#lock.run(sorted[i] as string, () => step(i + 1));
-    return step(0);
-  }
+/** One write of a cross-collection batch (StoreCollection.commit); made by putOp / delOp. */
+export interface StoreWrite {
+  readonly type: 'put' | 'del';
+  readonly key: string;
+  readonly value?: Uint8Array;
+  /** The store it belongs to: a batch never mixes stores. */
+  readonly store: object;
 }
 
 export class EncryptedStore {
@@ -250,33 +144,6 @@ export class EncryptedStore {
     this.#b.closed = true;
     await this.#b.db.close();
   }
-}
-
-/** Room a reopen needs beyond the log it replays into a table (LevelDB's own files, a new log). */
-const REOPEN_HEADROOM = 256 * 1024;
-
-function storeFull(dir: string, cause: unknown): RuntimeError {
-  const text = String((cause as Error)?.message ?? cause);
-  const why = /no space/i.test(text) ? 'is full (no space left on device)' : 'failed a write (an I/O error)';
-  return new RuntimeError(
-    'STORE_FULL',
-    `the operator's store in ${dir} ${why}: nothing was written; free space on that filesystem (or grow it), and writes resume by themselves once there is room`,
-    { cause },
-  );
-}
-
-async function freeBytes(dir: string): Promise<number> {
-  const s = await statfs(dir).catch(() => undefined);
-  return s ? s.bavail * s.bsize : 0;
-}
-
-/** Size of LevelDB's write-ahead logs in `dir` (what a reopen writes out as a table). */
-async function logBytes(dir: string): Promise<number> {
-  let n = 0;
-  for (const f of await readdir(dir).catch(() => [] as string[])) {
-    if (f.endsWith('.log')) n += (await stat(join(dir, f)).catch(() => ({ size: 0 }))).size;
-  }
-  return n;
 }
 
 /** Verifies the secret against the sentinel record, or writes the sentinel into a new store. */
@@ -362,6 +229,38 @@ class Collection<T> implements StoreCollection<T> {
       ops.map((o) => o.key),
       () => this.#b.run((db, sync) => db.batch(ops, { sync }), 'write'),
     );
+  }
+
+  putOp(id: string, value: T): StoreWrite {
+    const key = this.#b.diskKey(this.name, id);
+    return { type: 'put', key, value: this.#b.seal(key, id, this.#check(value, 'write')), store: this.#b };
+  }
+
+  delOp(id: string): StoreWrite {
+    return { type: 'del', key: this.#b.diskKey(this.name, id), store: this.#b };
+  }
+
+  async commit(ops: readonly StoreWrite[]): Promise<void> {
+    if (ops.length === 0) return;
+    if (ops.some((o) => o.store !== this.#b)) {
+      throw new RuntimeError(
+        'VALIDATION',
+        'a store batch may only hold writes of collections of the same store',
+      );
+    }
+    const batch = ops.map((o) =>
+      o.type === 'put'
+        ? { type: 'put' as const, key: o.key, value: o.value as Uint8Array }
+        : { type: 'del' as const, key: o.key },
+    );
+    await this.#b.locked(
+      ops.map((o) => o.key),
+      () => this.#b.run((db, sync) => db.batch(batch, { sync }), 'write'),
+    );
+  }
+
+  writable(): Promise<void> {
+    return this.#b.writable();
   }
 
   async del(id: string): Promise<void> {

@@ -8,6 +8,7 @@ import type {
   ApiSandboxes,
   ApiSessions,
   ChainFeedHealth,
+  EngineHealth,
   HealthCheck,
   InstanceHealth,
   OperatorMode,
@@ -54,6 +55,28 @@ const ChainFeedSchema = z
   })
   .openapi('ChainFeed');
 
+const EngineSchema = z
+  .object({
+    state: z.enum(['up', 'down', 'adopting']),
+    message: z
+      .string()
+      .optional()
+      .openapi({ example: 'Docker engine unreachable since 2026-12-02T05:50:00.000Z; …' }),
+    downSince: z.number().int().optional().openapi({ description: 'epoch ms, while down or adopting' }),
+    losses: z.number().int().openapi({ description: 'engine losses since the operator started' }),
+    adoption: z
+      .object({ total: z.number().int(), adopted: z.number().int(), failed: z.number().int() })
+      .optional()
+      .openapi({
+        description: "the last outage's adoption: running sandboxes to bring back, brought back, failed",
+      }),
+    lastOutage: z
+      .object({ downSince: z.number().int(), backAt: z.number().int(), adoptedAt: z.number().int() })
+      .optional()
+      .openapi({ description: 'the last outage once over (epoch ms)' }),
+  })
+  .openapi('Engine');
+
 const HealthSchema = z
   .object({
     status: z.enum(['ok', 'degraded']),
@@ -69,6 +92,9 @@ const HealthSchema = z
     instance: InstanceHealthSchema.optional(),
     chainFeed: ChainFeedSchema.optional().openapi({
       description: 'the job feed: degraded while the chain RPC is unreachable or a reorg is recovered from',
+    }),
+    engine: EngineSchema.optional().openapi({
+      description: 'the Docker engine: degraded while it is gone and while its sandboxes are adopted back',
     }),
   })
   .openapi('Health');
@@ -146,6 +172,29 @@ function withoutSandboxSeries(text: string): string {
     .join('\n');
 }
 
+/** Only the public fields (a status object may carry more, e.g. the socket error). */
+function publicEngine(e: EngineHealth | undefined): EngineHealth | undefined {
+  if (!e) return undefined;
+  return {
+    state: e.state,
+    losses: e.losses,
+    ...(e.message ? { message: e.message } : {}),
+    ...(e.downSince !== undefined ? { downSince: e.downSince } : {}),
+    ...(e.adoption
+      ? { adoption: { total: e.adoption.total, adopted: e.adoption.adopted, failed: e.adoption.failed } }
+      : {}),
+    ...(e.lastOutage
+      ? {
+          lastOutage: {
+            downSince: e.lastOutage.downSince,
+            backAt: e.lastOutage.backAt,
+            adoptedAt: e.lastOutage.adoptedAt,
+          },
+        }
+      : {}),
+  };
+}
+
 export interface PublicRouteDeps {
   mode: OperatorMode;
   capabilities: Record<string, unknown>;
@@ -153,6 +202,7 @@ export interface PublicRouteDeps {
   ready: (() => boolean) | undefined;
   instance?: (() => InstanceHealth | undefined) | undefined;
   chainFeed?: (() => ChainFeedHealth | undefined) | undefined;
+  engine?: (() => EngineHealth | undefined) | undefined;
   metrics: Registry;
   sandboxes: ApiSandboxes;
   sessions: Pick<ApiSessions, 'verify'>;
@@ -195,8 +245,17 @@ export function publicRoutes(d: PublicRouteDeps): OpenAPIHono<ApiEnv> {
       chain: chainFeed?.state === 'unreachable' ? ('error' as const) : chain,
       ...(full ? { instance: full.state === 'failed' ? 'error' : 'ok' } : {}),
     };
-    const body = { checks: result, ...(instance ? { instance } : {}), ...(chainFeed ? { chainFeed } : {}) };
-    const degraded = Object.values(result).includes('error') || (chainFeed && chainFeed.state !== 'ok');
+    const engine = publicEngine(d.engine?.());
+    const body = {
+      checks: result,
+      ...(instance ? { instance } : {}),
+      ...(chainFeed ? { chainFeed } : {}),
+      ...(engine ? { engine } : {}),
+    };
+    const degraded =
+      Object.values(result).includes('error') ||
+      (chainFeed && chainFeed.state !== 'ok') ||
+      (engine && engine.state !== 'up');
     return degraded
       ? c.json({ status: 'degraded' as const, ...body }, 503)
       : c.json({ status: 'ok' as const, ...body }, 200);
