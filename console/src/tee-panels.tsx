@@ -4,11 +4,10 @@
 // cross the operator only as sealed bytes. Until a key is verified they say so and send nothing.
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { describeError } from './api.ts';
-import { applyEvent, Chat } from './chat.tsx';
-import { Exec, Files } from './panels.tsx';
+import { applyEvent } from './chat.tsx';
 import type { TeeEntry, TeeOps } from './tee-ops.ts';
 import { type TeeSession, useTeeSession } from './tee-session.ts';
-import { nonceStyles, Terminals } from './terminal.tsx';
+import { nonceStyles } from './terminal.tsx';
 
 const Err = ({ e }: { e?: string }) =>
   e ? (
@@ -39,20 +38,6 @@ export function TeeTab({
           Go to Attestation
         </button>
       </section>
-    );
-  if (!s.ops)
-    return (
-      <div data-testid="tee-plain-tab">
-        <p class="meta">
-          Verified {s.tee} enclave without an owner channel (direct): through the operator API, whose program
-          is the measured TEE side.
-        </p>
-        {tab === 'Exec' && <Exec sandbox={sandbox} />}
-        {tab === 'Files' && <Files sandbox={sandbox} />}
-        {tab === 'Chat' && <Chat sandbox={sandbox} />}
-        {tab === 'Terminal' && <Terminals sandbox={sandbox} />}
-        {tab === 'Secrets' && <TeeSecrets set={s.setSecrets} />}
-      </div>
     );
   return (
     <div data-testid="tee-tab">
