@@ -488,7 +488,7 @@ describe('tee-instance end to end (direct backend, test SEV PKI)', () => {
         configDir: join(dir, `cli-${randomBytes(4).toString('hex')}`),
         env: { AGENT_SANDBOX_PRIVATE_KEY: devnet.accounts.serviceOwner.privateKey, ...env },
       });
-    const [wrong, realRoots, tcbTooLow, noList, anchorsOutsideTest, blocked] = await Promise.all([
+    const [wrong, realRoots, tcbTooLow, noList, anchorsOutsideTest, blocked, notMine] = await Promise.all([
       run(['tee', 'verify', ...target(), '--measurement', 'b6'.repeat(48), ...TEST_ANCHORS()], TEST_ENV),
       run(['tee', 'verify', ...target(), '--measurement', MEASUREMENT]),
       run(
@@ -520,7 +520,14 @@ describe('tee-instance end to end (direct backend, test SEV PKI)', () => {
         ],
         { ...TEST_ENV, TEE_SECRET: 'never-sent' },
       ),
+      // Another wallet: the attestation binds the service owner, so this client refuses it.
+      runCliInProcess(['tee', 'verify', ...target(), '--measurement', MEASUREMENT, ...TEST_ANCHORS()], {
+        configDir: join(dir, `cli-${randomBytes(4).toString('hex')}`),
+        env: { AGENT_SANDBOX_PRIVATE_KEY: devnet.accounts.operator2.privateKey, ...TEST_ENV },
+      }),
     ]);
+    expect(notMine.code, notMine.err).toBe(8);
+    expect(notMine.err).toMatch(/takes orders from 0x[0-9a-f]{40}, not from you/);
     expect(wrong.code).toBe(8);
     expect(wrong.err).toMatch(/measurement_mismatch/);
     expect(realRoots.code).toBe(8);
