@@ -391,6 +391,7 @@ describe('tee-instance end to end (direct backend, test SEV PKI)', () => {
     expect((await ch.json('POST', '/tee/sealed-secrets', sealedByHost)).status).toBe(403);
 
     // The host answers 409 for the channel, hoping the CLI falls back to the plain routes.
+    const from = relay!.requests.length;
     relay!.refuseChannel = true;
     try {
       const down = await cli(
@@ -426,12 +427,9 @@ describe('tee-instance end to end (direct backend, test SEV PKI)', () => {
     } finally {
       relay!.refuseChannel = false;
     }
-    expect(relay!.bytes()).not.toContain(`echo ${pwn}`);
-    expect(
-      relay!.requests.filter(
-        (r) => /\/(exec|secrets|tee\/sealed-secrets)$/.test(r.path) && r.body.includes('DOWN_SECRET'),
-      ),
-    ).toEqual([]);
+    // What the CLI sent while the channel was refused: nothing in plaintext (the host's own
+    // plain calls above carry pwn, so only the requests from then on count).
+    for (const r of relay!.requests.slice(from)) expect(r.body, r.path).not.toContain(pwn);
     expect(operatorLog()).not.toContain(pwn);
   });
 
