@@ -103,12 +103,25 @@ export function setupBaseS(
   return { enc, sharedSecret, ctx: keySchedule(sharedSecret, info) };
 }
 
+// The enclave's own public key, derived once per secret key (by the key's identity, as the
+// platform's KeyObject cache): every request opened with it needs pkR in the KEM context, and
+// re-deriving it cost an OpenSSL public-key export per request (bench/tee-channel.bench.ts).
+const publicKeys = new WeakMap<Uint8Array, Uint8Array>();
+function publicKeyOf(sk: Uint8Array): Uint8Array {
+  let pk = publicKeys.get(sk);
+  if (!pk) {
+    pk = x25519PublicKey(sk);
+    publicKeys.set(sk, pk);
+  }
+  return pk;
+}
+
 export function setupBaseR(
   enc: Uint8Array,
   skR: Uint8Array,
   info: Uint8Array,
 ): { sharedSecret: Uint8Array; ctx: HpkeContext } {
-  const pkR = x25519PublicKey(skR);
+  const pkR = publicKeyOf(skR);
   const dh = x25519Shared(skR, enc); // throws on a low-order point (all-zero result)
   const sharedSecret = extractAndExpand(dh, concatBytes(enc, pkR));
   return { sharedSecret, ctx: keySchedule(sharedSecret, info) };

@@ -229,6 +229,8 @@ function openTee(
       operator: key.address,
       owner,
       injectSecrets: (id, secrets) => manager.injectSecrets(id, secrets),
+      sidecarFor: (id) => manager.sidecarEndpoint(id),
+      log: (fields, msg) => log.warn(fields, msg),
     });
   });
 }

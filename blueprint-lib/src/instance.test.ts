@@ -153,6 +153,7 @@ describe('instance mode', () => {
         owner: devnet.accounts.serviceOwner.address,
         operator: account.address,
         injectSecrets: (id, env) => manager.injectSecrets(id, env),
+        sidecarFor: (id) => manager.sidecarEndpoint(id),
         expectedMeasurements: [],
         requirePinned: false,
         acceptedTcbStatuses: ['UpToDate'],

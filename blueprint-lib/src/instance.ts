@@ -171,6 +171,10 @@ export async function provisionInstance(o: InstanceOptions): Promise<Provisioned
     callId: instanceCallId(o.serviceId, o.attempt),
     expiryExempt,
     ...runtimeCreateParams(v),
+    // A TEE sandbox takes env from its owner only (over the owner channel): the chain's env_json
+    // reaches this program through an RPC the operator picks, so it could be the operator's own
+    // (an agent command, a base URL), planted before the owner's secrets arrive.
+    ...(o.tee ? { env: {} } : {}),
   };
   const sandbox = o.tee?.deploy ? await o.tee.deploy(params) : await o.sandboxes.create(params);
   const already = await read<boolean>('isOperatorProvisioned', [o.serviceId, o.account.address]);

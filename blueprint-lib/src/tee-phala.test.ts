@@ -93,6 +93,9 @@ describe('tee-instance on TEE_BACKEND=phala', () => {
       injectSecrets: () => {
         throw new Error('secrets must stay in the CVM');
       },
+      sidecarFor: () => {
+        throw new Error('phala: the CVM sidecar is reached through the backend');
+      },
       expectedMeasurements: [],
       requirePinned: true,
       acceptedTcbStatuses: ['UpToDate'],

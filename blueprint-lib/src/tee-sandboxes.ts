@@ -51,6 +51,37 @@ export function withCvmSandboxes(base: ApiSandboxes, cvms: CvmSandboxes): ApiSan
   };
 }
 
+/**
+ * direct: the operator program is the enclave, and everything outside it (the host, the network,
+ * a relay in front of the API) sees the owner's API session. So for a TEE sandbox the plain owner
+ * routes, which a replayed session could use, are refused (409, saying to use --tee): exec, files,
+ * terminals, agent runs and workflows (no sidecar through the API), port previews, plaintext
+ * secrets, members and snapshots (copies of the owner's files). What the session still reaches is
+ * health and lifecycle (get, list, stop, resume); owner operations come only over the owner
+ * channel, which this program ends itself (TeeService.channel) with the owner's signature checked.
+ */
+export function withDirectEnclave(base: ApiSandboxes): ApiSandboxes {
+  const refuse = (what: string): never => {
+    throw new RuntimeError(
+      'CONFLICT',
+      `${what} is not available through the operator API for a TEE sandbox: the enclave takes it from its owner only, end to end over the owner channel (use the CLI with --tee, or the console's Attestation tab)`,
+    );
+  };
+  return {
+    ...base,
+    addMember: () => refuse('team access (members)'),
+    removeMember: () => refuse('team access (members)'),
+    snapshot: () => refuse('a snapshot'),
+    injectSecrets: () => refuse('a plaintext secret (use secrets set --sealed)'),
+    wipeSecrets: () => refuse('wiping secrets'),
+    sidecarEndpoint: (id) =>
+      refuse(
+        `exec, files, prompts and terminals of sandbox ${id} (e.g. \`agent-sandbox exec ${id} --tee --measurement HEX … -- CMD\`)`,
+      ),
+    exposedPort: () => null,
+  };
+}
+
 /** A SandboxRecord for a CVM sandbox (no container, volume or snapshot on this host). */
 export function cvmRecord(f: {
   id: string;

@@ -16,7 +16,7 @@ import {
 import type { Address } from 'viem';
 import { type CreateSandboxInput, type InstanceTee, teeContextFor } from './instance.ts';
 import type { InstanceRuntime } from './instance-supervisor.ts';
-import { cvmRecord, withCvmSandboxes } from './tee-sandboxes.ts';
+import { cvmRecord, withCvmSandboxes, withDirectEnclave } from './tee-sandboxes.ts';
 
 export interface TeeInstanceOptions {
   settings: TeeSettings;
@@ -26,6 +26,9 @@ export interface TeeInstanceOptions {
   /** The service owner: the one wallet the enclave takes orders from (part of the binding context). */
   owner: Address;
   injectSecrets(sandboxId: string, env: Record<string, string>): Promise<unknown>;
+  /** direct: the sandbox's sidecar inside this CVM, where the owner channel's requests go. */
+  sidecarFor(sandboxId: string): { url: string; token: string; socketPath?: string };
+  log?: (fields: Record<string, unknown>, msg: string) => void;
   /** The operator's own check (a hint; clients bring their own allow-list). */
   expectedMeasurements: readonly string[];
   requirePinned: boolean;
@@ -35,7 +38,10 @@ export interface TeeInstanceOptions {
 export interface TeeInstance {
   service: TeeService;
   instance: InstanceTee;
-  /** The operator API's sandboxes: `base`, plus (phala) the CVM sandboxes with their sidecars. */
+  /**
+   * The operator API's sandboxes: phala, `base` plus the CVM sandboxes; direct, `base` with the
+   * owner routes refused (the owner channel, ended in this program, is their only way in).
+   */
   apiSandboxes(base: ApiSandboxes): ApiSandboxes;
   /**
    * The instance keeper's runtime: `base`, plus (phala) the CVM it deployed, so the keeper sees the
@@ -57,6 +63,8 @@ export async function openTeeInstance(o: TeeInstanceOptions): Promise<TeeInstanc
     backend,
     contextFor,
     injectSecrets: o.injectSecrets,
+    sidecarFor: o.sidecarFor,
+    ...(o.log ? { log: o.log } : {}),
     verify: {
       anchors,
       allowList: parseAllowList(o.expectedMeasurements.join(',')),
@@ -87,7 +95,7 @@ export async function openTeeInstance(o: TeeInstanceOptions): Promise<TeeInstanc
             all: () => [...cvms.values()],
             endpoint: (id) => backend.endpoint(id),
           })
-        : base,
+        : withDirectEnclave(base),
     instanceRuntime: (base) =>
       backend.keyHolder === 'sandbox'
         ? {

@@ -186,9 +186,9 @@ export function ownerChannel(
 const SealedAnswer = z.looseObject({ success: z.boolean(), secrets_count: z.number().optional() });
 
 /**
- * Verify, then seal `env` to the verified key and send it through the owner channel (phala: the
- * CVM takes it from its owner only); where the TEE side is the operator program itself (direct,
- * which has no channel: 409) the sealed body goes to the plain route. The operator only forwards.
+ * Verify, then seal `env` to the verified key and send it through the owner channel, signed by the
+ * owner inside (the enclave takes sealed secrets from its owner only, on both backends). A relay
+ * that refuses the channel gets nothing else: no fallback to a route the operator could replay.
  */
 export async function sendSealedSecrets(
   t: TeeTarget,
@@ -198,14 +198,8 @@ export async function sendSealedSecrets(
 ): Promise<{ verified: TeeVerified; secrets_count: number }> {
   const verified = await verifyTeeInstance(t, api, o);
   const body: SealedBody = sealSecrets(verified.pubkey, verified.ctx, verified.sandboxId, env);
-  let r: z.infer<typeof SealedAnswer>;
-  try {
-    const answer = await ownerChannel(verified, api, o.owner).json('POST', '/tee/sealed-secrets', body);
-    r = SealedAnswer.parse(answer.json);
-  } catch (e) {
-    if (!(e instanceof ClientError && e.status === 409)) throw e;
-    r = await api.json('POST', '/api/sandbox/tee/sealed-secrets', SealedAnswer, { body });
-  }
+  const answer = await ownerChannel(verified, api, o.owner).json('POST', '/tee/sealed-secrets', body);
+  const r = SealedAnswer.parse(answer.json);
   if (!r.success) {
     throw new ClientError(
       'REMOTE',

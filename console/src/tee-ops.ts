@@ -44,8 +44,6 @@ export interface TeeEntry {
 
 export class TeeOps {
   readonly #ch: ChannelClient;
-  /** The relay's last HTTP status (409: this backend has no channel, see hasChannel). */
-  #relayStatus = 0;
   constructor(
     readonly sandboxId: string,
     private readonly key: { pubkey: Uint8Array; ctx: string },
@@ -64,25 +62,18 @@ export class TeeOps {
           body: bytes as BodyInit,
           ...(signal ? { signal } : {}),
         });
-        this.#relayStatus = r.status;
         return r;
       },
     });
   }
 
   /**
-   * One round trip that also proves the enclave takes your signature (the wallet signs here).
-   * False where the relay answers 409: `direct`, whose TEE side is the operator program the
-   * attestation measured, has no channel (as the CLI's --tee, the tabs then use the operator API).
+   * One round trip that also proves the enclave takes your signature (the wallet signs here). On
+   * both backends: a relay that refuses the channel is an error, never a reason to use the
+   * operator's plain routes (where the host could read and replay what is sent).
    */
-  async hasChannel(): Promise<boolean> {
-    try {
-      await this.json('GET', '/health');
-      return true;
-    } catch (e) {
-      if (this.#relayStatus === 409) return false;
-      throw e;
-    }
+  async probe(): Promise<void> {
+    await this.json('GET', '/health');
   }
 
   /** One request; an enclave status ≥ 400 becomes an ApiError naming the enclave. */

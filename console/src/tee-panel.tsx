@@ -114,20 +114,15 @@ export function Attestation({ sandbox }: { sandbox: string }) {
       if (ok) {
         const pubkey = v.fromHex(att.binding.pubkey);
         const ops = new TeeOps(sandbox, { pubkey, ctx: c.ctx }, (m) => signMessage(me as `0x${string}`, m));
-        const channel = await ops.hasChannel();
+        await ops.probe();
         setTeeSession({
           sandboxId: sandbox,
           ctx: c.ctx,
           tee: att.tee,
           trust: o.trust,
-          ops: channel ? ops : undefined,
-          // Sealed here either way: through the channel, or (direct) to the operator program's opener.
-          setSecrets: (env) =>
-            channel
-              ? ops.setSecrets(env)
-              : api.json('POST', `/api/sandboxes/${encodeURIComponent(sandbox)}/tee/sealed-secrets`, {
-                  ...v.sealSecrets(pubkey, c.ctx, sandbox, env),
-                }),
+          ops,
+          // Sealed in this page, sent through the channel signed by the owner.
+          setSecrets: (env) => ops.setSecrets(env),
         });
       }
     } catch (e) {
@@ -217,15 +212,9 @@ export function Attestation({ sandbox }: { sandbox: string }) {
         <button type="button" onClick={check} disabled={busy} data-testid="att-verify">
           {busy ? 'Verifying…' : 'Fetch and verify'}
         </button>
-        {session?.ops && (
+        {session && (
           <span class="verified" data-testid="tee-channel-open">
             Owner channel open: the other tabs talk to this enclave end to end.
-          </span>
-        )}
-        {session && !session.ops && (
-          <span class="meta" data-testid="tee-no-channel">
-            Verified. This backend has no owner channel (direct: the TEE side is the operator program the
-            attestation measured): the other tabs use the operator API.
           </span>
         )}
       </div>

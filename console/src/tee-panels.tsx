@@ -4,8 +4,8 @@
 // cross the operator only as sealed bytes. Until a key is verified they say so and send nothing.
 import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { describeError } from './api.ts';
-import { applyEvent, Chat, type ChatState, ChatView } from './chat.tsx';
-import { apiOps, type SandboxOps } from './ops.ts';
+import { applyEvent, type ChatState, ChatView } from './chat.tsx';
+import type { SandboxOps } from './ops.ts';
 import { Exec, Files } from './panels.tsx';
 import type { TeeOps } from './tee-ops.ts';
 import { type TeeSession, useTeeSession } from './tee-session.ts';
@@ -43,7 +43,7 @@ export function TeeTab({
   onAttest: () => void;
 }) {
   const s = useTeeSession(sandbox);
-  const ops = useMemo(() => (s ? (s.ops ? channelOps(s.ops) : apiOps(sandbox)) : undefined), [s, sandbox]);
+  const ops = useMemo(() => (s ? channelOps(s.ops) : undefined), [s]);
   if (!s || !ops)
     return (
       <section data-testid="tee-needs-verify">
@@ -55,20 +55,6 @@ export function TeeTab({
           Go to Attestation
         </button>
       </section>
-    );
-  if (!s.ops)
-    return (
-      <div data-testid="tee-plain-tab">
-        <p class="meta">
-          Verified {s.tee} enclave without an owner channel (direct): through the operator API, whose program
-          is the measured TEE side.
-        </p>
-        {tab === 'Exec' && <Exec ops={ops} />}
-        {tab === 'Files' && <Files ops={ops} />}
-        {tab === 'Chat' && <Chat sandbox={sandbox} />}
-        {tab === 'Terminal' && <Terminals ops={ops} />}
-        {tab === 'Secrets' && <TeeSecrets set={s.setSecrets} />}
-      </div>
     );
   return (
     <div data-testid="tee-tab">

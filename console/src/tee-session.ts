@@ -33,9 +33,9 @@ export interface TeeSession {
   tee: string;
   /** How the key was trusted: verified here (SEV-SNP), or pinned from `agent-sandbox tee verify`. */
   trust: 'verified' | 'pinned';
-  /** The owner channel; undefined where the backend has none (direct: the operator API is used). */
-  ops: TeeOps | undefined;
-  /** Seals `env` to the verified key in this page and sends it (channel, or direct's sealed route). */
+  /** The owner channel (phala: to the CVM's sidecar; direct: to the operator program, the enclave). */
+  ops: TeeOps;
+  /** Seals `env` to the verified key in this page and sends it over the channel. */
   setSecrets(env: Record<string, string>): Promise<{ success: boolean; secrets_count?: number }>;
 }
 

@@ -2,12 +2,16 @@
 // an `agent-sandbox-operator run` process on the `direct` backend over a configfs-tsm tree in a
 // temp dir (test firmware signing SNP reports with a test PKI, trusted only in TEST_MODE). The
 // operator provisions and reports the v1 attestation on chain; the `agent-sandbox` CLI verifies it
-// (chain + fresh nonce), seals a secret to the bound key, and `exec` sees it in the sandbox.
+// (chain + fresh nonce), seals a secret to the bound key, and `exec --tee` sees it in the sandbox,
+// end to end over the owner channel the operator program ends. The operator API sits behind a
+// relay the test plays the host with (tee-direct-host.ts): it holds the owner's session and every
+// byte, and gets nothing an owner operation needs.
 import type { ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, openSync, readFileSync } from 'node:fs';
-import { rm } from 'node:fs/promises';
+import { rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { ChannelClient, fromHex, sealSecrets, toHex } from '@agent-sandbox/attestation';
 import { createSevTestPki, saveSevTestPki } from '@agent-sandbox/attestation/testing';
 import { devnetOperatorEnv, operatorReady, spawnOperator } from '@agent-sandbox/blueprint-bin/testing';
 import { DevnetJobs } from '@agent-sandbox/blueprint-lib/testing';
@@ -19,6 +23,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { runCliInProcess } from '../../client/src/testing/cli-harness.ts';
 import { injectWallet } from '../../console/test/wallet.ts';
 import { execCli, freePort, logTail, operatorDir, ROOT, serviceConfig } from './fixture.ts';
+import { type HostRelay, startHostRelay } from './tee-direct-host.ts';
 
 const devnet = inject('devnet');
 const image = inject('sandboxImage');
@@ -32,6 +37,8 @@ let serviceId = 0n;
 let fw: FakeTsmFirmware | undefined;
 const operators: ChildProcess[] = [];
 let operatorUrl = '';
+/** The host's network between every client here and the operator API (operatorUrl is it). */
+let relay: HostRelay | undefined;
 let sandboxId = '';
 const logFile = () => join(dir, 'operator.log');
 const operatorLog = () => logTail(logFile(), 4000);
@@ -40,6 +47,8 @@ const operatorLog = () => logTail(logFile(), 4000);
 async function newTeeService(jobs: DevnetJobs): Promise<bigint> {
   const config = serviceConfig({
     name: 'tee-e2e',
+    // The chain's env is not applied to a TEE sandbox (the operator picks the RPC it is read through).
+    env_json: '{"PLANTED_BY_CHAIN":"yes"}',
     max_lifetime_seconds: 3600n,
     idle_timeout_seconds: 900n,
     tee_required: true,
@@ -108,13 +117,17 @@ beforeAll(async () => {
   }).start();
   serviceId = await newTeeService(new DevnetJobs(devnet));
   // The operator provisions (container start + health) and reports on chain before it is ready.
-  operatorUrl = await startOperator(
+  const apiPort = await freePort();
+  relay = await startHostRelay(`http://127.0.0.1:${apiPort}`);
+  await startOperator(
     operatorEnv({
       DATA_DIR: join(dir, 'op'),
       TEE_TSM_REPORT_ROOT: join(dir, 'tsm'),
-      OPERATOR_API_PORT: `${await freePort()}`,
+      OPERATOR_API_PORT: `${apiPort}`,
+      OPERATOR_PUBLIC_URL: relay.url,
     }),
   );
+  operatorUrl = relay.url;
 });
 
 afterAll(async () => {
@@ -126,6 +139,7 @@ afterAll(async () => {
     }
   }
   await fw?.stop();
+  await relay?.close();
   for (const c of await docker.listContainers({ all: true, filters: { label: [SUITE_LABEL] } })) {
     await docker
       .getContainer(c.Id)
@@ -191,10 +205,39 @@ describe('tee-instance end to end (direct backend, test SEV PKI)', () => {
     );
     expect(sealed.code, sealed.err).toBe(0);
     expect(sealed.out).not.toContain(secret);
-    const exec = await cli(['exec', sandboxId, '--operator', operatorUrl, 'printenv TEE_SECRET']);
-    expect(exec.code, exec.err).toBe(0);
-    expect(exec.out.trim()).toBe(secret);
-    expect(operatorLog()).not.toContain(secret);
+    // Without --tee the operator API refuses (a replayed session must not run anything).
+    const plain = await cli(['exec', sandboxId, '--operator', operatorUrl, 'printenv TEE_SECRET']);
+    expect(plain.code, plain.err).toBe(4);
+    expect(plain.err).toContain('--tee');
+    const tee = [...target(), '--measurement', MEASUREMENT, ...TEST_ANCHORS()];
+    const mark = `cmd-${randomBytes(4).toString('hex')}`;
+    const exec = await cli(
+      ['exec', sandboxId, '--tee', ...tee, '--', `printenv TEE_SECRET; echo ${mark}-$((6*7))`],
+      TEST_ENV,
+    );
+    expect([exec.code, exec.out], exec.err).toEqual([0, `${secret}\n${mark}-42\n`]);
+    const planted = await cli(
+      ['exec', sandboxId, '--tee', ...tee, '--', 'printenv PLANTED_BY_CHAIN'],
+      TEST_ENV,
+    );
+    expect([planted.code, planted.out]).toEqual([1, '']);
+    const body = `file-${mark}\n`;
+    await writeFile(join(dir, 'up.txt'), body);
+    const put = await cli(
+      ['files', 'put', sandboxId, join(dir, 'up.txt'), 'tee-e2e/f.txt', '--tee', ...tee],
+      TEST_ENV,
+    );
+    expect(put.code, put.err).toBe(0);
+    const get = await cli(
+      ['files', 'get', sandboxId, 'tee-e2e/f.txt', join(dir, 'down.txt'), '--tee', ...tee],
+      TEST_ENV,
+    );
+    expect(get.code, get.err).toBe(0);
+    expect(readFileSync(join(dir, 'down.txt'), 'utf8')).toBe(body);
+    // The host's wire and the operator's log carry none of it.
+    for (const seen of [relay!.bytes(), operatorLog()]) {
+      for (const plaintext of [secret, mark, 'printenv', body.trim()]) expect(seen).not.toContain(plaintext);
+    }
   });
 
   it('the console verifies it in the browser: verified with the pinned measurement and test root, refused otherwise', async () => {
@@ -215,12 +258,7 @@ describe('tee-instance end to end (direct backend, test SEV PKI)', () => {
       const errors: string[] = [];
       page.on('pageerror', (e) => errors.push(e.message));
       page.on('console', (m) => {
-        // direct has no owner channel: the probe after a verification answers 409 (expected).
-        if (
-          m.type() === 'error' &&
-          !(/status of 409/.test(m.text()) && m.location().url.includes('/tee/channel'))
-        )
-          errors.push(m.text());
+        if (m.type() === 'error') errors.push(m.text());
       });
       // The CLI above signed in as the owner; the page reuses its cached session (the browser sign-in
       // has its own test in console/test, and another one here would cross the auth rate limit).
@@ -271,13 +309,14 @@ describe('tee-instance end to end (direct backend, test SEV PKI)', () => {
       if (process.env['UPDATE_SCREENSHOTS']) {
         await page.screenshot({ path: join(ROOT, 'docs', 'console', 'attestation.png'), fullPage: true });
       }
-      // direct: no owner channel (the TEE side is the operator program); the tabs use its API.
-      await page.getByTestId('tee-no-channel').waitFor();
+      // direct: the owner channel ends in the operator program (the measured TEE side).
+      await page.getByTestId('tee-channel-open').waitFor();
       await page.getByTestId('tab-Exec').click();
-      await page.getByTestId('tee-plain-tab').waitFor();
+      await page.getByTestId('tee-tab').waitFor();
       await page.getByTestId('exec-command').fill('echo console-$((6*7))');
       await page.getByTestId('exec-run').click();
       await page.getByTestId('exec-output').filter({ hasText: 'console-42' }).waitFor();
+      expect(relay!.bytes()).not.toContain('console-$((6*7))');
       await page.getByTestId('tab-Attestation').click();
       const wrong = await verify('b6'.repeat(48), true);
       expect(wrong.verdict).toBe('measurement_mismatch');
@@ -286,6 +325,112 @@ describe('tee-instance end to end (direct backend, test SEV PKI)', () => {
     } finally {
       await browser.close();
     }
+  });
+
+  it("the host, with the owner's session and every relay byte, runs nothing and reads nothing; a refused channel is no downgrade", async () => {
+    expect(sandboxId, 'the CLI test above found the sandbox').not.toBe('');
+    // What the host saw on the wire: the owner's API session (the CLI cached the same one).
+    const cached = JSON.parse(readFileSync(join(dir, 'cli', 'sessions.json'), 'utf8')) as {
+      sessions: Record<string, { address: string; token: string }>;
+    };
+    const owner = devnet.accounts.serviceOwner.address.toLowerCase();
+    const token = Object.values(cached.sessions).find((x) => x.address.toLowerCase() === owner)!.token;
+    const base = `${operatorUrl}/api/sandboxes/${sandboxId}`;
+    const call = async (method: string, path: string, body?: unknown) => {
+      const r = await fetch(`${base}${path}`, {
+        method,
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+      });
+      return { status: r.status, text: await r.text() };
+    };
+    const pwn = `pwn-${randomBytes(4).toString('hex')}`;
+    const owned = [
+      ['POST', '/exec', { command: `echo ${pwn}; printenv TEE_SECRET` }],
+      ['GET', '/files?path=.'],
+      ['GET', '/files/content?path=tee-e2e/f.txt'],
+      ['POST', '/terminals', {}],
+      ['POST', '/prompt', { message: `say ${pwn}` }],
+      ['POST', '/secrets', { env: { SANDBOX_AGENT_COMMAND: `curl ${pwn}` } }],
+      ['POST', '/members', { address: devnet.accounts.operator1.address }],
+      ['POST', '/snapshot', {}],
+    ] as const;
+    for (const [method, path, body] of owned) {
+      const r = await call(method, path, body);
+      expect([path, r.status], r.text).toEqual([path, 409]);
+      expect(r.text).not.toContain(pwn);
+    }
+    // Lifecycle and health still answer (availability is the operator's to give).
+    expect((await call('GET', '')).status).toBe(200);
+    expect((await fetch(`${operatorUrl}/health`)).status).toBe(200);
+
+    // A body the host seals itself to the (public) key, on the plain route: refused.
+    const nonce = toHex(new Uint8Array(randomBytes(32)));
+    const pk = (await (
+      await fetch(`${base}/tee/public-key?nonce=${nonce}`, { headers: { authorization: `Bearer ${token}` } })
+    ).json()) as { pubkey: string; binding: { ctx: string } };
+    const sealedByHost = sealSecrets(fromHex(pk.pubkey), pk.binding.ctx, sandboxId, {
+      SANDBOX_AGENT_COMMAND: `curl ${pwn}`,
+    });
+    expect((await call('POST', '/tee/sealed-secrets', sealedByHost)).status).toBe(409);
+    // Over the channel with the host's own wallet (the operator's key, say): refused in the enclave.
+    const hostWallet = privateKeyToAccount(devnet.accounts.operator1.privateKey);
+    const ch = new ChannelClient({
+      pubkey: fromHex(pk.pubkey),
+      ctx: pk.binding.ctx,
+      address: hostWallet.address,
+      signMessage: (message) => hostWallet.signMessage({ message }),
+      relay: (bytes, type) =>
+        fetch(`${base}/tee/channel`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${token}`, 'content-type': type },
+          body: Buffer.from(bytes),
+        }),
+    });
+    expect((await ch.json('POST', '/terminals/commands', { command: `echo ${pwn}` })).status).toBe(403);
+    expect((await ch.json('POST', '/tee/sealed-secrets', sealedByHost)).status).toBe(403);
+
+    // The host answers 409 for the channel, hoping the CLI falls back to the plain routes.
+    const from = relay!.requests.length;
+    relay!.refuseChannel = true;
+    try {
+      const down = await cli(
+        [
+          'exec',
+          sandboxId,
+          '--tee',
+          ...target(),
+          '--measurement',
+          MEASUREMENT,
+          ...TEST_ANCHORS(),
+          '--',
+          `echo ${pwn}`,
+        ],
+        TEST_ENV,
+      );
+      expect(down.code).not.toBe(0);
+      const sealed = await cli(
+        [
+          'secrets',
+          'set',
+          sandboxId,
+          'DOWN_SECRET',
+          '--sealed',
+          ...target(),
+          '--measurement',
+          MEASUREMENT,
+          ...TEST_ANCHORS(),
+        ],
+        { ...TEST_ENV, DOWN_SECRET: pwn },
+      );
+      expect(sealed.code).not.toBe(0);
+    } finally {
+      relay!.refuseChannel = false;
+    }
+    // What the CLI sent while the channel was refused: nothing in plaintext (the host's own
+    // plain calls above carry pwn, so only the requests from then on count).
+    for (const r of relay!.requests.slice(from)) expect(r.body, r.path).not.toContain(pwn);
+    expect(operatorLog()).not.toContain(pwn);
   });
 
   it('no quote oracle on direct: a sandbox container, even as root, reaches no configfs-tsm and no dstack socket', async () => {
@@ -341,7 +486,7 @@ describe('tee-instance end to end (direct backend, test SEV PKI)', () => {
         configDir: join(dir, `cli-${randomBytes(4).toString('hex')}`),
         env: { AGENT_SANDBOX_PRIVATE_KEY: devnet.accounts.serviceOwner.privateKey, ...env },
       });
-    const [wrong, realRoots, tcbTooLow, noList, anchorsOutsideTest, blocked] = await Promise.all([
+    const [wrong, realRoots, tcbTooLow, noList, anchorsOutsideTest, blocked, notMine] = await Promise.all([
       run(['tee', 'verify', ...target(), '--measurement', 'b6'.repeat(48), ...TEST_ANCHORS()], TEST_ENV),
       run(['tee', 'verify', ...target(), '--measurement', MEASUREMENT]),
       run(
@@ -373,7 +518,14 @@ describe('tee-instance end to end (direct backend, test SEV PKI)', () => {
         ],
         { ...TEST_ENV, TEE_SECRET: 'never-sent' },
       ),
+      // Another wallet: the attestation binds the service owner, so this client refuses it.
+      runCliInProcess(['tee', 'verify', ...target(), '--measurement', MEASUREMENT, ...TEST_ANCHORS()], {
+        configDir: join(dir, `cli-${randomBytes(4).toString('hex')}`),
+        env: { AGENT_SANDBOX_PRIVATE_KEY: devnet.accounts.operator2.privateKey, ...TEST_ENV },
+      }),
     ]);
+    expect(notMine.code, notMine.err).toBe(8);
+    expect(notMine.err).toMatch(/takes orders from 0x[0-9a-f]{40}, not from you/);
     expect(wrong.code).toBe(8);
     expect(wrong.err).toMatch(/measurement_mismatch/);
     expect(realRoots.code).toBe(8);

@@ -66,7 +66,7 @@ export const TEE_CHANNEL_OPTIONS: Record<string, OptSpec> = {
   ...TEE_VERIFY_OPTIONS,
 };
 const TEE_DETAILS =
-  ' With --tee (TEE-instance services) nothing is sent unless the enclave verifies (exit 8); then the request, its output and any file bodies travel encrypted to the attested key and signed by you inside, so the operator relays bytes it cannot read. Without --tee a Phala CVM sandbox refuses these commands (exit 4): its enclave takes them only over the channel. Where the TEE side is the operator program itself (TEE_BACKEND=direct) --tee verifies, then uses the plain routes.';
+  " With --tee (TEE-instance services) nothing is sent unless the enclave verifies (exit 8); then the request, its output and any file bodies travel encrypted to the attested key and signed by you inside, so the operator relays bytes it cannot read. Without --tee a TEE sandbox refuses these commands (exit 4): its enclave (a Phala CVM's sidecar, or on TEE_BACKEND=direct the measured operator program) takes them only over the channel, and a relay that refuses the channel is an error, never a fallback.";
 
 export const GLOBAL_OPTIONS: Record<string, OptSpec> = {
   operator: { type: 'string', arg: 'URL', help: 'operator API URL (env AGENT_SANDBOX_OPERATOR)' },

@@ -12,7 +12,7 @@ import {
   type TrustAnchors,
 } from '@agent-sandbox/attestation';
 import { type Address, isAddress } from 'viem';
-import { ClientError, isClientError } from '../errors.ts';
+import { ClientError } from '../errors.ts';
 import { ownerChannel, sendSealedSecrets, type TeeTarget, verifyTeeInstance } from '../tee.ts';
 import { type SandboxOps, TeeSandbox } from '../tee-sandbox.ts';
 import type { Command } from './commands.ts';
@@ -190,8 +190,9 @@ export async function sealedSecretsSet(
 
 /**
  * `--tee`: verify the enclave (exit 8 unless both attestations verify), then the sandbox's
- * operations over the owner channel. A backend without a channel (409: direct, whose TEE side is
- * the operator program the attestation measured) gets the plain routes, as sealed secrets do.
+ * operations over the owner channel, on both backends (phala: the CVM's sidecar ends it; direct:
+ * the operator program the attestation measured). A relay that refuses the channel is an error,
+ * never a reason to send the command in plaintext.
  */
 export async function teeSandboxOps(ctx: CliContext, id: string): Promise<SandboxOps> {
   const { t, api, account } = await target(ctx);
@@ -205,12 +206,7 @@ export async function teeSandboxOps(ctx: CliContext, id: string): Promise<Sandbo
     ctx.note(`note: the attested instance sandbox is ${verified.sandboxId} (you named ${id})`);
   }
   const channel = ownerChannel(verified, api, account);
-  try {
-    // One round trip that also proves the enclave takes your signature.
-    await channel.json('GET', '/health');
-  } catch (e) {
-    if (!(isClientError(e) && e.status === 409)) throw e;
-    return ctx.operator(id);
-  }
+  // One round trip that also proves the enclave takes your signature.
+  await channel.json('GET', '/health');
   return new TeeSandbox(channel);
 }

@@ -21,8 +21,10 @@ import {
   type Verification,
   verifyBoundAttestation,
 } from '@agent-sandbox/attestation';
+import { ChannelEndpoint } from '@agent-sandbox/attestation/sealing';
 import { RuntimeError } from '../errors.ts';
 import type { TeeBackend } from './backend.ts';
+import { directChannel, type SidecarTarget } from './direct-channel.ts';
 
 export interface TeeServiceOptions {
   backend: TeeBackend;
@@ -30,6 +32,12 @@ export interface TeeServiceOptions {
   contextFor(sandboxId: string): string;
   /** Where opened secrets go: the sandbox's normal secret path. */
   injectSecrets(sandboxId: string, env: Record<string, string>): Promise<unknown>;
+  /**
+   * direct: the sandbox's sidecar inside this CVM, which the owner channel ends in front of (the
+   * operator API's plain routes do not reach it for a TEE sandbox).
+   */
+  sidecarFor?(sandboxId: string): Promise<SidecarTarget> | SidecarTarget;
+  log?: (fields: Record<string, unknown>, msg: string) => void;
   /** The operator's own check of its evidence (a hint to callers; clients verify themselves). */
   verify: {
     anchors?: TrustAnchors;
@@ -54,6 +62,8 @@ export interface TeeAttestationView {
 interface SealingKey {
   publicKey: Uint8Array;
   opener: SealedSecretOpener;
+  /** The owner channel's end (direct): same key, the context's owner checked on every request. */
+  endpoint: ChannelEndpoint;
 }
 
 export class TeeService {
@@ -72,6 +82,7 @@ export class TeeService {
       k = {
         publicKey: kp.publicKey,
         opener: new SealedSecretOpener(kp.secretKey, kp.publicKey, ctx, sandboxId),
+        endpoint: new ChannelEndpoint(kp.secretKey, kp.publicKey, ctx),
       };
       this.#keys.set(sandboxId, k);
     }
@@ -145,19 +156,24 @@ export class TeeService {
     return { ...view, algorithm: SEALED_ALGORITHM, key_id: keyId(this.#key(sandboxId).publicKey) };
   }
 
-  /** Opens here; the plaintext goes only to the sandbox's secret path. Any failure: success false. */
+  /**
+   * The operator API's plain sealed route: refused on both backends. Anyone may seal to the public
+   * key, so a body the API delivers could be the host's or the operator's own env (an agent
+   * command, a base URL) under the owner's replayed session; the enclave takes sealed secrets from
+   * its owner only, through the owner channel, where the owner's signature is checked inside.
+   */
   async sealedSecrets(
-    sandboxId: string,
-    body: unknown,
+    _sandboxId: string,
+    _body: unknown,
   ): Promise<{ success: boolean; secrets_count: number }> {
-    if (this.o.backend.keyHolder === 'sandbox') {
-      // The CVM takes sealed secrets from its owner only, through the owner channel: one delivered
-      // by the operator could be the operator's own env sealed to the (public) key.
-      throw new RuntimeError(
-        'CONFLICT',
-        'this sandbox runs in a CVM that takes sealed secrets only through the owner channel (POST …/tee/channel); update agent-sandbox',
-      );
-    }
+    throw new RuntimeError(
+      'CONFLICT',
+      'this enclave takes sealed secrets only from its owner, through the owner channel (POST …/tee/channel); update agent-sandbox',
+    );
+  }
+
+  /** Opens here (direct); the plaintext goes only to the sandbox's secret path. Any failure: success false. */
+  async #openSealed(sandboxId: string, body: unknown): Promise<{ success: boolean; secrets_count: number }> {
     let env: Record<string, string>;
     try {
       env = this.#key(sandboxId).opener.open(body);
@@ -168,15 +184,25 @@ export class TeeService {
     return { success: true, secrets_count: Object.keys(env).length };
   }
 
-  /** Relays an owner-channel message to the CVM (phala); the answer streams back sealed. */
+  /**
+   * An owner-channel message: relayed to the CVM (phala), or ended here (direct: this program is
+   * the enclave); either way the answer streams back sealed to the owner.
+   */
   async channel(sandboxId: string, message: Uint8Array): Promise<Response> {
-    if (this.o.backend.keyHolder !== 'sandbox') {
-      throw new RuntimeError(
-        'CONFLICT',
-        `the ${this.o.backend.name} backend has no owner channel: its TEE side is this operator program (use the plain routes)`,
-      );
+    if (this.o.backend.keyHolder === 'sandbox') return this.o.backend.forwardChannel(sandboxId, message);
+    const sidecarFor = this.o.sidecarFor;
+    if (!sidecarFor) {
+      throw new RuntimeError('CONFLICT', `the ${this.o.backend.name} backend here has no sandbox to reach`);
     }
-    return this.o.backend.forwardChannel(sandboxId, message);
+    return directChannel(
+      {
+        endpoint: this.#key(sandboxId).endpoint,
+        sidecar: () => sidecarFor(sandboxId),
+        sealed: (body) => this.#openSealed(sandboxId, body),
+        ...(this.o.log ? { log: this.o.log } : {}),
+      },
+      message,
+    );
   }
 
   /** The v1 document for reportProvisioned, over the on-chain nonce. */

@@ -163,7 +163,10 @@ function idempotencyKey(header: string | undefined, body: string | undefined): s
 }
 
 export function registerRuns(app: OpenAPIHono<ApiEnv>, d: SandboxRouteDeps): void {
-  const assertAgent = (r: { id: string; agent?: boolean | undefined }) => {
+  const assertAgent = async (r: { id: string; agent?: boolean | undefined }) => {
+    // A sandbox this API may not reach (a TEE sandbox, whose enclave takes runs only over the
+    // owner channel: 409 saying so) is refused before a run is admitted, not when it starts.
+    await d.sandboxes.sidecarEndpoint(r.id);
     if (r.agent === false) {
       throw new RuntimeError(
         'AGENT_DISABLED',
@@ -183,7 +186,7 @@ export function registerRuns(app: OpenAPIHono<ApiEnv>, d: SandboxRouteDeps): voi
   app.openapi(promptRoute, async (c) => {
     const record = c.get('sandbox');
     assertRunning(record);
-    assertAgent(record);
+    await assertAgent(record);
     const b = c.req.valid('json');
     const a = await d.runs.admit({
       sandboxId: record.id,
@@ -204,7 +207,7 @@ export function registerRuns(app: OpenAPIHono<ApiEnv>, d: SandboxRouteDeps): voi
   app.openapi(taskRoute, async (c) => {
     const record = c.get('sandbox');
     assertRunning(record);
-    assertAgent(record);
+    await assertAgent(record);
     const b = c.req.valid('json');
     const metadata: Record<string, unknown> = { kind: 'task' };
     if (b.max_turns !== undefined) metadata.max_turns = b.max_turns;

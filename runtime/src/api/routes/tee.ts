@@ -52,7 +52,9 @@ const sealedRoute = createRoute({
   method: 'post',
   path: '/tee/sealed-secrets',
   tags: ['tee'],
-  summary: 'Secrets encrypted by the client to the enclave key',
+  summary: 'Refused (409) on both backends: send sealed secrets inside the owner channel',
+  description:
+    "Anyone may seal to the public key, so a body this API delivered could be the operator's own env; the enclave takes sealed secrets from its owner only, as `POST /tee/sealed-secrets` inside `…/tee/channel`.",
   security: [{ bearer: [] }],
   request: { body: jsonBody(SealedSchema) },
   responses: { 200: json(PassThroughSchema, 'Accepted'), ...E },
@@ -62,7 +64,8 @@ const channelRoute = createRoute({
   method: 'post',
   path: '/tee/channel',
   tags: ['tee'],
-  summary: "The owner's end-to-end channel into the enclave (this operator relays it blind)",
+  summary:
+    "The owner's end-to-end channel into the enclave (relayed blind to a CVM, or ended in this measured program on direct)",
   description:
     'An Oblivious-HTTP-shaped message (RFC 9458 encapsulation, our JSON framing inside) encrypted to the ' +
     "enclave's attested key and signed inside by the owner (EIP-4361). The answer is a chunked, sealed " +
