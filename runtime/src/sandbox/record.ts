@@ -155,6 +155,8 @@ export const SandboxRecordSchema = z.object({
     })
     .nullable()
     .optional(),
+  /** Objects an upload cut short left in the store (its cleanup failed too): deleted at the next try. */
+  snapshotOrphans: z.array(z.string()).optional(),
   resources: SandboxResourcesSchema,
   timers: SandboxTimersSchema,
   /** Non-secret configuration from the create request (phase 1). */

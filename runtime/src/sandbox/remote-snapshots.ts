@@ -22,6 +22,21 @@ function objects(ctx: SandboxContext, rec: SandboxRecord): S3SnapshotStore {
 const namesOf = (r: RemoteSnapshot | null | undefined): string[] =>
   r ? [r.workspace, r.image].filter((n): n is string => Boolean(n)) : [];
 
+/** Every object the record names: the snapshot's and any an interrupted upload left. */
+const allNames = (rec: SandboxRecord): string[] => [
+  ...namesOf(rec.snapshotRemote),
+  ...(rec.snapshotOrphans ?? []),
+];
+
+/** Records objects whose deletion failed, so a later drop or purge deletes them. */
+async function keepOrphans(ctx: SandboxContext, id: string, names: string[]): Promise<void> {
+  if (names.length === 0) return;
+  await ctx.records.patch(id, (r) => ({
+    ...r,
+    snapshotOrphans: [...new Set([...(r.snapshotOrphans ?? []), ...names])],
+  }));
+}
+
 /**
  * Uploads the given archives (sealed) as new objects and returns what the record should name: the
  * new objects, plus the previous workspace object when no new workspace was given and the
@@ -84,9 +99,11 @@ export async function fetchArchive(
 
 /** Deletes the sandbox's objects (throws SNAPSHOT_STORE_UNAVAILABLE, so a delete can be retried). */
 export async function dropRemote(ctx: SandboxContext, rec: SandboxRecord): Promise<void> {
-  const names = namesOf(rec.snapshotRemote);
+  const cur = ctx.records.get(rec.id) ?? rec;
+  const names = [...new Set([...allNames(rec), ...allNames(cur)])];
   if (names.length === 0) return;
   await objects(ctx, rec).remove(names);
+  if (cur.snapshotOrphans?.length) await ctx.records.patch(rec.id, (r) => ({ ...r, snapshotOrphans: [] }));
 }
 
 /** As dropRemote, but a failure is logged and the objects stay named (returned) for a later delete. */

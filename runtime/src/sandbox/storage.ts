@@ -244,6 +244,17 @@ export async function restoreSource(
 }> {
   const { driver } = ctx;
   const dir = rec.snapshotArchiveDir ?? archiveDirOf(ctx, rec.id);
+  // The workspace first: it is the small one, so a bad object is refused before an image load.
+  const volumeExists = await driver.volumeExists(rec.volumeName);
+  let workspaceTar: string | undefined;
+  if (!volumeExists) {
+    const tar = join(dir, WORKSPACE_TAR);
+    if (!(await fileExists(tar)) && hasRemote(rec, 'workspace')) {
+      await mkdir(dir, { recursive: true, mode: 0o700 });
+      await fetchArchive(ctx, rec, 'workspace', tar);
+    }
+    if (await fileExists(tar)) workspaceTar = tar;
+  }
   let image = rec.image;
   let snapshotImageId = rec.snapshotImageId;
   if (snapshotImageId) {
@@ -262,16 +273,6 @@ export async function restoreSource(
     }
     if (snapshotImageId && (await driver.inspectImage(snapshotImageId))) image = snapshotImageId;
     else snapshotImageId = null;
-  }
-  const volumeExists = await driver.volumeExists(rec.volumeName);
-  let workspaceTar: string | undefined;
-  if (!volumeExists) {
-    const tar = join(dir, WORKSPACE_TAR);
-    if (!(await fileExists(tar)) && hasRemote(rec, 'workspace')) {
-      await mkdir(dir, { recursive: true, mode: 0o700 });
-      await fetchArchive(ctx, rec, 'workspace', tar);
-    }
-    if (await fileExists(tar)) workspaceTar = tar;
   }
   return { image, snapshotImageId, workspaceTar, volumeExists };
 }

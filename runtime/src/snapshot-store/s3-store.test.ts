@@ -88,7 +88,7 @@ describe('destination allow-list', () => {
       ['https://user:pw@8.8.8.8', /credentials go in/],
     ];
     for (const [url, why] of refused) {
-      const err = await checkDestination(url, strict).catch((e: unknown) => e as Error & { code: string });
+      const err = (await checkDestination(url, strict).catch((e: unknown) => e)) as Error & { code: string };
       expect(err, url).toMatchObject({ code: 'CONFIG_INVALID' });
       expect(err.message, url).toMatch(why);
       expect(err.message).toMatch(/SNAPSHOT_S3_ENDPOINT/);
@@ -217,7 +217,7 @@ describe('S3 store against a local S3 server', () => {
       .catch((e: unknown) => e as Error);
     await relay.cut;
     expect(err).toMatchObject({ code: 'SNAPSHOT_STORE_UNAVAILABLE' });
-    expect(err.message).toMatch(/the local copy is kept/);
+    expect((err as Error).message).toMatch(/the local copy is kept/);
     expect((await readFile(file)).equals(content)).toBe(true);
     relay.restore();
     const after = [...(await s3.files()).keys()].filter(
