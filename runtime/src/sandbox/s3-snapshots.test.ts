@@ -172,6 +172,7 @@ describe('cold tier in the bucket', () => {
 
 describe('snapshots in the bucket', () => {
   it('POST snapshot sends the workspace there; a fork and a restore come from it; a swapped or tampered object is refused; delete removes the objects', async () => {
+    relay.restore();
     const src = await planted();
     const snap = await rig.manager.snapshot(src.id);
     expect(snap.storage).toBe('object_store');

@@ -146,7 +146,7 @@ describe('S3 store against a local S3 server', () => {
     const store = await S3SnapshotStore.open(cfg(s3.endpoint, s3.bucket), key, log);
     const planted = `PLANTED-${randomBytes(8).toString('hex')}`;
     const file = join(dir, 'ws.tar');
-    await writeFile(file, Buffer.concat([Buffer.from(planted.repeat(1000)), randomBytes(6 * 1024 * 1024)]));
+    await writeFile(file, Buffer.concat([Buffer.from(planted.repeat(1000)), randomBytes(1024 * 1024)]));
     const name = store.newName();
     expect(name).toMatch(/^agent-sandbox\/[0-9a-f]{32}$/);
     const size = await store.put(name, { sandboxId: 'sbx-x', kind: 'workspace' }, file);
@@ -207,11 +207,11 @@ describe('S3 store against a local S3 server', () => {
   it('the store cut off mid-upload: a clear failure, the local file kept, no object left; a retry works', async () => {
     const store = await S3SnapshotStore.open(cfg(relay.endpoint, s3.bucket), key, log);
     const file = join(dir, 'big.tar');
-    const content = randomBytes(24 * 1024 * 1024);
+    const content = randomBytes(7 * 1024 * 1024);
     await writeFile(file, content);
     const before = new Set((await s3.files()).keys());
     const name = store.newName();
-    relay.cutAfter(8 * 1024 * 1024);
+    relay.cutAfter(3 * 1024 * 1024);
     const err = await store
       .put(name, { sandboxId: 'sbx-c', kind: 'image' }, file)
       .catch((e: unknown) => e as Error);
