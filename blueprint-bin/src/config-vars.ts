@@ -6,6 +6,7 @@ import { z } from 'zod';
 import { bool, int, list, secretHex, text, url, v } from './config-var-parsers.ts';
 import { APPROVAL_VARIABLES } from './config-vars-approval.ts';
 import { SANDBOX_VARIABLES } from './config-vars-sandbox.ts';
+import { SNAPSHOT_S3_VARIABLES } from './config-vars-snapshot-s3.ts';
 import { TEE_VARIABLES } from './config-vars-tee.ts';
 import { WORKFLOW_VARIABLES } from './config-vars-workflows.ts';
 
@@ -333,6 +334,7 @@ export const VARIABLES = {
   }),
 
   ...SANDBOX_VARIABLES,
+  ...SNAPSHOT_S3_VARIABLES,
   ...TEE_VARIABLES,
   ...WORKFLOW_VARIABLES,
   ...APPROVAL_VARIABLES,

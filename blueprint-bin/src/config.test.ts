@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, configSchema, loadConfig, VARIABLES } from './config.ts';
 import { configurationSection, README, withConfigurationSection } from './config-doc.ts';
+import { managerConfig } from './operator-options.ts';
 
 const SECRET = 'ab'.repeat(32);
 const valid = {
@@ -173,6 +174,32 @@ describe('loadConfig', () => {
     expect(c.values.SANDBOX_EXTRA_LABELS).toEqual({ 'agent-sandbox.test': '1', x: 'y' });
     expect(c.values.CORS_ALLOWED_ORIGINS).toEqual(['https://a.example']);
     expect(c.api.publicUrl).toBeUndefined();
+  });
+
+  it('maps SNAPSHOT_S3_* into the manager config (none without a bucket), the keys marked secret', () => {
+    const opts = { operatorId: 'op', image: 'img', workspaceDisk: 'none' as const };
+    expect(managerConfig(loadConfig('run', valid).values, '/tmp/op', opts).snapshotS3).toBeUndefined();
+    const c = loadConfig('run', {
+      ...valid,
+      SNAPSHOT_S3_BUCKET: 'snaps',
+      SNAPSHOT_S3_ENDPOINT: 'https://s3.example.net',
+      SNAPSHOT_S3_ACCESS_KEY_ID: 'AKIDEXAMPLE',
+      SNAPSHOT_S3_SECRET_ACCESS_KEY: 'wJalrXUtnFEMI',
+      SNAPSHOT_S3_ALLOW_PRIVATE_HOSTS: 'MinIO.lan, 10.0.0.5',
+    });
+    expect(managerConfig(c.values, '/tmp/op', opts).snapshotS3).toEqual({
+      bucket: 'snaps',
+      endpoint: 'https://s3.example.net',
+      region: 'us-east-1',
+      prefix: 'agent-sandbox/',
+      forcePathStyle: true,
+      allowHttp: false,
+      allowPrivateHosts: ['minio.lan', '10.0.0.5'],
+      accessKeyId: 'AKIDEXAMPLE',
+      secretAccessKey: 'wJalrXUtnFEMI',
+    });
+    expect(VARIABLES.SNAPSHOT_S3_SECRET_ACCESS_KEY.secret).toBe(true);
+    expect(VARIABLES.SNAPSHOT_S3_ACCESS_KEY_ID.secret).toBe(true);
   });
 
   it('has a zod schema over every variable', () => {

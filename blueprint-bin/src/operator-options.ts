@@ -61,6 +61,22 @@ export function managerConfig(
     sidecarSocketDir: v.SANDBOX_SOCKET_DIR!,
     runtime: v.SANDBOX_RUNTIME!,
     runtimesAllowed: v.SANDBOX_RUNTIMES_ALLOWED ?? [],
+    ...(v.SNAPSHOT_S3_BUCKET ? { snapshotS3: snapshotS3Config(v) } : {}),
+  };
+}
+
+/** The snapshot object store (SNAPSHOT_S3_*); checked against the allow-list when the manager opens. */
+function snapshotS3Config(v: Values): NonNullable<SandboxRuntimeConfigInput['snapshotS3']> {
+  return {
+    bucket: v.SNAPSHOT_S3_BUCKET!,
+    region: v.SNAPSHOT_S3_REGION!,
+    prefix: v.SNAPSHOT_S3_PREFIX!,
+    forcePathStyle: v.SNAPSHOT_S3_FORCE_PATH_STYLE!,
+    allowHttp: v.SNAPSHOT_S3_ALLOW_HTTP!,
+    allowPrivateHosts: (v.SNAPSHOT_S3_ALLOW_PRIVATE_HOSTS ?? []).map((h) => h.toLowerCase()),
+    ...(v.SNAPSHOT_S3_ENDPOINT ? { endpoint: v.SNAPSHOT_S3_ENDPOINT } : {}),
+    ...(v.SNAPSHOT_S3_ACCESS_KEY_ID ? { accessKeyId: v.SNAPSHOT_S3_ACCESS_KEY_ID } : {}),
+    ...(v.SNAPSHOT_S3_SECRET_ACCESS_KEY ? { secretAccessKey: v.SNAPSHOT_S3_SECRET_ACCESS_KEY } : {}),
   };
 }
 

@@ -48,6 +48,10 @@ export const RuntimeErrorCodes = {
   MEMORY_BUDGET_EXCEEDED: 503,
   /** A snapshot or tier move would pass the per-sandbox cap or the operator's storage budget. */
   STORAGE_LIMIT: 507,
+  /** The snapshot object store (SNAPSHOT_S3_*) did not answer or refused; nothing was lost, retry. */
+  SNAPSHOT_STORE_UNAVAILABLE: 503,
+  /** A snapshot object failed authentication or is missing from the bucket; it was not used. */
+  SNAPSHOT_CORRUPT: 500,
   CIRCUIT_OPEN: 503,
   STORE_UNAVAILABLE: 503,
   /** The store's filesystem is full: the write was refused whole; writes resume once there is room. */

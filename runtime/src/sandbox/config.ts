@@ -4,6 +4,7 @@ import { z } from 'zod';
 import { EGRESS_POLICIES } from '../docker/sandbox-network.ts';
 import { MAX_SOCKET_PATH, SOCKET_NAME } from '../docker/sidecar-socket.ts';
 import { RuntimeError } from '../errors.ts';
+import { SnapshotS3ConfigSchema, snapshotS3FromEnv } from '../snapshot-store/config.ts';
 import { DEFAULT_IMPLICIT_DOMAINS, DomainSchema } from './network-policy.ts';
 import { parseRuntimeList, refuseRuntimeConfig, SandboxRuntimeSchema } from './runtimes.ts';
 import { checkShapeCatalog, clampShape, parseShapeList, type ShapeCatalog, ShapeSchema } from './shapes.ts';
@@ -95,6 +96,11 @@ export const SandboxRuntimeConfigSchema = z.object({
   diskDir: z.string().min(1).optional(),
   /** Where warm/cold archives live (workspace.tar, image.tar per sandbox). */
   snapshotDir: z.string().min(1),
+  /**
+   * An S3-compatible bucket the cold tier and POST …/snapshot send their archives to, sealed
+   * client-side (snapshot-store/). Absent: snapshots stay on local disk.
+   */
+  snapshotS3: SnapshotS3ConfigSchema.optional(),
   healthTimeoutMs: z.number().int().positive().default(30_000),
   /** First health poll interval; doubles up to healthMaxIntervalMs. */
   healthIntervalMs: z.number().int().positive().default(10),
@@ -234,6 +240,8 @@ export function sandboxRuntimeConfigFromEnv(
 ): SandboxRuntimeConfig {
   const out: Record<string, unknown> = { ...base };
   if (env.SANDBOX_SHAPES?.trim()) out.shapes = parseShapeList(env.SANDBOX_SHAPES);
+  const s3 = snapshotS3FromEnv(env);
+  if (s3) out.snapshotS3 = s3;
   if (env.SANDBOX_RUNTIMES_ALLOWED?.trim())
     out.runtimesAllowed = parseRuntimeList(env.SANDBOX_RUNTIMES_ALLOWED);
   for (const [envKey, key] of Object.entries(ENV_KEYS)) {

@@ -5,6 +5,7 @@ import type { DockerDriver } from '../docker/driver.ts';
 import type { EngineWatch } from '../docker/engine-watch.ts';
 import type { SandboxNetwork } from '../docker/sandbox-network.ts';
 import { RuntimeError } from '../errors.ts';
+import type { S3SnapshotStore } from '../snapshot-store/s3-store.ts';
 import type { KeyLock } from '../store/key-lock.ts';
 import type { StoreCollection, StoreWrite } from '../store/store.ts';
 import type { SandboxRuntimeConfig } from './config.ts';
@@ -74,6 +75,8 @@ export interface SandboxContext {
   /** Per-sandbox network policies (egress-policy/), set up when the first policed sandbox needs it. */
   policy?: PolicyEnforcer | undefined;
   records: RecordBook;
+  /** Where cold tiers and snapshots go besides local disk (SNAPSHOT_S3_*); undefined: local only. */
+  objects?: S3SnapshotStore | undefined;
   provisions: StoreCollection<ProvisionProgress>;
   metrics: SandboxMetrics | undefined;
   locks: KeyLock;

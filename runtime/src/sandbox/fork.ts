@@ -10,6 +10,7 @@ import { SizeLimitExceeded } from '../docker/driver.ts';
 import { RuntimeError } from '../errors.ts';
 import type { SandboxContext } from './context.ts';
 import { isTerminal, type SandboxRecord, type SandboxSource } from './record.ts';
+import { fetchArchive, hasRemote } from './remote-snapshots.ts';
 import type { ResolvedCreate } from './request.ts';
 import { archiveDirOf, fileExists, WORKSPACE_TAR } from './storage.ts';
 import { allowance } from './storage-budget.ts';
@@ -109,6 +110,12 @@ export async function copyForkWorkspace(ctx: SandboxContext, rec: SandboxRecord)
     } else if (archived && (await fileExists(archived))) {
       // The archive the snapshot (or the stop's move to warm/cold storage) wrote: linked, not read.
       await link(archived, tmp).catch(() => copyFile(archived, tmp));
+    } else if (
+      hasRemote(src, 'workspace') &&
+      (source.kind === 'sandbox' || src.snapshotRemote?.imageId === source.snapshotId)
+    ) {
+      // Sent to the object store (a snapshot, or the cold tier): fetched and authenticated whole.
+      await fetchArchive(ctx, src, 'workspace', tmp);
     } else {
       throw new RuntimeError(
         'SOURCE_UNAVAILABLE',

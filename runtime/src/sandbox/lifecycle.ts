@@ -1,5 +1,7 @@
 // Lifecycle operations on an existing sandbox: stop, resume (from the best tier left), delete,
 // snapshot, and container recreation for phase-2 secrets. Callers hold the sandbox's lock.
+import { rm } from 'node:fs/promises';
+import { join } from 'node:path';
 import { waitForHealth } from '../docker/health.ts';
 import { containerName } from '../docker/labels.ts';
 import { socketDir } from '../docker/sidecar-socket.ts';
@@ -10,8 +12,16 @@ import { containerEnv } from './env.ts';
 import { deliverUserEnv } from './env-delivery.ts';
 import { launchContainer, pickExposed } from './launch.ts';
 import type { SandboxRecord } from './record.ts';
+import { offloadArchives } from './remote-snapshots.ts';
 import { noNetwork, prepareSidecarSocket, startedAddress } from './sidecar-address.ts';
-import { dropArchives, hasSnapshot, purgeArtifacts, restoreSource, takeSnapshot } from './storage.ts';
+import {
+  dropArchives,
+  hasSnapshot,
+  purgeArtifacts,
+  restoreSource,
+  takeSnapshot,
+  WORKSPACE_TAR,
+} from './storage.ts';
 
 type StopReason = NonNullable<SandboxRecord['stopReason']>;
 
@@ -122,8 +132,9 @@ export async function resumeSandbox(ctx: SandboxContext, id: string): Promise<Sa
       await ctx.driver.stop(rec.containerId, 0);
       throw e;
     }
-    await dropArchives(rec);
+    const dropped = await dropArchives(ctx, rec);
     return transition(ctx, id, 'running', {
+      ...dropped,
       hostPort: at.hostPort,
       sidecarUrl: at.sidecarUrl,
       exposedHostPorts: pickExposed(rec, started.loopbackPorts),
@@ -185,9 +196,10 @@ async function recreate(ctx: SandboxContext, rec: SandboxRecord, _to: 'running')
       },
     );
   });
-  await dropArchives(rec);
+  const dropped = await dropArchives(ctx, rec);
   const now = ctx.now();
   return transition(ctx, rec.id, 'running', {
+    ...dropped,
     // The new container was made with the sandbox's own token.
     containerToken: null,
     snapshotImageId: src.snapshotImageId,
@@ -215,6 +227,7 @@ export async function deleteSandbox(ctx: SandboxContext, id: string): Promise<Sa
     tierSince: null,
     snapshotImageId: null,
     snapshotArchiveDir: null,
+    snapshotRemote: null,
     // Secrets have no reason to outlive the sandbox, even encrypted.
     userEnv: {},
     baseEnv: {},
@@ -235,6 +248,7 @@ export async function expireStoppedSandbox(ctx: SandboxContext, id: string): Pro
     tierSince: null,
     snapshotImageId: null,
     snapshotArchiveDir: null,
+    snapshotRemote: null,
     userEnv: {},
     baseEnv: {},
     error: `deleted after being stopped for ${rec.timers.deleteAfterStoppedSeconds} s (deleteAfterStoppedSeconds); resume it within that time to keep a sandbox`,
@@ -310,11 +324,16 @@ export async function upgradeImage(ctx: SandboxContext, id: string, image: strin
   });
 }
 
-/** Commits the sandbox's filesystem (image + workspace archive). */
+/**
+ * Commits the sandbox's filesystem (image + workspace archive). With an object store the workspace
+ * archive is then sent there (sealed) and the local copy removed; the image stays in the engine
+ * (the root filesystem is read-only: the workspace is what a snapshot holds of the sandbox's own).
+ * If the upload fails the snapshot is kept locally and the error says so; a retry uploads again.
+ */
 export async function snapshotSandbox(
   ctx: SandboxContext,
   id: string,
-): Promise<{ snapshotImageId: string; createdAt: number }> {
+): Promise<{ snapshotImageId: string; createdAt: number; storage: 'local' | 'object_store' }> {
   const rec = mustGet(ctx, id);
   const live = rec.containerId ? await ctx.driver.exists(rec.containerId) : undefined;
   if (!live || !(rec.state === 'running' || rec.state === 'stopped')) {
@@ -325,6 +344,20 @@ export async function snapshotSandbox(
   }
   const snap = await takeSnapshot(ctx, rec);
   const createdAt = ctx.now();
-  await ctx.records.patch(id, (r) => ({ ...r, ...snap, updatedAt: createdAt }));
-  return { snapshotImageId: snap.snapshotImageId, createdAt };
+  const taken = await ctx.records.patch(id, (r) => ({ ...r, ...snap, updatedAt: createdAt }));
+  if (!ctx.objects) return { snapshotImageId: snap.snapshotImageId, createdAt, storage: 'local' };
+  const ws = join(snap.snapshotArchiveDir, WORKSPACE_TAR);
+  let snapshotRemote: SandboxRecord['snapshotRemote'];
+  try {
+    snapshotRemote = await offloadArchives(ctx, taken, { workspace: ws }, snap.snapshotImageId);
+  } catch (e) {
+    throw new RuntimeError(
+      (e as RuntimeError).code ?? 'SNAPSHOT_STORE_UNAVAILABLE',
+      `snapshot ${snap.snapshotImageId} was taken and kept on this operator's disk, but ${(e as Error).message}`,
+      { cause: e },
+    );
+  }
+  await ctx.records.patch(id, (r) => ({ ...r, snapshotRemote, updatedAt: ctx.now() }));
+  await rm(ws, { force: true });
+  return { snapshotImageId: snap.snapshotImageId, createdAt, storage: 'object_store' };
 }

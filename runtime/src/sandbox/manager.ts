@@ -11,6 +11,7 @@ import { type EngineStatus, EngineWatch } from '../docker/engine-watch.ts';
 import { LoopDisks, loopDisksUnavailable } from '../docker/loop-disk.ts';
 import { ensureSandboxNetwork, type SandboxNetwork } from '../docker/sandbox-network.ts';
 import { RuntimeError } from '../errors.ts';
+import { S3SnapshotStore } from '../snapshot-store/s3-store.ts';
 import { KeyLock } from '../store/key-lock.ts';
 import type { EncryptedStore } from '../store/store.ts';
 import {
@@ -132,6 +133,10 @@ export class SandboxManager {
       m.#ctx.driver.disks = new LoopDisks(m.config.diskDir ?? join(dirname(m.config.snapshotDir), 'disks'));
     }
     await checkEngineRuntimes(m.#ctx.driver.docker, m.config);
+    // The object store is checked (allow-list, bucket) before anything else is set up.
+    if (m.config.snapshotS3) {
+      m.#ctx.objects = await S3SnapshotStore.open(m.config.snapshotS3, opts.store.objectKey(), m.#ctx.log);
+    }
     await m.#ctx.records.load();
     const policy = m.config.egress;
     m.#ctx.network = await ensureSandboxNetwork(m.#ctx.driver.docker, policy);
@@ -207,6 +212,7 @@ export class SandboxManager {
     await this.#ctx.policy?.close();
     await this.#rules?.remove();
     this.#rules = undefined;
+    this.#ctx.objects?.close();
   }
 
   get driver(): DockerDriver {
@@ -339,7 +345,9 @@ export class SandboxManager {
     return this.#lock(id, () => deleteSandbox(this.#ctx, id));
   }
 
-  snapshot(id: string): Promise<{ snapshotImageId: string; createdAt: number }> {
+  snapshot(
+    id: string,
+  ): Promise<{ snapshotImageId: string; createdAt: number; storage: 'local' | 'object_store' }> {
     return this.#lock(id, () => snapshotSandbox(this.#ctx, id));
   }
 

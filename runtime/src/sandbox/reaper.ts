@@ -14,6 +14,7 @@ import { removeSocketDir } from '../docker/sidecar-socket.ts';
 import { type SandboxContext, transition } from './context.ts';
 import { containerVanished, expireStoppedSandbox, stopSandbox } from './lifecycle.ts';
 import type { SandboxRecord } from './record.ts';
+import { dropRemote } from './remote-snapshots.ts';
 import { demoteHotToWarm, demoteWarmToCold } from './storage.ts';
 
 export interface TickResult {
@@ -136,6 +137,8 @@ async function demote(ctx: SandboxContext, r: SandboxRecord, from: 'hot' | 'warm
     ctx.metrics?.gcDemotions.inc({ from: 'warm', to: 'cold' });
     return 'warm->cold';
   }
+  // The object store's first: if it fails, nothing is gone and the next tick tries again.
+  await dropRemote(ctx, r);
   if (r.snapshotArchiveDir) await rm(r.snapshotArchiveDir, { recursive: true, force: true });
   await ctx.driver.removeVolume(r.volumeName);
   await removeSocketDir(ctx.cfg.sidecarSocketDir, r.id);
@@ -144,6 +147,7 @@ async function demote(ctx: SandboxContext, r: SandboxRecord, from: 'hot' | 'warm
     tierSince: null,
     snapshotImageId: null,
     snapshotArchiveDir: null,
+    snapshotRemote: null,
     userEnv: {},
     error: 'stopped past every retention; its snapshots were garbage-collected',
   });

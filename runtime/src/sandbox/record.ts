@@ -142,6 +142,22 @@ export const SandboxRecordSchema = z.object({
   snapshotArchiveDir: z.string().nullable(),
   /** Size of the snapshot image's own layer (the container's changes), counted against storage limits. */
   snapshotLayerBytes: z.number().int().nonnegative().nullable().optional(),
+  /**
+   * The latest snapshot's archives in the object store (SNAPSHOT_S3_*): opaque object names, sealed
+   * under the store's key and bound to this sandbox. `imageId` is the snapshot they belong to.
+   * Absent or null: none there (local archives only).
+   */
+  snapshotRemote: z
+    .object({
+      imageId: z.string().nullable(),
+      workspace: z.string().nullable(),
+      image: z.string().nullable(),
+      bytes: z.number().int().nonnegative(),
+    })
+    .nullable()
+    .optional(),
+  /** Objects an upload cut short left in the store (its cleanup failed too): deleted at the next try. */
+  snapshotOrphans: z.array(z.string()).optional(),
   resources: SandboxResourcesSchema,
   timers: SandboxTimersSchema,
   /** Non-secret configuration from the create request (phase 1). */

@@ -11,6 +11,13 @@ import { LABEL_ID, SNAPSHOT_REPO, sandboxLabels } from '../docker/labels.ts';
 import { removeSocketDir } from '../docker/sidecar-socket.ts';
 import type { SandboxContext } from './context.ts';
 import type { SandboxRecord } from './record.ts';
+import {
+  dropRemote,
+  dropRemoteQuietly,
+  fetchArchive,
+  hasRemote,
+  offloadArchives,
+} from './remote-snapshots.ts';
 import { sandboxContainerEnv } from './sidecar-address.ts';
 import { type Allowance, allowance } from './storage-budget.ts';
 
@@ -155,18 +162,30 @@ export async function demoteHotToWarm(
   return { ...snap, containerId: null, tier: 'warm', tierSince: ctx.now() };
 }
 
-/** warm -> cold: `docker save` the snapshot image into the archive dir, then remove the image. */
+/**
+ * warm -> cold: `docker save` the snapshot image into the archive dir, then remove the image. With
+ * an object store (SNAPSHOT_S3_*) both archives are then sent there and the local copies removed;
+ * if the upload fails the sandbox stays warm (image in the engine, workspace.tar on disk) and the
+ * next GC tick tries again.
+ */
 export async function demoteWarmToCold(
   ctx: SandboxContext,
   rec: SandboxRecord,
 ): Promise<Partial<SandboxRecord>> {
   if (!rec.snapshotArchiveDir) throw new Error('warm sandbox without a workspace archive');
+  const wsFile = join(rec.snapshotArchiveDir, WORKSPACE_TAR);
+  const localWs = (await fileExists(wsFile)) ? wsFile : undefined;
   // Only the workspace was kept (the container had vanished): nothing to save.
-  if (!rec.snapshotImageId) return { tier: 'cold', tierSince: ctx.now() };
+  if (!rec.snapshotImageId) {
+    if (!ctx.objects || !localWs) return { tier: 'cold', tierSince: ctx.now() };
+    const snapshotRemote = await offloadArchives(ctx, rec, { workspace: localWs }, null);
+    await rm(wsFile, { force: true });
+    return { tier: 'cold', tierSince: ctx.now(), snapshotRemote };
+  }
   const file = join(rec.snapshotArchiveDir, IMAGE_TAR);
   // image.tar holds every layer (the base image's too); the image's own layer leaves the engine.
   const allowed = await allowance(ctx, rec);
-  const ws = await fileSize(join(rec.snapshotArchiveDir, WORKSPACE_TAR));
+  const ws = await fileSize(wsFile);
   const need = ws + (await ctx.driver.imageSize(rec.snapshotImageId));
   if (need > allowed.bytes) throw allowed.refuse(need, 'moving to cold storage');
   // Scrubbed on the way to disk (no container env in the archive); loads back under this tag.
@@ -174,13 +193,32 @@ export async function demoteWarmToCold(
     ctx.driver.saveImage(rec.snapshotImageId!, `${file}.tmp`, snapshotTag(rec.id), allowed.bytes - ws),
   );
   await rename(`${file}.tmp`, file);
+  let snapshotRemote = rec.snapshotRemote ?? null;
+  if (ctx.objects) {
+    try {
+      snapshotRemote = await offloadArchives(
+        ctx,
+        rec,
+        { workspace: localWs, image: file },
+        rec.snapshotImageId,
+      );
+    } catch (e) {
+      // Still warm: the image is in the engine and workspace.tar on disk; only the save goes.
+      await rm(file, { force: true });
+      throw e;
+    }
+    await rm(file, { force: true });
+    await rm(wsFile, { force: true });
+  }
   await ctx.driver.removeImage(rec.snapshotImageId);
-  return { tier: 'cold', tierSince: ctx.now() };
+  return { tier: 'cold', tierSince: ctx.now(), snapshotRemote };
 }
 
 /** Removes every artifact a sandbox may have: container, volume, snapshot images, archives. */
 export async function purgeArtifacts(ctx: SandboxContext, rec: SandboxRecord): Promise<void> {
   const { driver } = ctx;
+  // First: if the object store fails, nothing else is gone yet and the delete can be retried.
+  await dropRemote(ctx, rec);
   if (rec.containerId) await driver.removeContainer(rec.containerId);
   await driver.removeVolume(rec.volumeName);
   const images = new Set(await driver.imagesWithLabel(LABEL_ID, rec.id));
@@ -205,11 +243,28 @@ export async function restoreSource(
   volumeExists: boolean;
 }> {
   const { driver } = ctx;
+  const dir = rec.snapshotArchiveDir ?? archiveDirOf(ctx, rec.id);
+  // The workspace first: it is the small one, so a bad object is refused before an image load.
+  const volumeExists = await driver.volumeExists(rec.volumeName);
+  let workspaceTar: string | undefined;
+  if (!volumeExists) {
+    const tar = join(dir, WORKSPACE_TAR);
+    if (!(await fileExists(tar)) && hasRemote(rec, 'workspace')) {
+      await mkdir(dir, { recursive: true, mode: 0o700 });
+      await fetchArchive(ctx, rec, 'workspace', tar);
+    }
+    if (await fileExists(tar)) workspaceTar = tar;
+  }
   let image = rec.image;
   let snapshotImageId = rec.snapshotImageId;
   if (snapshotImageId) {
-    if (!(await driver.inspectImage(snapshotImageId)) && rec.snapshotArchiveDir) {
-      const tar = join(rec.snapshotArchiveDir, IMAGE_TAR);
+    if (!(await driver.inspectImage(snapshotImageId))) {
+      const tar = join(dir, IMAGE_TAR);
+      // Cold in the object store: fetched (and authenticated) first, then loaded like a local one.
+      if (!(await fileExists(tar)) && hasRemote(rec, 'image')) {
+        await mkdir(dir, { recursive: true, mode: 0o700 });
+        await fetchArchive(ctx, rec, 'image', tar);
+      }
       // The scrubbed archive has a new config digest, so the image comes back under a new id.
       if (await fileExists(tar)) {
         await driver.loadImage(tar);
@@ -219,20 +274,22 @@ export async function restoreSource(
     if (snapshotImageId && (await driver.inspectImage(snapshotImageId))) image = snapshotImageId;
     else snapshotImageId = null;
   }
-  const volumeExists = await driver.volumeExists(rec.volumeName);
-  let workspaceTar: string | undefined;
-  if (!volumeExists && rec.snapshotArchiveDir) {
-    const tar = join(rec.snapshotArchiveDir, WORKSPACE_TAR);
-    if (await fileExists(tar)) workspaceTar = tar;
-  }
   return { image, snapshotImageId, workspaceTar, volumeExists };
 }
 
-/** After a successful resume: archives are stale (the live volume is the truth), drop them. */
-export async function dropArchives(rec: SandboxRecord): Promise<void> {
-  if (!rec.snapshotArchiveDir) return;
-  await rm(join(rec.snapshotArchiveDir, IMAGE_TAR), { force: true });
-  await rm(join(rec.snapshotArchiveDir, WORKSPACE_TAR), { force: true });
+/**
+ * After a successful resume: archives are stale (the live volume is the truth), drop them, the
+ * object store's too (what could not be deleted stays named in the returned snapshotRemote).
+ */
+export async function dropArchives(
+  ctx: SandboxContext,
+  rec: SandboxRecord,
+): Promise<Pick<SandboxRecord, 'snapshotRemote'>> {
+  if (rec.snapshotArchiveDir) {
+    await rm(join(rec.snapshotArchiveDir, IMAGE_TAR), { force: true });
+    await rm(join(rec.snapshotArchiveDir, WORKSPACE_TAR), { force: true });
+  }
+  return { snapshotRemote: await dropRemoteQuietly(ctx, rec) };
 }
 
 /** The tier a sandbox without its container is in: hot (volume left), warm, cold, or none. */
@@ -241,10 +298,11 @@ export async function hasSnapshot(
   rec: SandboxRecord,
 ): Promise<'hot' | 'warm' | 'cold' | undefined> {
   if (await ctx.driver.volumeExists(rec.volumeName)) return 'hot';
-  if (!rec.snapshotArchiveDir || !(await fileExists(join(rec.snapshotArchiveDir, WORKSPACE_TAR))))
-    return undefined;
+  const dir = rec.snapshotArchiveDir;
+  const localWs = dir ? await fileExists(join(dir, WORKSPACE_TAR)) : false;
+  if (!localWs && !hasRemote(rec, 'workspace')) return undefined;
   if (rec.snapshotImageId && (await ctx.driver.inspectImage(rec.snapshotImageId))) return 'warm';
-  if (await fileExists(join(rec.snapshotArchiveDir, IMAGE_TAR))) return 'cold';
+  if ((dir && (await fileExists(join(dir, IMAGE_TAR)))) || hasRemote(rec, 'image')) return 'cold';
   // Workspace files survive; the root filesystem falls back to the base image.
   return 'warm';
 }

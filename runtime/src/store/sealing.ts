@@ -16,14 +16,25 @@ const encoder = new TextEncoder();
 const SALT = 'tangle-sandbox-blueprint-store';
 const VALUE_INFO = 'agent-sandbox-store-v1';
 const INDEX_INFO = 'agent-sandbox-store-index-v1';
+const OBJECT_INFO = 'agent-sandbox-snapshot-objects-v1';
 
 export class StoreKeys {
   readonly #valueKey: Uint8Array;
   readonly #indexKey: Uint8Array;
+  readonly #objectKey: Uint8Array;
 
   constructor(secret: Uint8Array) {
     this.#valueKey = deriveKey(secret, SALT, VALUE_INFO);
     this.#indexKey = deriveKey(secret, SALT, INDEX_INFO);
+    this.#objectKey = deriveKey(secret, SALT, OBJECT_INFO);
+  }
+
+  /**
+   * The key snapshot objects are sealed under before they leave for object storage (snapshot-store/):
+   * its own HKDF info, so it is independent of the value and index keys. A copy; it stays in process.
+   */
+  objectKey(): Uint8Array {
+    return this.#objectKey.slice();
   }
 
   /**

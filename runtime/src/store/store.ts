@@ -138,6 +138,11 @@ export class EncryptedStore {
     return this.#b.closed;
   }
 
+  /** The store's key for snapshot objects sent to object storage (derived from the same secret). */
+  objectKey(): Uint8Array {
+    return this.#b.keys.objectKey();
+  }
+
   /** Waits for nothing in flight beyond what LevelDB itself finishes; later calls fail cleanly. */
   async close(): Promise<void> {
     if (this.#b.closed) return;

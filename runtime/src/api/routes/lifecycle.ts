@@ -28,7 +28,7 @@ const snapshotRoute = createRoute({
   tags: ['sandbox'],
   summary: "Snapshot the sandbox's workspace",
   description:
-    'Archives the workspace and commits the container (scrubbed: no env, secret or token in it). `snapshot.snapshotImageId` is the snapshot id: a create job with capabilities_json `{"from_snapshot": id}` from the same owner starts a new sandbox with this workspace. A sandbox keeps its latest snapshot only (a stop takes one too); it goes with the sandbox.',
+    "Archives the workspace and commits the container (scrubbed: no env, secret or token in it). `snapshot.snapshotImageId` is the snapshot id: a create job with capabilities_json `{\"from_snapshot\": id}` from the same owner starts a new sandbox with this workspace. A sandbox keeps its latest snapshot only (a stop takes one too); it goes with the sandbox. `snapshot.storage` says where its workspace archive is: `local` (the operator's disk) or `object_store` (the operator's S3-compatible bucket, SNAPSHOT_S3_*, sealed with the operator's key before upload). If the upload fails the answer is 503 SNAPSHOT_STORE_UNAVAILABLE, the snapshot is kept locally, and a retry uploads again.",
   security: [{ bearer: [] }],
   responses: {
     200: json(SnapshotResultSchema, 'Snapshot taken'),
@@ -42,7 +42,7 @@ function stateOf(result: unknown, fallback: string): string {
 }
 
 // Only facts a client can use; whatever else the manager returns (paths, engine ids) stays inside.
-const SNAPSHOT_FIELDS = ['imageId', 'image', 'tag', 'snapshotImageId', 'createdAt', 'sizeBytes'];
+const SNAPSHOT_FIELDS = ['imageId', 'image', 'tag', 'snapshotImageId', 'createdAt', 'sizeBytes', 'storage'];
 
 export function registerLifecycle(app: OpenAPIHono<ApiEnv>, d: SandboxRouteDeps): void {
   app.openapi(stopRoute, async (c) => {
