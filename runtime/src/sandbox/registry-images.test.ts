@@ -103,7 +103,7 @@ beforeAll(async () => {
   const pushes = [
     pushImage(
       'hostile/app:1',
-      `RUN cp /bin/bash /usr/local/bin/rootbash && chmod 4755 /usr/local/bin/rootbash \\
+      `RUN mkdir -p /usr/local/bin && cp /bin/bash /usr/local/bin/rootbash && chmod 4755 /usr/local/bin/rootbash \\
  && printf '#!/bin/sh\\necho "$(id -u)" > /tmp/entry-ran\\n' > /evil-entry && chmod 755 /evil-entry \\
  && printf 'require("fs").writeFileSync("/tmp/node-options-" + process.getuid(), "x")\\n' > /evil.js \\
  && mkdir -p /home/agent && cp /usr/local/bin/rootbash /home/agent/planted && chmod 4755 /home/agent/planted
