@@ -58,7 +58,11 @@ export {
 export { deriveKey, parseAuthSecret } from './src/crypto.ts';
 export type { ManagedContainer } from './src/docker/driver.ts';
 export { DockerDriver } from './src/docker/driver.ts';
+export type { ImageRef } from './src/docker/image-ref.ts';
+export { allowListed, parseImageRef } from './src/docker/image-ref.ts';
 export { loopDisksUnavailable } from './src/docker/loop-disk.ts';
+export type { RegistryLogin } from './src/docker/registry-pull.ts';
+export { parseDockerAuths } from './src/docker/registry-pull.ts';
 export type { RuntimeErrorCode } from './src/errors.ts';
 export { invalidField, isRuntimeError, RuntimeError, RuntimeErrorCodes } from './src/errors.ts';
 export type { SandboxRuntimeConfig, SandboxRuntimeConfigInput } from './src/sandbox/config.ts';

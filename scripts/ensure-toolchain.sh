@@ -21,6 +21,9 @@ command -v nft >/dev/null 2>&1 || need_apt+=(nftables)
 command -v dnsmasq >/dev/null 2>&1 || need_apt+=(dnsmasq-base)
 # gVisor, for sandboxes under SANDBOX_RUNTIME=runsc (a user-space kernel between them and the host).
 command -v runsc >/dev/null 2>&1 || need_apt+=(runsc)
+# A registry v2 (Debian's docker-registry) that the image-pull tests start on 127.0.0.1 with their
+# own config and storage (runtime/src/sandbox/registry-images.test.ts); its system service is not used.
+command -v docker-registry >/dev/null 2>&1 || need_apt+=(docker-registry)
 if [ ${#need_apt[@]} -gt 0 ]; then
   if [ "$(id -u)" != 0 ]; then
     die "missing ${need_apt[*]}; run as root, or install them: sudo apt-get install -y ${need_apt[*]}"

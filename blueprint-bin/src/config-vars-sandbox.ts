@@ -22,7 +22,19 @@ export const SANDBOX_VARIABLES = {
     group: 'Sandboxes',
     schema: list,
     def: '',
-    doc: 'Other images a request may name (comma-separated); the default image is always allowed',
+    doc: "Other images a request may name (comma-separated); the default image is always allowed. A local name (custom:1) must be in the engine and carry our sidecar. An entry naming a registry (host[:port]/…) lets creates pull from it: registry/repo allows any tag or digest of that repository, registry/repo:tag or registry/repo@sha256:… only that one, registry/prefix/* any repository under the prefix. Registry images are pulled with the operator's login (SANDBOX_REGISTRY_AUTH_FILE), pinned by digest, and get the sidecar mounted read-only (README: images from a registry)",
+  }),
+  SANDBOX_REGISTRY_AUTH_FILE: v({
+    group: 'Sandboxes',
+    schema: text,
+    defaultDoc: '(none: anonymous pulls)',
+    doc: 'A docker config.json ({"auths":{"<host[:port]>":{"auth":"<base64 user:password>"}}}) with the operator\'s own registry logins; a user never passes credentials. Read at start; the passwords are never logged',
+  }),
+  SANDBOX_IMAGE_MAX_MB: v({
+    group: 'Sandboxes',
+    schema: int(1),
+    def: '10240',
+    doc: 'Largest registry image (MB): a pull whose announced layers pass it is stopped, and a pulled image whose unpacked size passes it is removed; the create fails IMAGE_TOO_LARGE',
   }),
   SANDBOX_DEFAULT_CPU_CORES: v({
     group: 'Sandboxes',

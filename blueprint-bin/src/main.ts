@@ -37,6 +37,10 @@ the chain's finality depth. Reorgs are repaired either way (README: a hostile or
 Runtime (SANDBOX_RUNTIME, default runc; SANDBOX_RUNTIMES_ALLOWED, default none): runsc runs
 sandboxes under gVisor, a user-space kernel; the engine must list it (scripts/ensure-toolchain.sh
 installs and registers it) and it cannot run under SANDBOX_EGRESS=none.
+Registry images (SANDBOX_IMAGE_ALLOWLIST, e.g. registry.example.com/team/*,ghcr.io/acme/devbox):
+creates may name images there; the operator pulls them with its own login
+(SANDBOX_REGISTRY_AUTH_FILE, a docker config.json), at most SANDBOX_IMAGE_MAX_MB, pins them by
+digest and mounts the sidecar read-only into them (README: images from a registry).
 Options:
   --pretty   human-readable logs instead of JSON lines`,
   register: `Usage: agent-sandbox-operator register [--capacity N] [--rpc-address URL] [--pretty]

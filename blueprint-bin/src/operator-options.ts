@@ -61,6 +61,8 @@ export function managerConfig(
     sidecarSocketDir: v.SANDBOX_SOCKET_DIR!,
     runtime: v.SANDBOX_RUNTIME!,
     runtimesAllowed: v.SANDBOX_RUNTIMES_ALLOWED ?? [],
+    imageAllowlist: v.SANDBOX_IMAGE_ALLOWLIST ?? [],
+    imageMaxMb: v.SANDBOX_IMAGE_MAX_MB!,
     ...(v.SNAPSHOT_S3_BUCKET ? { snapshotS3: snapshotS3Config(v) } : {}),
   };
 }

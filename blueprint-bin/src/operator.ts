@@ -3,6 +3,7 @@
 // TEE → reconcile → operator API → job handlers → instance sandbox → job runner → timers →
 // workflow scheduler.
 // The runtime↔chain adapters live in blueprint-lib (runtime-adapters.ts); this file only wires.
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import {
@@ -30,7 +31,9 @@ import {
   EncryptedStore,
   loopDisksUnavailable,
   offeredRuntimes,
+  parseDockerAuths,
   policyUnavailableReason,
+  type RegistryLogin,
   SandboxManager,
   SessionAuth,
   serveOperatorApi,
@@ -202,12 +205,27 @@ async function openManager(
     else workspaceDisk = 'loop';
   }
   const operatorId = v.OPERATOR_ID ?? key.address.toLowerCase();
+  const registryLogins = await readRegistryLogins(v.SANDBOX_REGISTRY_AUTH_FILE);
+  if (Object.keys(registryLogins).length)
+    log.info({ registries: Object.keys(registryLogins) }, 'registry logins read');
   return SandboxManager.open({
     store,
     registry,
     logger: log,
-    config: managerConfig(v, dataDir, { operatorId, image, workspaceDisk }),
+    config: { ...managerConfig(v, dataDir, { operatorId, image, workspaceDisk }), registryLogins },
   });
+}
+
+/** The operator's registry logins (a docker config.json); the passwords are never logged. */
+async function readRegistryLogins(file: string | undefined): Promise<Record<string, RegistryLogin>> {
+  if (!file) return {};
+  try {
+    return parseDockerAuths(await readFile(file, 'utf8'));
+  } catch (e) {
+    throw new Error(
+      `SANDBOX_REGISTRY_AUTH_FILE ${file} could not be read as a docker config.json ({"auths":{"<host>":{"auth":"<base64 user:password>"}}}): ${(e as Error).message}`,
+    );
+  }
 }
 
 /** Before anything takes work: no evidence source here means this operator must not start. */

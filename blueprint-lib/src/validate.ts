@@ -1,7 +1,9 @@
 // Checks a decoded SandboxCreateRequest against this operator's policy (caps, image allow-list,
 // JSON fields, lengths) before anything is created, and turns it into runtime create parameters.
 import {
+  allowListed,
   type CreateSandboxParams,
+  parseImageRef,
   parseSshKey,
   RuntimeError,
   resolveShape,
@@ -211,14 +213,20 @@ export function validateCreateRequest(req: SandboxCreateRequest, policy: CreateP
       : wantsHarness && !plain && policy.harnessImage
         ? policy.harnessImage
         : policy.defaultImage;
+  if (req.image.trim() !== '' && !parseImageRef(image)) {
+    throw invalid(
+      'image',
+      'is not an image reference: [registry[:port]/]repository[:tag][@sha256:<64 hex>], lowercase repository',
+    );
+  }
   if (
     image !== policy.defaultImage &&
     image !== policy.harnessImage &&
-    !policy.imageAllowlist.includes(image)
+    !allowListed(image, policy.imageAllowlist)
   ) {
     throw new BlueprintError(
       'IMAGE_NOT_ALLOWED',
-      `image "${image}" is not on this operator's allow-list; leave image empty for the default or pick one of: ${[policy.defaultImage, ...(policy.harnessImage ? [policy.harnessImage] : []), ...policy.imageAllowlist].join(', ')}`,
+      `image "${image}" is not on this operator's allow-list; leave image empty for the default or pick one of: ${[policy.defaultImage, ...(policy.harnessImage ? [policy.harnessImage] : []), ...policy.imageAllowlist].join(', ')} (an entry registry/repo allows any tag or digest of it, registry/prefix/* any repository under it)`,
       { details: { image } },
     );
   }

@@ -19,10 +19,37 @@ export type CreateProgress =
   | { stage: 'submitted'; callId: bigint; txHash: `0x${string}` }
   | { stage: 'assigned'; callId: bigint; operator: Address | undefined; operatorUrl: string | undefined }
   | { stage: 'phase'; callId: bigint; phase: string; provision: Provision }
+  /** How far the operator's pull of a registry image is (during image_pull; `done` once pulled). */
+  | { stage: 'pull'; callId: bigint; pull: PullProgress }
   | { stage: 'result'; callId: bigint; sandboxId: string; operator: Address }
   /** A result from an operator the blueprint did not choose: ignored, the wait goes on. */
   | { stage: 'ignored'; callId: bigint; operator: Address; assigned: Address }
   | { stage: 'running'; callId: bigint; sandbox: Sandbox };
+
+export interface PullProgress {
+  image: string;
+  layers: number;
+  layersDone: number;
+  bytesDone: number;
+  bytesTotal: number;
+  done: boolean;
+}
+
+function pullOf(p: Provision): PullProgress | undefined {
+  const v = (p as { pull?: unknown }).pull;
+  if (!v || typeof v !== 'object') return undefined;
+  const o = v as Record<string, unknown>;
+  const n = (k: string) => (typeof o[k] === 'number' ? (o[k] as number) : 0);
+  if (typeof o.image !== 'string') return undefined;
+  return {
+    image: o.image,
+    layers: n('layers'),
+    layersDone: n('layersDone'),
+    bytesDone: n('bytesDone'),
+    bytesTotal: n('bytesTotal'),
+    done: o.done === true,
+  };
+}
 
 export interface CreateSandboxOptions {
   chain: SandboxChain;
@@ -107,6 +134,7 @@ export async function createSandbox(options: CreateSandboxOptions): Promise<Crea
 
   // Phase 1: until the result is on chain, watch the operator's public provision progress.
   let lastPhase = 'queued';
+  let lastPull = '';
   let warned = false;
   const emitted = new Set<string>();
   let output: (CreateOutput & { operator: Address }) | undefined;
@@ -129,6 +157,11 @@ export async function createSandbox(options: CreateSandboxOptions): Promise<Crea
         if (emitted.has(phase)) continue;
         emitted.add(phase);
         emit({ stage: 'phase', callId, phase, provision: p! });
+        const pull = phase === 'image_pull' ? pullOf(p!) : undefined;
+        if (pull) {
+          lastPull = JSON.stringify(pull);
+          emit({ stage: 'pull', callId, pull });
+        }
         if (phase === 'failed') {
           const failedAt = p!.failedPhase ?? p!.failed_phase ?? lastPhase;
           // Without the reason (not shown to this caller), the on-chain result carries it: wait for it.
@@ -139,6 +172,12 @@ export async function createSandbox(options: CreateSandboxOptions): Promise<Crea
           throw provisionFailed(callId, failedAt, provisionFailureReason(p!));
         }
         lastPhase = phase;
+      }
+      // A pull advances within its phase: each new reading is reported once.
+      const pull = p ? pullOf(p) : undefined;
+      if (pull && JSON.stringify(pull) !== lastPull) {
+        lastPull = JSON.stringify(pull);
+        emit({ stage: 'pull', callId, pull });
       }
     }
     const chosen = assigned ? { operator: assigned, blueprint: submitted.blueprint } : undefined;

@@ -35,6 +35,14 @@ export const RuntimeErrorCodes = {
   NETWORK_POLICY_UNAVAILABLE: 422,
   IMAGE_NOT_ALLOWED: 422,
   IMAGE_NOT_FOUND: 422,
+  /** A pinned image arrived without the digest it was named by. */
+  IMAGE_DIGEST_MISMATCH: 422,
+  /** An image (announced download or unpacked) above SANDBOX_IMAGE_MAX_MB. */
+  IMAGE_TOO_LARGE: 422,
+  /** The registry failed or refused the pull (unreachable, the operator's login refused). */
+  IMAGE_PULL_FAILED: 502,
+  /** A registry image does something a sandbox cannot allow (a VOLUME, a symlinked mount path…). */
+  IMAGE_REFUSED: 422,
   INTERNAL: 500,
   SIDECAR_ERROR: 502,
   DOCKER_ERROR: 502,

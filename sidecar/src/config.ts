@@ -81,6 +81,37 @@ export function stripPrivateEnv(env: Record<string, string | undefined>): Record
   return out;
 }
 
+/** Env the operator sets for the mounted sidecar alone (its OpenSSL config, its HOME, PATH). */
+const KIT_ONLY_ENV = ['SIDECAR_IMAGE_ENV', 'OPENSSL_CONF', 'OPENSSL_MODULES', 'HOME', 'PATH'];
+
+/**
+ * The children's base env. A registry image (the sidecar mounted from the operator's kit) has its
+ * own ENV in SIDECAR_IMAGE_ENV, a JSON object: the container's copies of those keys are empty
+ * (so none reached the root sidecar or its loader); the agent's processes get the values.
+ */
+export function withImageEnv(env: Record<string, string | undefined>): Record<string, string> {
+  const raw = env.SIDECAR_IMAGE_ENV;
+  if (raw === undefined) return stripPrivateEnv(env);
+  let image: Record<string, string> = {};
+  try {
+    const parsed: unknown = JSON.parse(raw);
+    if (parsed && typeof parsed === 'object' && !Array.isArray(parsed)) {
+      image = Object.fromEntries(
+        Object.entries(parsed as Record<string, unknown>).filter(
+          (kv): kv is [string, string] =>
+            typeof kv[1] === 'string' && !kv[0].startsWith('SIDECAR_') && !kv[0].startsWith('AGENT_'),
+        ),
+      );
+    }
+  } catch {}
+  const own: Record<string, string | undefined> = {};
+  for (const [k, v] of Object.entries(env)) {
+    if (KIT_ONLY_ENV.includes(k) || v === '' || Object.hasOwn(image, k)) continue;
+    own[k] = v;
+  }
+  return stripPrivateEnv({ ...image, ...own });
+}
+
 export function loadConfig(env: Record<string, string | undefined> = process.env): SidecarConfig {
   const parsed = EnvSchema.safeParse(env);
   if (!parsed.success) {
@@ -124,7 +155,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     // In a CVM the rest of the env is the operator's choice: children get only the image's basics.
     childEnv: e.SIDECAR_TEE
       ? Object.fromEntries(TEE_CHILD_ENV_NAMES.flatMap((k) => (env[k] === undefined ? [] : [[k, env[k]!]])))
-      : stripPrivateEnv(env),
+      : withImageEnv(env),
     userEnv: new UserEnv(),
   };
 }

@@ -8,7 +8,11 @@ export const CREATE_COMMAND: CommandSpec = {
   positionals: [],
   options: {
     name: { type: 'string', arg: 'NAME', help: 'sandbox name' },
-    image: { type: 'string', arg: 'IMAGE', help: 'image to run (operator default when empty)' },
+    image: {
+      type: 'string',
+      arg: 'IMAGE',
+      help: 'image to run (operator default when empty): one the operator lists (`/api/capabilities` images), or from a registry on its SANDBOX_IMAGE_ALLOWLIST, e.g. registry.example.com/team/app:1 or …/app@sha256:<digest> to pin it; the operator pulls it (progress under image_pull) and mounts the sidecar into it',
+    },
     stack: { type: 'string', arg: 'STACK', help: 'software stack' },
     agent: { type: 'string', arg: 'ID', help: 'agent identifier (harness), e.g. codex, claude' },
     env: {

@@ -179,6 +179,16 @@ export const create: Command = async (ctx) => {
         case 'phase':
           ctx.note(`  ${p.phase}`);
           break;
+        case 'pull': {
+          const mb = (n: number) => (n / 1024 / 1024).toFixed(1);
+          const { image, layers, layersDone, bytesDone, bytesTotal, done } = p.pull;
+          ctx.note(
+            done
+              ? `    pulled ${image}: ${layers} layers, ${mb(bytesTotal)} MB`
+              : `    pulling ${image}: ${layersDone}/${layers} layers, ${mb(bytesDone)}/${mb(bytesTotal)} MB`,
+          );
+          break;
+        }
         case 'result':
           ctx.note(`result on chain: sandbox ${p.sandboxId}`);
           break;

@@ -172,6 +172,14 @@ export const SandboxViewSchema = z
     runtime: z.enum(['runc', 'runsc']).optional().openapi({
       description: 'The OCI runtime its containers run under: runc, or runsc (gVisor, a user-space kernel)',
     }),
+    image: z.string().optional().openapi({
+      description:
+        'its image; a registry image by digest (registry/repo@sha256:…: what the operator pulled and verified), after its pull',
+    }),
+    sidecar: z.enum(['image', 'mounted']).optional().openapi({
+      description:
+        "image: the image carries the sidecar (the operator's own); mounted: a registry image, the sidecar mounted read-only from the operator's kit (README: images from a registry)",
+    }),
     snapshot_id: z.string().nullable().optional().openapi({
       description:
         'the sandbox\'s latest snapshot (POST …/snapshot or a stop takes one, replacing it); a create job with capabilities_json {"from_snapshot": snapshot_id} starts a new sandbox with its workspace',

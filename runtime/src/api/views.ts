@@ -27,6 +27,10 @@ export interface SandboxView {
   agent: boolean;
   /** The OCI runtime its containers run under: runc, or runsc (gVisor). */
   runtime: SandboxRuntime;
+  /** Its image; a registry image by digest (what was pulled), after its pull. */
+  image: string;
+  /** `mounted`: a registry image, with the sidecar mounted read-only from the operator's kit. */
+  sidecar: 'image' | 'mounted';
   /** The sandbox's latest snapshot (create from_snapshot takes it); null: none. */
   snapshot_id: string | null;
   /** What this sandbox was copied from (create from_sandbox / from_snapshot); null: a fresh one. */
@@ -98,6 +102,8 @@ export function sandboxView(r: SandboxRecord, role: 'owner' | 'member' = 'owner'
     timer_deadlines: timerDeadlines(r),
     agent: r.agent !== false,
     runtime: runtimeOf(r),
+    image: r.image,
+    sidecar: r.mountedSidecar ? 'mounted' : 'image',
     snapshot_id: role === 'owner' ? (r.snapshotImageId ?? null) : null,
     source: !r.source
       ? null

@@ -90,4 +90,40 @@ describe('buildContainerSpec', () => {
       o: 'nosuid,nodev',
     });
   });
+  it('a registry image: the kit mounted read-only, its entrypoint/user/healthcheck replaced, its env blanked and handed on for the agent only', () => {
+    const s = buildContainerSpec({
+      ...input,
+      env: { SIDECAR_AUTH_TOKEN: 't', SIDECAR_PORT: '8080' },
+      mountedSidecar: {
+        kitVolume: 'agent-sandbox-kit-x',
+        imageEnv: [
+          'LD_PRELOAD=/evil.so',
+          'PATH=/opt/x/bin:/usr/bin',
+          'SIDECAR_AUTH_TOKEN=mine',
+          'AGENT_SUBPROCESS_UID=0',
+          'EMPTY=',
+        ],
+      },
+    });
+    expect(s.Entrypoint).toEqual(['/.agent-sandbox/kit/bin/tini', '--']);
+    expect(s.Cmd?.[0]).toBe('/.agent-sandbox/kit/lib/ld-linux-x86-64.so.2');
+    expect(s.User).toBe('0:0');
+    expect(s.Healthcheck).toEqual({ Test: ['NONE'] });
+    const env = Object.fromEntries(
+      (s.Env ?? []).map((e) => [e.slice(0, e.indexOf('=')), e.slice(e.indexOf('=') + 1)]),
+    );
+    expect(env).toMatchObject({ LD_PRELOAD: '', SIDECAR_AUTH_TOKEN: 't', AGENT_SUBPROCESS_UID: '' });
+    expect(JSON.parse(env.SIDECAR_IMAGE_ENV!)).toEqual({
+      LD_PRELOAD: '/evil.so',
+      PATH: '/opt/x/bin:/usr/bin',
+    });
+    const mounts = s.HostConfig?.Mounts as unknown as Array<{
+      Target: string;
+      ReadOnly?: boolean;
+      VolumeOptions?: { NoCopy?: boolean };
+    }>;
+    expect(mounts[0]?.VolumeOptions?.NoCopy).toBe(true);
+    expect(mounts.find((m) => m.Target === '/.agent-sandbox')).toMatchObject({ ReadOnly: true });
+    expect(s.HostConfig?.ReadonlyRootfs).toBe(true);
+  });
 });

@@ -2,6 +2,7 @@
 // loopback-only port publishing (or, with no network, a socket directory), labels, and the
 // hardening every sandbox gets.
 import type Docker from 'dockerode';
+import { KIT_CMD, KIT_ENTRYPOINT, KIT_ENV, KIT_MOUNT } from './sidecar-kit.ts';
 import { SOCKET_MOUNT } from './sidecar-socket.ts';
 
 /**
@@ -59,6 +60,46 @@ export interface ContainerSpecInput {
   runtime?: string | undefined;
   /** Overrides the image's command (tests only: a sidecar that never becomes healthy). */
   cmd?: string[];
+  /**
+   * The image does not carry the sidecar (a registry image): it runs from the kit volume
+   * (sidecar-kit.ts), and the image's entrypoint, command, user, workdir, healthcheck and env
+   * are overridden; `imageEnv` (its ENV) reaches the agent's processes only.
+   */
+  mountedSidecar?: { kitVolume: string; imageEnv: readonly string[] } | undefined;
+}
+
+/** Image env names the agent's processes never get from an image: the sidecar's and ours. */
+function imageEnvForChildren(imageEnv: readonly string[]): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const kv of imageEnv) {
+    const i = kv.indexOf('=');
+    const k = i < 0 ? kv : kv.slice(0, i);
+    const val = i < 0 ? '' : kv.slice(i + 1);
+    // Empty: a key a snapshot commit blanked (ours), or nothing worth passing on.
+    if (!k || !val || k.startsWith('SIDECAR_') || k.startsWith('AGENT_')) continue;
+    out[k] = val;
+  }
+  return out;
+}
+
+/**
+ * The container env of a mounted-sidecar sandbox. The engine merges the image's ENV into every
+ * container's and cannot drop a key, so each of the image's keys is set empty (LD_PRELOAD,
+ * NODE_OPTIONS, LD_LIBRARY_PATH … reach tini and the root sidecar empty); their values travel in
+ * SIDECAR_IMAGE_ENV, which the sidecar gives only to the agent's processes.
+ */
+function mountedSidecarEnv(own: Record<string, string>, imageEnv: readonly string[]): Record<string, string> {
+  const blanks: Record<string, string> = {};
+  for (const kv of imageEnv) {
+    const k = kv.split('=')[0]!;
+    if (k) blanks[k] = '';
+  }
+  return {
+    ...blanks,
+    ...KIT_ENV,
+    ...own,
+    SIDECAR_IMAGE_ENV: JSON.stringify(imageEnvForChildren(imageEnv)),
+  };
 }
 
 export function envList(env: Record<string, string>): string[] {
@@ -98,6 +139,9 @@ export function buildContainerSpec(s: ContainerSpecInput): Docker.ContainerCreat
         Target: WORKSPACE_PATH,
         VolumeOptions: {
           Labels: s.volumeLabels,
+          // A registry image's /home/agent is not copied into the workspace (its files, set-uid
+          // ones included, stay out of the only writable disk); the sidecar makes it the agent's.
+          ...(s.mountedSidecar ? { NoCopy: true } : {}),
           // Used only when the engine creates the volume (first create, or after warm/cold).
           ...(s.volumeDevice
             ? {
@@ -113,6 +157,17 @@ export function buildContainerSpec(s: ContainerSpecInput): Docker.ContainerCreat
       } as unknown as Docker.MountSettings,
       ...(isolated && s.socketDir
         ? [{ Type: 'bind', Source: s.socketDir, Target: SOCKET_MOUNT } as Docker.MountSettings]
+        : []),
+      ...(s.mountedSidecar
+        ? [
+            {
+              Type: 'volume',
+              Source: s.mountedSidecar.kitVolume,
+              Target: KIT_MOUNT,
+              ReadOnly: true,
+              VolumeOptions: { NoCopy: true },
+            } as unknown as Docker.MountSettings,
+          ]
         : []),
     ],
     RestartPolicy: { Name: 'no' },
@@ -132,11 +187,21 @@ export function buildContainerSpec(s: ContainerSpecInput): Docker.ContainerCreat
   const opts: Docker.ContainerCreateOptions = {
     name: s.name,
     Image: s.image,
-    Env: envList(s.env),
+    Env: envList(s.mountedSidecar ? mountedSidecarEnv(s.env, s.mountedSidecar.imageEnv) : s.env),
     Labels: s.labels,
     ExposedPorts: Object.fromEntries(ports.map((p) => [p, {}])),
     HostConfig: hostConfig,
   };
+  if (s.mountedSidecar) {
+    // Nothing of the image's own runs as root: not its entrypoint, command or healthcheck (the
+    // engine runs a HEALTHCHECK as the container's user), and the user is ours, by number.
+    opts.Entrypoint = KIT_ENTRYPOINT;
+    opts.Cmd = KIT_CMD;
+    opts.User = '0:0';
+    opts.WorkingDir = WORKSPACE_PATH;
+    opts.Healthcheck = { Test: ['NONE'] };
+    opts.StopSignal = 'SIGTERM';
+  }
   if (s.cmd) opts.Cmd = s.cmd;
   if (s.macAddress) opts.MacAddress = s.macAddress;
   return opts;

@@ -148,6 +148,15 @@ export const SandboxRuntimeConfigSchema = z.object({
   runtime: SandboxRuntimeSchema.default('runc'),
   /** Further runtimes a create may name (`runtime`); the default is always offered. */
   runtimesAllowed: z.array(SandboxRuntimeSchema).default([]),
+  /**
+   * Registry images a create may name (SANDBOX_IMAGE_ALLOWLIST: exact references, repositories,
+   * `registry/prefix/*`; docker/image-ref.ts). The runtime pulls only what matches.
+   */
+  imageAllowlist: z.array(z.string()).default([]),
+  /** The operator's registry logins by host (never the user's): docker/registry-pull.ts. */
+  registryLogins: z.record(z.string(), z.object({ username: z.string(), password: z.string() })).default({}),
+  /** Largest registry image (announced download or unpacked), MB; past it the pull is stopped. */
+  imageMaxMb: z.number().int().positive().default(10240),
   /** Extra labels on everything created (tests add agent-sandbox.test=1). */
   extraLabels: z.record(z.string(), z.string()).default({}),
 });
@@ -231,6 +240,7 @@ const ENV_KEYS: Record<string, keyof SandboxRuntimeConfig> = {
   SANDBOX_EGRESS: 'egress',
   SANDBOX_SOCKET_DIR: 'sidecarSocketDir',
   SANDBOX_RUNTIME: 'runtime',
+  SANDBOX_IMAGE_MAX_MB: 'imageMaxMb',
 };
 
 /** Reads SANDBOX_* / SIDECAR_* variables over `base` (e.g. {snapshotDir, operatorId}). */

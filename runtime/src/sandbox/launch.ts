@@ -10,6 +10,7 @@ import type { SandboxContext } from './context.ts';
 import { beforeStart, containerNetwork } from './egress-policy/hooks.ts';
 import { deliverUserEnv } from './env-delivery.ts';
 import type { SandboxRecord } from './record.ts';
+import { mountedSidecarFor } from './registry-images.ts';
 import { runtimeOf } from './runtimes.ts';
 import { noNetwork, prepareSidecarSocket, sandboxContainerEnv, startedAddress } from './sidecar-address.ts';
 
@@ -57,6 +58,7 @@ export async function launchContainer(
   try {
     await opts.onPhase?.('container_create');
     const socketDir = await prepareSidecarSocket(ctx, rec.id);
+    const mountedSidecar = await mountedSidecarFor(ctx, rec, opts.image);
     containerId = await driver.createContainer({
       name: containerName(rec.id),
       image: opts.image,
@@ -76,12 +78,14 @@ export async function launchContainer(
       ...containerNetwork(ctx, rec),
       socketDir,
       runtime: runtimeOf(rec),
+      mountedSidecar,
       ...(opts.cmd ? { cmd: opts.cmd } : {}),
     });
     await opts.onCreated?.(containerId);
     if (opts.restoreWorkspaceTar) {
       await restoreIntoVolume(driver, {
-        image: opts.image,
+        // The never-started helper that takes the archive is made from our own image.
+        image: mountedSidecar ? cfg.image : opts.image,
         volumeName: rec.volumeName,
         mountPath: WORKSPACE_PATH,
         file: opts.restoreWorkspaceTar,

@@ -33,6 +33,20 @@ export const ProvisionProgressSchema = z.object({
   /** Phase that was running when it failed. */
   failedPhase: ProvisionPhaseSchema.nullable(),
   error: z.string().nullable(),
+  /**
+   * During (and after) image_pull of a registry image: what is being pulled and how far it is
+   * (layers announced / complete, compressed bytes downloaded / announced). Absent: no pull.
+   */
+  pull: z
+    .object({
+      image: z.string(),
+      layers: z.number().int(),
+      layersDone: z.number().int(),
+      bytesDone: z.number(),
+      bytesTotal: z.number(),
+      done: z.boolean(),
+    })
+    .optional(),
   startedAt: z.number().int(),
   updatedAt: z.number().int(),
 });
@@ -85,6 +99,12 @@ export class ProvisionTracker {
 
   get current(): ProvisionProgress {
     return this.#progress;
+  }
+
+  /** Records how far the image pull is (the phase stays image_pull). */
+  async pullProgress(pull: NonNullable<ProvisionProgress['pull']>): Promise<void> {
+    this.#progress = { ...this.#progress, pull, updatedAt: this.#now() };
+    await this.#coll.put(provisionKey(this.#progress.serviceId, this.#progress.callId), this.#progress);
   }
 
   async enter(phase: ProvisionPhase, error?: string): Promise<void> {

@@ -16,6 +16,7 @@ import {
   provisionKey,
 } from './provision-progress.ts';
 import { newRecord, newSandboxId, type SandboxRecord, type SandboxSource } from './record.ts';
+import { isRegistryImage, pullRegistryImage } from './registry-images.ts';
 import type { ResolvedCreate } from './request.ts';
 
 export interface ProvisionHooks {
@@ -87,6 +88,7 @@ export async function admit(
       ...(req.expiryExempt ? { expiryExempt: true } : {}),
       ...(req.agent ? {} : { agent: false }),
       ...(req.network ? { network: req.network } : {}),
+      ...(isRegistryImage(req.image) ? { mountedSidecar: true } : {}),
       runtime: req.runtime,
       ...(req.sshKeys ? { sshKeys: req.sshKeys } : {}),
       ...(source ? { source } : {}),
@@ -155,21 +157,24 @@ export async function runProvision(
   const epoch = ctx.engine.epoch;
   const log = ctx.log.child({ sandboxId: rec.id, callId: rec.callId });
   try {
-    // No registry here: "pull" means the image must already be in the engine. The check runs
-    // while the phase is recorded; the record moves to provisioning in one write with what the
-    // disk-quota probe (cached after the first create) found.
-    const present = ctx.driver.inspectImage(rec.image);
+    // A registry image is pulled now (its progress goes into the provision) and from then on named
+    // by digest. A local image must already be in the engine: the check runs while the phase is
+    // recorded; the record moves to provisioning in one write with what the disk-quota probe
+    // (cached after the first create, made with the operator's own image) found.
+    const present = rec.mountedSidecar ? Promise.resolve(true) : ctx.driver.inspectImage(rec.image);
     present.catch(() => {});
     await enter('image_pull');
+    const image = rec.mountedSidecar ? await pullRegistryImage(ctx, rec, tracker) : rec.image;
     if (!(await present)) {
       throw new RuntimeError(
         'IMAGE_NOT_FOUND',
         `image ${rec.image} is not present on this operator's engine and cannot be pulled; build or load it first`,
       );
     }
-    const diskEnforced = await ctx.driver.diskQuotaSupported(rec.image);
+    const diskEnforced = await ctx.driver.diskQuotaSupported(rec.mountedSidecar ? ctx.cfg.image : rec.image);
     if (!diskEnforced) log.debug('disk size not enforced: storage driver has no quota support');
     let current = await transition(ctx, rec.id, 'provisioning', {
+      image,
       resources: { ...rec.resources, diskEnforced, workspaceDisk: ctx.driver.disks ? 'loop-ext4' : null },
     });
     let copied: string | undefined;
@@ -178,7 +183,7 @@ export async function runProvision(
       copied = await copyForkWorkspace(ctx, current);
     }
     const launched = await launchContainer(ctx, current, {
-      image: rec.image,
+      image,
       ...(copied ? { restoreWorkspaceTar: copied } : {}),
       removeVolumeOnFailure: true,
       ...(hooks.cmd ? { cmd: hooks.cmd } : {}),

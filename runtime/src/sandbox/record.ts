@@ -184,6 +184,11 @@ export const SandboxRecordSchema = z.object({
    * refused with AGENT_DISABLED), no agent program in its env. Absent: true.
    */
   agent: z.boolean().optional(),
+  /**
+   * A registry image (docker/image-ref.ts): pulled at create (then `image` names it by digest) and
+   * run with the sidecar mounted from the kit volume (docker/sidecar-kit.ts). Absent: false.
+   */
+  mountedSidecar: z.boolean().optional(),
   /** The OCI runtime its containers run under (runtimes.ts), fixed at create. Absent: runc. */
   runtime: SandboxRuntimeSchema.optional(),
   /**

@@ -1,12 +1,14 @@
 // The create request: its schema, and how resources and timers are resolved against the
 // operator's defaults and caps (0 or absent = default; resources above a cap are refused,
 // timers above a cap are clamped).
+
 import { z } from 'zod';
 import { invalidField, RuntimeError } from '../errors.ts';
 import { type SandboxRuntimeConfig, shapeCatalog } from './config.ts';
 import { parseUserEnv } from './env.ts';
 import { type NetworkPolicy, resolveNetworkPolicy } from './network-policy.ts';
 import { SANDBOX_ID_RE, type SandboxTimers, SNAPSHOT_ID_RE } from './record.ts';
+import { checkRegistryImage, isRegistryImage } from './registry-images.ts';
 import { refuseUnsupported, resolveRuntime, type SandboxRuntime, SandboxRuntimeSchema } from './runtimes.ts';
 import { resolveShape } from './shapes.ts';
 import { parseSshKey, type SshKey } from './ssh-keys.ts';
@@ -121,6 +123,8 @@ export function resolveCreate(input: unknown, cfg: SandboxRuntimeConfig): Resolv
   const baseEnv = parseUserEnv(p.env, 'env');
   const sshKeys = p.sshPublicKey ? [parseSshKey(p.sshPublicKey, Date.now())] : undefined;
   if (!p.agent) refuseAgentProgram(baseEnv, 'env');
+  // A registry image off the allow-list is refused here, before anything is admitted or pulled.
+  if (p.image && isRegistryImage(p.image)) checkRegistryImage({ cfg }, p.image);
   if (cpuCores < 0.1)
     throw invalidField(
       'cpuCores',

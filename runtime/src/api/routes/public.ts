@@ -149,7 +149,7 @@ const provisionRoute = createRoute({
   path: '/api/provisions/{callId}',
   tags: ['public'],
   summary:
-    "Provision progress of a create job: phases for anyone; sandbox id, service and error for the call's owner (session)",
+    "Provision progress of a create job: phases (and `pull`, a registry image's pull: image, layers, layersDone, bytesDone, bytesTotal, done) for anyone; sandbox id, service and error for the call's owner (session)",
   request: {
     params: z.object({ callId: z.string().regex(/^[0-9]{1,78}$/, 'callId is a decimal job call id') }),
   },
@@ -160,7 +160,8 @@ const provisionRoute = createRoute({
 });
 
 // Everyone: where a create is (the phases a client shows while it waits, before it signs in).
-const PROGRESS_FIELDS = ['callId', 'phase', 'phases', 'failedPhase', 'updatedAt'] as const;
+// `pull` (a registry image's pull progress) names only the image, which the create job made public.
+const PROGRESS_FIELDS = ['callId', 'phase', 'phases', 'failedPhase', 'pull', 'updatedAt'] as const;
 // The call's owner (or the operator): also which sandbox, which service, and why it failed.
 const OWNER_FIELDS = [...PROGRESS_FIELDS, 'sandboxId', 'serviceId', 'error', 'startedAt'] as const;
 
