@@ -41,7 +41,7 @@ async function keepOrphans(ctx: SandboxContext, id: string, names: string[]): Pr
  * Uploads the given archives (sealed) as new objects and returns what the record should name: the
  * new objects, plus the previous workspace object when no new workspace was given and the
  * previous one belongs to the same snapshot. On failure the new objects are removed (best effort)
- * and the error thrown; the previous objects are dropped only after success (best effort).
+ * (or, where the store refuses that too, recorded as orphans) and the error thrown; the previous objects are dropped only after success (best effort).
  */
 export async function offloadArchives(
   ctx: SandboxContext,
@@ -63,7 +63,9 @@ export async function offloadArchives(
       out[kind] = name;
     }
   } catch (e) {
-    await store.remove(made).catch(() => {});
+    // The store that failed the upload may refuse the clean-up too: then the record names what
+    // was made, so a later try, drop or purge deletes it (nothing is left unnamed in the bucket).
+    await store.remove(made).catch(() => keepOrphans(ctx, rec.id, made));
     throw e;
   }
   if (!out.workspace && prev?.workspace && prev.imageId === imageId) out.workspace = prev.workspace;
@@ -72,6 +74,21 @@ export async function offloadArchives(
     .remove(stale)
     .catch((err: unknown) =>
       ctx.log.warn({ sandboxId: rec.id, err: String(err) }, 'could not delete an older snapshot object'),
+    );
+  // What an earlier interrupted upload left: deleted now that the store answers again.
+  const orphans = ctx.records.get(rec.id)?.snapshotOrphans ?? rec.snapshotOrphans ?? [];
+  if (orphans.length)
+    await store.remove(orphans).then(
+      () =>
+        ctx.records.patch(rec.id, (r) => ({
+          ...r,
+          snapshotOrphans: (r.snapshotOrphans ?? []).filter((n) => !orphans.includes(n)),
+        })),
+      (err: unknown) =>
+        ctx.log.warn(
+          { sandboxId: rec.id, err: String(err) },
+          'could not delete objects of an interrupted upload',
+        ),
     );
   ctx.log.debug({ sandboxId: rec.id, bytes: out.bytes }, 'snapshot archives sent to the object store');
   return out;
