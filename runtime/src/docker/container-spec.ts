@@ -2,7 +2,14 @@
 // loopback-only port publishing (or, with no network, a socket directory), labels, and the
 // hardening every sandbox gets.
 import type Docker from 'dockerode';
-import { KIT_CMD, KIT_ENTRYPOINT, KIT_ENV, KIT_MOUNT } from './sidecar-kit.ts';
+import {
+  KIT_CMD,
+  KIT_ENTRYPOINT,
+  KIT_ENV,
+  KIT_MOUNT,
+  KIT_NODE_SHARE,
+  kitShareVolume,
+} from './sidecar-kit.ts';
 import { SOCKET_MOUNT } from './sidecar-socket.ts';
 
 /**
@@ -164,6 +171,13 @@ export function buildContainerSpec(s: ContainerSpecInput): Docker.ContainerCreat
               Type: 'volume',
               Source: s.mountedSidecar.kitVolume,
               Target: KIT_MOUNT,
+              ReadOnly: true,
+              VolumeOptions: { NoCopy: true },
+            } as unknown as Docker.MountSettings,
+            {
+              Type: 'volume',
+              Source: kitShareVolume(s.mountedSidecar.kitVolume),
+              Target: KIT_NODE_SHARE,
               ReadOnly: true,
               VolumeOptions: { NoCopy: true },
             } as unknown as Docker.MountSettings,

@@ -16,7 +16,7 @@ import type Docker from 'dockerode';
 import { RuntimeError } from '../errors.ts';
 import { dockerStatus } from './docker-errors.ts';
 import { LABEL_KIND, LABEL_MANAGED_BY, MANAGED_BY_VALUE } from './labels.ts';
-import { KIT_MOUNT } from './sidecar-kit.ts';
+import { KIT_MOUNT, KIT_NODE_SHARE } from './sidecar-kit.ts';
 
 /** Paths that must be real directories (or absent) in the image; checked top-down. */
 const NO_LINK_PATHS = [
@@ -29,6 +29,7 @@ const NO_LINK_PATHS = [
   '/run',
   '/run/sidecar',
   KIT_MOUNT,
+  KIT_NODE_SHARE,
 ];
 /** Paths the image must not have. */
 const ABSENT_PATHS = ['/etc/ld.so.preload'];

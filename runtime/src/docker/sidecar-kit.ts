@@ -15,6 +15,13 @@ export const KIT_MOUNT = '/.agent-sandbox';
 /** The kit's own directory inside the volume (made by one rename, so it is whole or absent). */
 export const KIT_DIR = `${KIT_MOUNT}/kit`;
 const LOADER = 'ld-linux-x86-64.so.2';
+/**
+ * Debian's Node loads some of its own builtins (cjs-module-lexer, acorn, undici…) from this fixed
+ * path, so a sandbox of a pulled image gets our copy of it, read-only, from a second kit volume.
+ */
+export const KIT_NODE_SHARE = '/usr/share/nodejs';
+/** The volume holding our KIT_NODE_SHARE, next to the kit volume `kit`. */
+export const kitShareVolume = (kit: string) => `${kit}-nodejs`;
 
 /** Entrypoint and command of a sandbox whose image does not carry the sidecar. */
 export const KIT_ENTRYPOINT = [`${KIT_DIR}/bin/tini`, '--'];
@@ -38,6 +45,11 @@ export const KIT_ENV: Readonly<Record<string, string>> = {
 // /usr/bin/node as ldd lists it, the loader, tini-static and the bundles into a staging
 // directory, then renames it into place; a kit already there is left as it is.
 const POPULATE = `set -eu
+if ! test -e /share/.complete; then
+  cp -rL ${KIT_NODE_SHARE}/. /share/
+  chmod -R a+rX,go-w /share
+  touch /share/.complete
+fi
 test -d /kit/kit && exit 0
 s=/kit/stage.$$
 mkdir -p "$s/bin" "$s/lib" "$s/sidecar" "$s/etc"
@@ -78,6 +90,15 @@ export async function ensureSidecarKit(docker: Docker, image: string): Promise<s
             Type: 'volume',
             Source: name,
             Target: '/kit',
+            VolumeOptions: {
+              NoCopy: true,
+              Labels: { [LABEL_MANAGED_BY]: MANAGED_BY_VALUE, [LABEL_KIND]: 'kit' },
+            },
+          } as unknown as Docker.MountSettings,
+          {
+            Type: 'volume',
+            Source: kitShareVolume(name),
+            Target: '/share',
             VolumeOptions: {
               NoCopy: true,
               Labels: { [LABEL_MANAGED_BY]: MANAGED_BY_VALUE, [LABEL_KIND]: 'kit' },

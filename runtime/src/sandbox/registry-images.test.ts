@@ -273,7 +273,13 @@ describe('images from a registry', () => {
     const environ = (await readFile(`/proc/${sidecarPid}/environ`, 'utf8')).split('\0');
     expect(environ).toContain('LD_PRELOAD=');
     expect(environ).toContain('NODE_OPTIONS=');
-    expect(environ.filter((e) => e.includes('evil'))).toEqual([]);
+    // The image's ENV rides only as data for the agent's processes (SIDECAR_IMAGE_ENV, a JSON
+    // object Node does not read, as user env rides in PUT /env); no variable of it is in effect here.
+    expect(environ.filter((e) => e.includes('evil') && !e.startsWith('SIDECAR_IMAGE_ENV='))).toEqual([]);
+    const carried = JSON.parse(
+      environ.find((e) => e.startsWith('SIDECAR_IMAGE_ENV='))!.slice('SIDECAR_IMAGE_ENV='.length),
+    ) as Record<string, string>;
+    expect(carried.LD_PRELOAD).toBe('/nonexistent/evil.so');
     // The image's token did not replace the sandbox's: the operator's token works (exec above)
     // and the image's does not.
     const ep = rig.manager.sidecarEndpoint(id);
@@ -282,7 +288,7 @@ describe('images from a registry', () => {
       headers: { authorization: `Bearer ${'0'.repeat(64)}`, 'content-type': 'application/json' },
       body: JSON.stringify({ command: 'id' }),
     });
-    expect(res.status).toBe(401);
+    expect(res.status).toBe(403); // a wrong token: 403 (a missing one is 401)
     // The agent cannot change the kit.
     expect((await exec(id, 'touch /.agent-sandbox/kit/bin/node 2>&1 || echo refused')).stdout).toContain(
       'refused',
