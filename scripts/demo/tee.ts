@@ -176,7 +176,8 @@ export async function teeWalkthrough(o: TeeDemoOptions): Promise<TeeDemoResult> 
       'secrets set --sealed',
     );
     const e = await must(
-      cli(['exec', sandboxId, '--operator', op.url, 'printenv DEMO_TEE_SECRET'], { env }),
+      // Over the enclave's owner channel: the operator API refuses a TEE sandbox's exec.
+      cli(['exec', sandboxId, '--tee', ...target, ...pin, '--', 'printenv DEMO_TEE_SECRET'], { env }),
       'exec',
     );
     kept = o.keep === true;
