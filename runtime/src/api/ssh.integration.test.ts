@@ -98,6 +98,48 @@ describe('SSH into a real sandbox through the API tunnel', () => {
     run('ssh', [...sshArgs(sid, key, extra), `agent@${sid}`, command], {
       SSH_TEST_TOKEN: tokens.get(who.address)!,
     });
+  /** A live `ssh … 'echo in; exec cat'` session: `saw` resolves once stdout holds the text. */
+  const openSession = (sid: string, key: string) => {
+    const child = spawn('ssh', [...sshArgs(sid, key), `agent@${sid}`, 'echo in; exec cat'], {
+      env: { ...process.env, SSH_TEST_TOKEN: tokens.get(owner.address)! },
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
+    let out = '';
+    let err = '';
+    const waiters: Array<() => void> = [];
+    child.stdout.on('data', (d: Buffer) => {
+      out += d.toString();
+      for (const w of [...waiters]) w();
+    });
+    child.stderr.on('data', (d: Buffer) => {
+      err += d.toString();
+    });
+    const exited = new Promise<number | null>((resolve) => child.on('close', (c) => resolve(c)));
+    const saw = (text: string) =>
+      new Promise<void>((resolve, reject) => {
+        const check = () => {
+          if (out.includes(text)) resolve();
+        };
+        waiters.push(check);
+        check();
+        void exited.then(() => reject(new Error(`ssh ended before "${text.trim()}": ${err}`)));
+      });
+    return { child, exited, saw };
+  };
+  const within = <T>(p: Promise<T>, ms: number, what: string) =>
+    new Promise<T>((resolve, reject) => {
+      const t = setTimeout(() => reject(new Error(what)), ms);
+      p.then(
+        (v) => {
+          clearTimeout(t);
+          resolve(v);
+        },
+        (e) => {
+          clearTimeout(t);
+          reject(e);
+        },
+      );
+    });
   const sshdCount = async (sid: string) => {
     const r = await sidecarExec(rig.manager.sidecarEndpoint(sid), 'pgrep -c -x sshd || true');
     return Number(String((r as { stdout?: string }).stdout ?? r).trim() || 0);
@@ -105,7 +147,7 @@ describe('SSH into a real sandbox through the API tunnel', () => {
 
   beforeAll(async () => {
     dir = await mkdtemp(join(tmpdir(), 'asbx-ssh-'));
-    for (const k of ['owner', 'tenant', 'second'])
+    for (const k of ['owner', 'tenant', 'second', 'third'])
       await run('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-C', `${k}@test`, '-f', keyFile(k)]);
     rig = await makeRig(image);
     const sessions = await SessionAuth.create({
@@ -263,8 +305,6 @@ describe('SSH into a real sandbox through the API tunnel', () => {
     expect(fwd.code).not.toBe(0);
   }, 120_000);
 
-  // Whether a revocation also ends a session already open is not tested (a first version of that
-  // case hung twice on the busy machine, cause not found): only new connections are covered here.
   it('a revoked key is refused from then on; the other key still works', async () => {
     expect(
       (await call('POST', `/api/sandboxes/${id}/ssh`, owner, { public_key: await pub('second') })).status,
@@ -280,6 +320,30 @@ describe('SSH into a real sandbox through the API tunnel', () => {
     expect(revoked.code).toBe(255);
     expect(revoked.stderr).toMatch(/Permission denied \(publickey\)/);
     expect((await ssh(owner, id, 'owner', 'echo still')).stdout).toBe('still\n');
+  }, 180_000);
+
+  it("a revoked key's open session ends; another key's open session keeps working", async () => {
+    for (const k of ['owner', 'third'])
+      expect(
+        (await call('POST', `/api/sandboxes/${id}/ssh`, owner, { public_key: await pub(k) })).status,
+      ).toBe(200);
+    // Two live sessions, each `cat` echoing its stdin back: key "third" (to be revoked) and "owner".
+    const revoked = openSession(id, 'third');
+    const kept = openSession(id, 'owner');
+    await Promise.all([revoked.saw('in\n'), kept.saw('in\n')]);
+    const fp = (await call('GET', `/api/sandboxes/${id}/ssh`, owner)).json.keys.find(
+      (k: { comment: string }) => k.comment === 'third@test',
+    ).fingerprint as string;
+    const del = await call('DELETE', `/api/sandboxes/${id}/ssh?fingerprint=${encodeURIComponent(fp)}`, owner);
+    expect(del.status).toBe(200);
+    // The event: the revoked session's ssh process exits (the bound only turns a hang into a failure).
+    const code = await within(revoked.exited, 60_000, "the revoked key's ssh session did not end");
+    expect(code).not.toBe(0);
+    // The other key's session still carries bytes both ways, then ends cleanly on EOF.
+    kept.child.stdin.write('still here\n');
+    await kept.saw('still here\n');
+    kept.child.stdin.end();
+    expect(await kept.exited).toBe(0);
   }, 180_000);
 
   it('the keys and the host key survive stop/resume; the last key gone, SSH is off', async () => {
