@@ -75,7 +75,7 @@ describe('SSH into a real sandbox through the API tunnel', () => {
   };
   const keyFile = (name: string) => join(dir, name);
   const pub = async (name: string) => (await readFile(`${keyFile(name)}.pub`, 'utf8')).trim();
-  const sshArgs = (sid: string, key: string, extra: string[] = []) => [
+  const sshArgs = (sid: string, key: string, extra: string[] = [], base = server.url) => [
     '-F',
     'none',
     '-i',
@@ -91,7 +91,7 @@ describe('SSH into a real sandbox through the API tunnel', () => {
     '-o',
     'ConnectTimeout=60',
     '-o',
-    `ProxyCommand=node ${PROXY} ${server.url.replace(/^http/, 'ws')}/api/sandboxes/${sid}/ssh/tunnel`,
+    `ProxyCommand=node ${PROXY} ${base.replace(/^http/, 'ws')}/api/sandboxes/${sid}/ssh/tunnel`,
     ...extra,
   ];
   const ssh = (who: typeof owner, sid: string, key: string, command: string, extra: string[] = []) =>
@@ -365,6 +365,52 @@ describe('SSH into a real sandbox through the API tunnel', () => {
     expect(off.json.enabled).toBe(false);
     expect((await ssh(owner, id, 'owner', 'true')).stderr).toMatch(/tunnel refused: 409 .*SSH_DISABLED/);
   }, 180_000);
+
+  it('SANDBOX_SSH=false: the view says SSH is off though a key is stored, and the tunnel is refused', async () => {
+    // The same sandboxes behind an operator API with SSH turned off: the tenant's has a key.
+    const sessions = await SessionAuth.create({
+      secret: rig.secret,
+      store: rig.store,
+      siwe: { publicUrl: () => off.url, chainId: 31337 },
+    });
+    const api = createOperatorApi(
+      {
+        sessions,
+        sandboxes: rig.manager,
+        store: rig.store,
+        metrics: new Registry(),
+        logger: pino({ level: 'silent' }),
+        mode: 'cloud',
+        capabilities: {},
+      },
+      { ssh: false, rateLimits: { read: 10_000, write: 10_000, auth: 100 } },
+    );
+    const off = await serveOperatorApi(api, { port: 0 });
+    try {
+      const token = await signInOverHttp(off.url, tenant);
+      const get = (path: string) =>
+        fetch(`${off.url}${path}`, { headers: { authorization: `Bearer ${token}` } }).then((r) => r.json());
+      const one = (await get(`/api/sandboxes/${otherId}`)) as { ssh: { enabled: boolean; keys: unknown[] } };
+      expect(one.ssh.enabled).toBe(false);
+      expect(one.ssh.keys).toHaveLength(1);
+      const list = (await get('/api/sandboxes')) as {
+        sandboxes: { id: string; ssh: { enabled: boolean } }[];
+      };
+      expect(list.sandboxes.find((x) => x.id === otherId)?.ssh.enabled).toBe(false);
+      expect(((await get(`/api/sandboxes/${otherId}/ssh`)) as { enabled: boolean }).enabled).toBe(false);
+      const tunnel = await run(
+        'ssh',
+        [...sshArgs(otherId, 'tenant', [], off.url), `agent@${otherId}`, 'true'],
+        {
+          SSH_TEST_TOKEN: token,
+        },
+      );
+      expect(tunnel.code).toBe(255);
+      expect(tunnel.stderr).toMatch(/tunnel refused: 422 .*SSH_UNAVAILABLE/);
+    } finally {
+      await off.close();
+    }
+  }, 120_000);
 
   it("create's ssh_public_key turns SSH on from the start (the tenant's own sandbox)", async () => {
     const r = await ssh(tenant, otherId, 'tenant', 'id -un');

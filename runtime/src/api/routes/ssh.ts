@@ -72,6 +72,9 @@ const removeRoute = createRoute({
   responses: { 200: json(sshWithId, 'Revoked'), ...errors(400, ...SANDBOX_ERRORS) },
 });
 
+/** Whether this operator offers SSH at all (the views say `enabled: false` where it does not). */
+const offered = (d: SandboxRouteDeps) => d.config.ssh && !d.tee;
+
 function assertOffered(d: SandboxRouteDeps): void {
   if (d.tee) {
     throw new RuntimeError(
@@ -86,7 +89,7 @@ function assertOffered(d: SandboxRouteDeps): void {
 
 export function registerSsh(app: OpenAPIHono<ApiEnv>, d: SandboxRouteDeps): void {
   app.openapi(getRoute, (c) =>
-    c.json({ sandbox_id: c.get('sandbox').id, ...sshView(c.get('sandbox')) }, 200),
+    c.json({ sandbox_id: c.get('sandbox').id, ...sshView(c.get('sandbox'), offered(d)) }, 200),
   );
 
   app.openapi(addRoute, async (c) => {
@@ -94,7 +97,7 @@ export function registerSsh(app: OpenAPIHono<ApiEnv>, d: SandboxRouteDeps): void
     assertOffered(d);
     const id = c.get('sandbox').id;
     const { key, record } = await d.sandboxes.addSshKey(id, c.req.valid('json').public_key);
-    const ssh = sshView(record);
+    const ssh = sshView(record, offered(d));
     return c.json(
       { sandbox_id: id, key: ssh.keys.find((k) => k.fingerprint === key.fingerprint)!, ssh },
       200,
@@ -106,7 +109,7 @@ export function registerSsh(app: OpenAPIHono<ApiEnv>, d: SandboxRouteDeps): void
     const id = c.get('sandbox').id;
     const record = await d.sandboxes.removeSshKey(id, c.req.valid('query').fingerprint);
     await endRevokedSessions(d, record);
-    return c.json({ sandbox_id: id, ...sshView(record) }, 200);
+    return c.json({ sandbox_id: id, ...sshView(record, offered(d)) }, 200);
   });
 
   app.openAPIRegistry.registerPath({
