@@ -375,6 +375,7 @@ function blueprintDeps(p: Parts, chain: BlueprintChain, api: Api): BlueprintDeps
       ...(p.harnessImage ? { harnessImage: p.harnessImage } : {}),
       shapes: shapeCatalog(p.manager.config),
       teeAvailable: p.tee !== undefined,
+      sshOffered: v.SANDBOX_SSH ?? true,
     },
     operatorApiUrl: api.publicUrl,
     workflows: api.app.workflows,

@@ -31,6 +31,8 @@ export interface CreatePolicy {
   shapes: ShapeCatalog;
   /** False on an operator without TEE hardware: tee_required requests are refused. */
   teeAvailable: boolean;
+  /** False where the operator turned SSH off (SANDBOX_SSH=false): the result says `ssh.enabled: false`. */
+  sshOffered?: boolean;
 }
 
 /** agent_identifier values that pick the harness image when the request names no image. */

@@ -6,6 +6,7 @@ import { dirname } from 'node:path';
 import type { Logger } from 'pino';
 import { AgentRunner } from './agents/agent-runner.ts';
 import type { SidecarConfig } from './config.ts';
+import { SidecarError } from './errors.ts';
 import { WorkspaceFiles } from './files/workspace-files.ts';
 import { BearerAuth, type TokenCell } from './http/auth.ts';
 import { ok, Router } from './http/http-router.ts';
@@ -16,7 +17,7 @@ import { teeAttestationHandler, teePublicKeyHandler, teeSealedSecretsHandler } f
 import { teeChannelHandler } from './routes/tee-channel.ts';
 import { addTerminalRoutes } from './routes/terminals.ts';
 import { putUserEnvHandler } from './routes/user-env.ts';
-import { type SshTunnels, sshTunnels } from './ssh/ssh-tunnel.ts';
+import { parseKeysBody, type SshTunnels, sshTunnels } from './ssh/ssh-tunnel.ts';
 import { DstackClient } from './tee/dstack-client.ts';
 import { DstackEnclave } from './tee/enclave.ts';
 import { TerminalRegistry } from './terminals/terminal-registry.ts';
@@ -78,6 +79,15 @@ export function createApp(config: SidecarConfig, log: Logger, token?: TokenCell)
   addAgentRoutes(router, config, agents);
   addTerminalRoutes(router, config, terminals);
   const ssh = sshTunnels(config, auth, log);
+  router.add('PUT', '/ssh/keys', async (ctx) => {
+    let keys: string[];
+    try {
+      keys = parseKeysBody(await ctx.body());
+    } catch (e) {
+      throw new SidecarError('INVALID_REQUEST', (e as Error).message, 400);
+    }
+    return ok({ success: true, ended: ssh.setKeys(keys) });
+  });
   return {
     router,
     terminals,

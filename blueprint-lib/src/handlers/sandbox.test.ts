@@ -61,7 +61,7 @@ let main: Op;
 let spare: Op;
 const chain = new BlueprintChain({ httpRpcUrl: devnet.rpcUrl, blueprint: devnet.contracts.cloud });
 
-function routerFor(op: Op, operator: Address) {
+function routerFor(op: Op, operator: Address, sshOffered?: boolean) {
   return blueprintRouter({
     operator,
     mode: 'cloud',
@@ -77,6 +77,7 @@ function routerFor(op: Op, operator: Address) {
         ceiling: { cpuCores: 2, memoryMb: 2048, diskGb: 10 },
       },
       teeAvailable: false,
+      ...(sshOffered === undefined ? {} : { sshOffered }),
     },
     operatorApiUrl: 'http://127.0.0.1:9999',
   }).router;
@@ -99,10 +100,16 @@ function ctx(
   };
 }
 
-async function create(input: Hex, op: Op = main, as?: Address, log?: JobContext['log']) {
+async function create(
+  input: Hex,
+  op: Op = main,
+  as?: Address,
+  log?: JobContext['log'],
+  sshOffered?: boolean,
+) {
   const call = await jobs.submit(JOB_SANDBOX_CREATE, input);
   const operator = as ?? call.operator!;
-  const outcome = await routerFor(op, operator).dispatch(
+  const outcome = await routerFor(op, operator, sshOffered).dispatch(
     { jobIndex: JOB_SANDBOX_CREATE, input },
     ctx(call, JOB_SANDBOX_CREATE, log),
   );
@@ -195,6 +202,17 @@ describe('SANDBOX_CREATE and SANDBOX_DELETE', () => {
       filters: { label: [`agent-sandbox.id=${out.sandboxId}`] },
     });
     expect(gone).toHaveLength(0);
+  });
+
+  it("SANDBOX_SSH=false: the create's key is kept but the result says SSH is off (the operator offers none)", async () => {
+    const key = 'ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIIzfzkgo31RUoOOMVhyzSmvJ/h2rJdiQrc8DupGUQ0Zr t@test';
+    const req = request({ name: 'ssh-off', ssh_enabled: true, ssh_public_key: key });
+    const { outcome } = await create(flat(req), main, undefined, undefined, false);
+    const out = createOutput(outcome);
+    expect(out.json.ssh).toEqual({ requested: true, enabled: false });
+    expect(main.manager.get(out.sandboxId).sshKeys).toHaveLength(1);
+    // The later cases count the operator's sandboxes.
+    await main.manager.delete(out.sandboxId);
   });
 
   it('decodes the flat and the tuple encoding to the same request', async () => {

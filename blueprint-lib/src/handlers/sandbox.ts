@@ -245,8 +245,15 @@ export function sandboxHandlers(deps: BlueprintDeps) {
         stack: v.facts.stack,
         agentIdentifier: v.facts.agentIdentifier,
         webTerminalEnabled: v.facts.webTerminalEnabled,
-        // On when the create's key was stored (the runtime parsed it); more keys with POST …/ssh.
-        ssh: { requested: v.facts.sshEnabled, enabled: (rec.sshKeys ?? []).length > 0 },
+        // On when the create's key was stored (the runtime parsed it) and the operator offers SSH
+        // (SANDBOX_SSH, never tee-instance: the API refuses it there); more keys with POST …/ssh.
+        ssh: {
+          requested: v.facts.sshEnabled,
+          enabled:
+            deps.policy.sshOffered !== false &&
+            deps.mode !== 'tee-instance' &&
+            (rec.sshKeys ?? []).length > 0,
+        },
       }),
     });
   }

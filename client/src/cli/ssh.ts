@@ -67,6 +67,12 @@ export const ssh: Command = async (ctx) => {
         const done = () => resolve(0);
         tunnel.on('close', done);
         tunnel.on('error', () => resolve(0));
+        // The operator ended the tunnel (a revoked key, sign-out, the sandbox stopped): end here
+        // too, or 'close' would wait for ssh to close our stdin, which it never does first.
+        tunnel.on('end', () => {
+          ctx.io.stdin.unpipe(tunnel);
+          tunnel.destroy();
+        });
         tunnel.pipe(out, { end: false });
         ctx.io.stdin.pipe(tunnel);
         ctx.io.stdin.on('end', () => tunnel.end());

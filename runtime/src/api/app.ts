@@ -130,7 +130,7 @@ export function createOperatorApi(deps: OperatorApiDeps, configInput?: ApiConfig
   app.route('/', consoleRoutes(deps.consoleDir));
 
   app.use('/api/sandboxes', requireSession(sessions));
-  registerList(app, deps.sandboxes);
+  registerList(app, deps.sandboxes, config.ssh && !deps.tee);
   app.use('/api/workflows', requireSession(sessions));
   app.use('/api/workflows/*', requireSession(sessions));
   registerWorkflows(app, workflows);

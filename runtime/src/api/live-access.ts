@@ -44,7 +44,7 @@ export class LiveAccess {
     return this.#endWhere((g) => g.sandboxId === sandboxId && g.address === a);
   }
 
-  /** Ends the sandbox's SSH tunnels (a key was revoked: who used which key is sshd's to know). */
+  /** Ends all the sandbox's SSH tunnels (the last key revoked, or the sidecar could not be told which). */
   endSsh(sandboxId: string): number {
     return this.#endWhere((g) => g.sandboxId === sandboxId && g.ssh === true);
   }

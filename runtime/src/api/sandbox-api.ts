@@ -34,7 +34,7 @@ export function sandboxApi(
   // port proxy included), then may they use this sandbox (sandboxId was set by the mount).
   app.use('*', requireSession(sessions));
   app.use('*', requireSandboxAccess(d.sandboxes));
-  registerGet(app);
+  registerGet(app, d.config.ssh && !d.tee);
   registerExec(app, d);
   registerRuns(app, d);
   registerCapabilities(app, d);

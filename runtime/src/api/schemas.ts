@@ -122,7 +122,10 @@ export const SshKeyViewSchema = z
   .openapi('SshKey');
 export const SshSchema = z
   .object({
-    enabled: z.boolean().openapi({ description: 'SSH is on while the owner has added a key' }),
+    enabled: z.boolean().openapi({
+      description:
+        'SSH is on while the owner has added a key and the operator offers SSH (false under SANDBOX_SSH=false or in a TEE, the keys kept)',
+    }),
     keys: z.array(SshKeyViewSchema),
     tunnel: z.string().openapi({
       description:

@@ -75,7 +75,7 @@ describe('SSH into a real sandbox through the API tunnel', () => {
   };
   const keyFile = (name: string) => join(dir, name);
   const pub = async (name: string) => (await readFile(`${keyFile(name)}.pub`, 'utf8')).trim();
-  const sshArgs = (sid: string, key: string, extra: string[] = []) => [
+  const sshArgs = (sid: string, key: string, extra: string[] = [], base = server.url) => [
     '-F',
     'none',
     '-i',
@@ -91,12 +91,54 @@ describe('SSH into a real sandbox through the API tunnel', () => {
     '-o',
     'ConnectTimeout=60',
     '-o',
-    `ProxyCommand=node ${PROXY} ${server.url.replace(/^http/, 'ws')}/api/sandboxes/${sid}/ssh/tunnel`,
+    `ProxyCommand=node ${PROXY} ${base.replace(/^http/, 'ws')}/api/sandboxes/${sid}/ssh/tunnel`,
     ...extra,
   ];
   const ssh = (who: typeof owner, sid: string, key: string, command: string, extra: string[] = []) =>
     run('ssh', [...sshArgs(sid, key, extra), `agent@${sid}`, command], {
       SSH_TEST_TOKEN: tokens.get(who.address)!,
+    });
+  /** A live `ssh … 'echo in; exec cat'` session: `saw` resolves once stdout holds the text. */
+  const openSession = (sid: string, key: string) => {
+    const child = spawn('ssh', [...sshArgs(sid, key), `agent@${sid}`, 'echo in; exec cat'], {
+      env: { ...process.env, SSH_TEST_TOKEN: tokens.get(owner.address)! },
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
+    let out = '';
+    let err = '';
+    const waiters: Array<() => void> = [];
+    child.stdout.on('data', (d: Buffer) => {
+      out += d.toString();
+      for (const w of [...waiters]) w();
+    });
+    child.stderr.on('data', (d: Buffer) => {
+      err += d.toString();
+    });
+    const exited = new Promise<number | null>((resolve) => child.on('close', (c) => resolve(c)));
+    const saw = (text: string) =>
+      new Promise<void>((resolve, reject) => {
+        const check = () => {
+          if (out.includes(text)) resolve();
+        };
+        waiters.push(check);
+        check();
+        void exited.then(() => reject(new Error(`ssh ended before "${text.trim()}": ${err}`)));
+      });
+    return { child, exited, saw };
+  };
+  const within = <T>(p: Promise<T>, ms: number, what: string) =>
+    new Promise<T>((resolve, reject) => {
+      const t = setTimeout(() => reject(new Error(what)), ms);
+      p.then(
+        (v) => {
+          clearTimeout(t);
+          resolve(v);
+        },
+        (e) => {
+          clearTimeout(t);
+          reject(e);
+        },
+      );
     });
   const sshdCount = async (sid: string) => {
     const r = await sidecarExec(rig.manager.sidecarEndpoint(sid), 'pgrep -c -x sshd || true');
@@ -105,7 +147,7 @@ describe('SSH into a real sandbox through the API tunnel', () => {
 
   beforeAll(async () => {
     dir = await mkdtemp(join(tmpdir(), 'asbx-ssh-'));
-    for (const k of ['owner', 'tenant', 'second'])
+    for (const k of ['owner', 'tenant', 'second', 'third'])
       await run('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-C', `${k}@test`, '-f', keyFile(k)]);
     rig = await makeRig(image);
     const sessions = await SessionAuth.create({
@@ -263,8 +305,6 @@ describe('SSH into a real sandbox through the API tunnel', () => {
     expect(fwd.code).not.toBe(0);
   }, 120_000);
 
-  // Whether a revocation also ends a session already open is not tested (a first version of that
-  // case hung twice on the busy machine, cause not found): only new connections are covered here.
   it('a revoked key is refused from then on; the other key still works', async () => {
     expect(
       (await call('POST', `/api/sandboxes/${id}/ssh`, owner, { public_key: await pub('second') })).status,
@@ -280,6 +320,30 @@ describe('SSH into a real sandbox through the API tunnel', () => {
     expect(revoked.code).toBe(255);
     expect(revoked.stderr).toMatch(/Permission denied \(publickey\)/);
     expect((await ssh(owner, id, 'owner', 'echo still')).stdout).toBe('still\n');
+  }, 180_000);
+
+  it("a revoked key's open session ends; another key's open session keeps working", async () => {
+    for (const k of ['owner', 'third'])
+      expect(
+        (await call('POST', `/api/sandboxes/${id}/ssh`, owner, { public_key: await pub(k) })).status,
+      ).toBe(200);
+    // Two live sessions, each `cat` echoing its stdin back: key "third" (to be revoked) and "owner".
+    const revoked = openSession(id, 'third');
+    const kept = openSession(id, 'owner');
+    await Promise.all([revoked.saw('in\n'), kept.saw('in\n')]);
+    const fp = (await call('GET', `/api/sandboxes/${id}/ssh`, owner)).json.keys.find(
+      (k: { comment: string }) => k.comment === 'third@test',
+    ).fingerprint as string;
+    const del = await call('DELETE', `/api/sandboxes/${id}/ssh?fingerprint=${encodeURIComponent(fp)}`, owner);
+    expect(del.status).toBe(200);
+    // The event: the revoked session's ssh process exits (the bound only turns a hang into a failure).
+    const code = await within(revoked.exited, 60_000, "the revoked key's ssh session did not end");
+    expect(code).not.toBe(0);
+    // The other key's session still carries bytes both ways, then ends cleanly on EOF.
+    kept.child.stdin.write('still here\n');
+    await kept.saw('still here\n');
+    kept.child.stdin.end();
+    expect(await kept.exited).toBe(0);
   }, 180_000);
 
   it('the keys and the host key survive stop/resume; the last key gone, SSH is off', async () => {
@@ -301,6 +365,52 @@ describe('SSH into a real sandbox through the API tunnel', () => {
     expect(off.json.enabled).toBe(false);
     expect((await ssh(owner, id, 'owner', 'true')).stderr).toMatch(/tunnel refused: 409 .*SSH_DISABLED/);
   }, 180_000);
+
+  it('SANDBOX_SSH=false: the view says SSH is off though a key is stored, and the tunnel is refused', async () => {
+    // The same sandboxes behind an operator API with SSH turned off: the tenant's has a key.
+    const sessions = await SessionAuth.create({
+      secret: rig.secret,
+      store: rig.store,
+      siwe: { publicUrl: () => off.url, chainId: 31337 },
+    });
+    const api = createOperatorApi(
+      {
+        sessions,
+        sandboxes: rig.manager,
+        store: rig.store,
+        metrics: new Registry(),
+        logger: pino({ level: 'silent' }),
+        mode: 'cloud',
+        capabilities: {},
+      },
+      { ssh: false, rateLimits: { read: 10_000, write: 10_000, auth: 100 } },
+    );
+    const off = await serveOperatorApi(api, { port: 0 });
+    try {
+      const token = await signInOverHttp(off.url, tenant);
+      const get = (path: string) =>
+        fetch(`${off.url}${path}`, { headers: { authorization: `Bearer ${token}` } }).then((r) => r.json());
+      const one = (await get(`/api/sandboxes/${otherId}`)) as { ssh: { enabled: boolean; keys: unknown[] } };
+      expect(one.ssh.enabled).toBe(false);
+      expect(one.ssh.keys).toHaveLength(1);
+      const list = (await get('/api/sandboxes')) as {
+        sandboxes: { id: string; ssh: { enabled: boolean } }[];
+      };
+      expect(list.sandboxes.find((x) => x.id === otherId)?.ssh.enabled).toBe(false);
+      expect(((await get(`/api/sandboxes/${otherId}/ssh`)) as { enabled: boolean }).enabled).toBe(false);
+      const tunnel = await run(
+        'ssh',
+        [...sshArgs(otherId, 'tenant', [], off.url), `agent@${otherId}`, 'true'],
+        {
+          SSH_TEST_TOKEN: token,
+        },
+      );
+      expect(tunnel.code).toBe(255);
+      expect(tunnel.stderr).toMatch(/tunnel refused: 422 .*SSH_UNAVAILABLE/);
+    } finally {
+      await off.close();
+    }
+  }, 120_000);
 
   it("create's ssh_public_key turns SSH on from the start (the tenant's own sandbox)", async () => {
     const r = await ssh(tenant, otherId, 'tenant', 'id -un');

@@ -42,7 +42,7 @@ export interface SandboxView {
   members: string[];
   /** Names only, and only for the owner (secrets are the owner's). */
   secret_names: string[];
-  /** SSH (on while the owner has added a key): the keys' fingerprints, and how to connect. */
+  /** SSH (on while the owner has added a key and the operator offers it): the keys' fingerprints, and how to connect. */
   ssh: SshView;
 }
 
@@ -53,14 +53,15 @@ export interface SshView {
   tunnel: string;
 }
 
-export function sshView(r: SandboxRecord): SshView {
+/** `offered`: false where the operator turned SSH off (SANDBOX_SSH=false) or cannot offer it (TEE): keys kept, SSH off. */
+export function sshView(r: SandboxRecord, offered = true): SshView {
   const keys = (r.sshKeys ?? []).map((k) => ({
     fingerprint: k.fingerprint,
     type: k.type,
     comment: k.comment,
     added_at: k.addedAt,
   }));
-  return { enabled: keys.length > 0, keys, tunnel: 'ssh/tunnel' };
+  return { enabled: offered && keys.length > 0, keys, tunnel: 'ssh/tunnel' };
 }
 
 /** When each timer fires (epoch ms), as the reaper decides it (sandbox/reaper.ts); null: not now. */
@@ -81,7 +82,11 @@ export function timerDeadlines(r: SandboxRecord): SandboxView['timer_deadlines']
   return none;
 }
 
-export function sandboxView(r: SandboxRecord, role: 'owner' | 'member' = 'owner'): SandboxView {
+export function sandboxView(
+  r: SandboxRecord,
+  role: 'owner' | 'member' = 'owner',
+  sshOffered = true,
+): SandboxView {
   // The ports the sandbox exposes, each with its proxy path under the sandbox's API route.
   const ports: Record<string, { proxy: string }> = {};
   for (const p of r.exposedPorts ?? []) ports[String(p)] = { proxy: `port/${p}/` };
@@ -120,6 +125,6 @@ export function sandboxView(r: SandboxRecord, role: 'owner' | 'member' = 'owner'
     role,
     members: [...(r.members ?? [])],
     secret_names: role === 'owner' ? Object.keys(r.userEnv ?? {}).sort() : [],
-    ssh: sshView(r),
+    ssh: sshView(r, sshOffered),
   };
 }

@@ -3,14 +3,16 @@
 // - No sshd listens anywhere: there is no port in the container, on the host or on the sandbox
 //   network for a neighbour to knock on; a tunnel exists only while the operator relays one.
 // - The authorized keys come with each tunnel (the preamble: one JSON line), from the operator's
-//   record, so a revoked key is refused from the next connection on, whatever the container holds.
+//   record, so a revoked key is refused from the next connection on, whatever the container holds;
+//   PUT /ssh/keys (the keys left) ends the open sessions a revoked key let in (sshd's Accepted line).
 //   They are written as `type base64` lines (no options, no comment: the operator rebuilt them
 //   from the parsed blob) into a fresh root-owned directory the agent can read but not change.
 // - Key-only: no password, no keyboard-interactive, no PAM, no root, no forwarding of any kind.
 // - The host key is the sandbox's own (made by the agent user on first use in its home, so it
 //   survives stop/resume and snapshots); sshd as a non-root user can only log that user in.
 import { spawn } from 'node:child_process';
-import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { chmodSync, mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import type { IncomingMessage } from 'node:http';
 import { join } from 'node:path';
 import type { Duplex } from 'node:stream';
@@ -67,6 +69,28 @@ export function parsePreamble(line: string): string[] {
   if (!Array.isArray(keys) || keys.length === 0 || keys.length > MAX_KEYS) {
     throw new Error(`authorized_keys must list 1 to ${MAX_KEYS} keys`);
   }
+  for (const k of keys) {
+    if (typeof k !== 'string' || !KEY_LINE.test(k)) throw new Error('an authorized key is not "type base64"');
+  }
+  return keys as string[];
+}
+
+/** A key line's fingerprint as sshd logs it: `SHA256:` + unpadded base64 of the blob's digest. */
+export function fingerprintOf(keyLine: string): string {
+  const blob = Buffer.from(keyLine.split(' ')[1] ?? '', 'base64');
+  return `SHA256:${createHash('sha256').update(blob).digest('base64').replace(/=+$/, '')}`;
+}
+
+/** The key sshd let in, from its log line (`Accepted publickey for agent … ED25519 SHA256:…`). */
+export function acceptedFingerprint(logLine: string): string | undefined {
+  return /^Accepted publickey for \S+ .* (SHA256:[A-Za-z0-9+/]+)$/.exec(logLine.trim())?.[1];
+}
+
+/** PUT /ssh/keys: the keys still let in (may be empty); parsed like the preamble's list. */
+export function parseKeysBody(body: unknown): string[] {
+  const keys = (body as { authorized_keys?: unknown } | null)?.authorized_keys;
+  if (!Array.isArray(keys) || keys.length > MAX_KEYS)
+    throw new Error(`authorized_keys must list 0 to ${MAX_KEYS} keys`);
   for (const k of keys) {
     if (typeof k !== 'string' || !KEY_LINE.test(k)) throw new Error('an authorized key is not "type base64"');
   }
@@ -133,11 +157,23 @@ function readPreamble(socket: Duplex, head: Buffer): Promise<{ line: string; res
 export interface SshTunnels {
   /** The upgrade handler for GET /ssh; false when the request is not one (the caller answers). */
   handle(req: IncomingMessage, socket: Duplex, head: Buffer): boolean;
+  /**
+   * The owner's keys changed (one was revoked): each open tunnel whose session a key no longer
+   * listed let in ends; one not yet logged in gets the new list for its login. Returns how many ended.
+   */
+  setKeys(keys: string[]): number;
   closeAll(): void;
 }
 
 export function sshTunnels(config: SidecarConfig, auth: BearerAuth, log: Logger): SshTunnels {
-  const open = new Set<() => void>();
+  /** Open tunnels: the key sshd let in (once it has), what may still log in, and how to end it. */
+  interface Tunnel {
+    end: () => void;
+    accepted?: string;
+    allowed: Set<string>;
+    dir: string;
+  }
+  const open = new Set<Tunnel>();
   const start = async (socket: Duplex, head: Buffer) => {
     const { line, rest } = await readPreamble(socket, head);
     const keys = parsePreamble(line);
@@ -173,10 +209,11 @@ export function sshTunnels(config: SidecarConfig, auth: BearerAuth, log: Logger)
       },
     );
     let ended = false;
+    const tunnel: Tunnel = { end: () => end(), allowed: new Set(keys.map(fingerprintOf)), dir };
     const end = () => {
       if (ended) return;
       ended = true;
-      open.delete(end);
+      open.delete(tunnel);
       socket.destroy();
       child.stdin.destroy();
       child.stdout.destroy();
@@ -188,7 +225,7 @@ export function sshTunnels(config: SidecarConfig, auth: BearerAuth, log: Logger)
       }
       cleanup();
     };
-    open.add(end);
+    open.add(tunnel);
     child.on('error', (err) => {
       log.warn({ err }, 'sshd did not start');
       end();
@@ -197,8 +234,20 @@ export function sshTunnels(config: SidecarConfig, auth: BearerAuth, log: Logger)
     socket.on('close', end);
     socket.on('error', end);
     child.stdin.on('error', () => {});
+    let partial = '';
     child.stderr.setEncoding('utf8').on('data', (s: string) => {
-      for (const l of s.split('\n')) if (l.trim()) log.info({ sshd: l.trim().slice(0, 300) }, 'ssh');
+      const lines = (partial + s).split('\n');
+      partial = (lines.pop() ?? '').slice(-4096);
+      for (const l of lines) {
+        if (!l.trim()) continue;
+        log.info({ sshd: l.trim().slice(0, 300) }, 'ssh');
+        const fp = acceptedFingerprint(l);
+        if (fp && tunnel.accepted === undefined) {
+          tunnel.accepted = fp;
+          // Revoked between sshd's check and this line: the session ends now.
+          if (!tunnel.allowed.has(fp)) end();
+        }
+      }
     });
     if (rest.length > 0) child.stdin.write(rest);
     socket.pipe(child.stdin);
@@ -241,8 +290,25 @@ export function sshTunnels(config: SidecarConfig, auth: BearerAuth, log: Logger)
       });
       return true;
     },
+    setKeys(keys) {
+      const allowed = new Set(keys.map(fingerprintOf));
+      let n = 0;
+      for (const t of [...open]) {
+        t.allowed = allowed;
+        if (keys.length === 0 || (t.accepted !== undefined && !allowed.has(t.accepted))) {
+          t.end();
+          n++;
+        } else if (t.accepted === undefined) {
+          // Not logged in yet: its sshd reads this file at the login, so it gets the new list.
+          const file = join(t.dir, 'authorized_keys');
+          writeFileSync(`${file}.new`, `${keys.join('\n')}\n`, { mode: 0o644 });
+          renameSync(`${file}.new`, file);
+        }
+      }
+      return n;
+    },
     closeAll() {
-      for (const end of [...open]) end();
+      for (const t of [...open]) t.end();
     },
   };
 }

@@ -35,7 +35,7 @@ const getRoute = createRoute({
 });
 
 /** Registered on the main app, behind the session middleware. */
-export function registerList(app: OpenAPIHono<ApiEnv>, sandboxes: ApiSandboxes): void {
+export function registerList(app: OpenAPIHono<ApiEnv>, sandboxes: ApiSandboxes, sshOffered: boolean): void {
   app.openapi(listRoute, async (c) => {
     const session = c.get('session');
     const { scope } = c.req.valid('query');
@@ -55,13 +55,13 @@ export function registerList(app: OpenAPIHono<ApiEnv>, sandboxes: ApiSandboxes):
       if (scope === 'personal' && (role !== 'owner' || shared(r))) continue;
       if (scope === 'team' && !shared(r)) continue;
       seen.add(r.id);
-      out.push(sandboxView(r, role));
+      out.push(sandboxView(r, role, sshOffered));
     }
     return c.json({ sandboxes: out }, 200);
   });
 }
 
 /** Registered on the sandbox sub-app (access already checked). */
-export function registerGet(app: OpenAPIHono<ApiEnv>): void {
-  app.openapi(getRoute, (c) => c.json(sandboxView(c.get('sandbox'), c.get('role')), 200));
+export function registerGet(app: OpenAPIHono<ApiEnv>, sshOffered: boolean): void {
+  app.openapi(getRoute, (c) => c.json(sandboxView(c.get('sandbox'), c.get('role'), sshOffered), 200));
 }

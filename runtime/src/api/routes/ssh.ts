@@ -2,8 +2,8 @@
 // WebSocket that `agent-sandbox ssh connect` opens as ssh's ProxyCommand). The tunnel is relayed to
 // the sidecar's GET /ssh upgrade, which runs one `sshd -i` for it as the agent user; no port is
 // published anywhere. Two locks, both the owner's: this API's wallet session (plus the sandbox
-// access check every route has) and an SSH key the owner added. Revoking a key ends the sandbox's
-// open tunnels; removing a member ends theirs (live-access.ts).
+// access check every route has) and an SSH key the owner added. Revoking a key ends the sessions
+// it let in (the sidecar knows which key each used); removing a member ends theirs (live-access.ts).
 
 import type { IncomingMessage } from 'node:http';
 import { request as httpRequest } from 'node:http';
@@ -62,7 +62,7 @@ const removeRoute = createRoute({
   path: '/ssh',
   tags: ['ssh'],
   summary:
-    "Owner: revoke a key (by fingerprint); ends the sandbox's open SSH tunnels; the last key gone, SSH is off",
+    "Owner: revoke a key (by fingerprint); ends the open SSH sessions it let in (the other keys' go on); the last key gone, SSH is off",
   security: [{ bearer: [] }],
   request: {
     query: z.object({
@@ -71,6 +71,9 @@ const removeRoute = createRoute({
   },
   responses: { 200: json(sshWithId, 'Revoked'), ...errors(400, ...SANDBOX_ERRORS) },
 });
+
+/** Whether this operator offers SSH at all (the views say `enabled: false` where it does not). */
+const offered = (d: SandboxRouteDeps) => d.config.ssh && !d.tee;
 
 function assertOffered(d: SandboxRouteDeps): void {
   if (d.tee) {
@@ -86,7 +89,7 @@ function assertOffered(d: SandboxRouteDeps): void {
 
 export function registerSsh(app: OpenAPIHono<ApiEnv>, d: SandboxRouteDeps): void {
   app.openapi(getRoute, (c) =>
-    c.json({ sandbox_id: c.get('sandbox').id, ...sshView(c.get('sandbox')) }, 200),
+    c.json({ sandbox_id: c.get('sandbox').id, ...sshView(c.get('sandbox'), offered(d)) }, 200),
   );
 
   app.openapi(addRoute, async (c) => {
@@ -94,7 +97,7 @@ export function registerSsh(app: OpenAPIHono<ApiEnv>, d: SandboxRouteDeps): void
     assertOffered(d);
     const id = c.get('sandbox').id;
     const { key, record } = await d.sandboxes.addSshKey(id, c.req.valid('json').public_key);
-    const ssh = sshView(record);
+    const ssh = sshView(record, offered(d));
     return c.json(
       { sandbox_id: id, key: ssh.keys.find((k) => k.fingerprint === key.fingerprint)!, ssh },
       200,
@@ -105,9 +108,8 @@ export function registerSsh(app: OpenAPIHono<ApiEnv>, d: SandboxRouteDeps): void
     assertOwner(c, 'revoke SSH keys');
     const id = c.get('sandbox').id;
     const record = await d.sandboxes.removeSshKey(id, c.req.valid('query').fingerprint);
-    // Which tunnel used which key is sshd's to know: every open tunnel ends, the others reconnect.
-    d.live.endSsh(id);
-    return c.json({ sandbox_id: id, ...sshView(record) }, 200);
+    await endRevokedSessions(d, record);
+    return c.json({ sandbox_id: id, ...sshView(record, offered(d)) }, 200);
   });
 
   app.openAPIRegistry.registerPath({
@@ -168,6 +170,56 @@ export function registerSsh(app: OpenAPIHono<ApiEnv>, d: SandboxRouteDeps): void
     });
     return new Response(null, { status: 204 });
   });
+}
+
+/**
+ * Ends the open sessions a revoked key let in. Which tunnel used which key is sshd's to know, so
+ * the sidecar is told the keys left (PUT /ssh/keys) and ends the others; the other keys' sessions
+ * go on. Where the sidecar cannot be told (stopped, an older image, no answer) or no key is left,
+ * every SSH tunnel of the sandbox ends here: a revoked key's session never outlives the DELETE.
+ */
+async function endRevokedSessions(d: SandboxRouteDeps, record: SandboxRecord): Promise<void> {
+  const keys = (record.sshKeys ?? []).map((k) => k.key);
+  if (keys.length > 0 && record.state === 'running') {
+    try {
+      await putSidecarKeys(d, record, keys);
+      return;
+    } catch {
+      // falls through: end them all
+    }
+  }
+  d.live.endSsh(record.id);
+}
+
+function putSidecarKeys(d: SandboxRouteDeps, record: SandboxRecord, keys: string[]): Promise<void> {
+  return Promise.resolve(d.sandboxes.sidecarEndpoint(record.id)).then(
+    (ep) =>
+      new Promise<void>((resolve, reject) => {
+        const url = new URL(ep.url);
+        const body = JSON.stringify({ authorized_keys: keys });
+        const req = httpRequest({
+          ...(ep.socketPath
+            ? { socketPath: ep.socketPath }
+            : { host: url.hostname, port: Number(url.port) || 80 }),
+          method: 'PUT',
+          path: '/ssh/keys',
+          headers: {
+            authorization: `Bearer ${ep.token}`,
+            'content-type': 'application/json',
+            'content-length': Buffer.byteLength(body),
+          },
+          timeout: d.config.timeouts.default,
+        });
+        req.on('timeout', () => req.destroy(new Error('timeout')));
+        req.on('error', reject);
+        req.on('response', (res) => {
+          res.resume();
+          if (res.statusCode === 200) resolve();
+          else reject(new Error(`PUT /ssh/keys: ${res.statusCode}`));
+        });
+        req.end(body);
+      }),
+  );
 }
 
 /** Opens the sidecar's GET /ssh upgrade and sends the preamble: the keys, as `type base64`. */

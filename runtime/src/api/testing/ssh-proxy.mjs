@@ -22,6 +22,8 @@ ws.on('open', () => {
   const s = createWebSocketStream(ws);
   s.pipe(process.stdout);
   process.stdin.pipe(s);
-  s.on('close', () => process.exit(0));
+  // The operator ending the tunnel (a revoked key, sign-out) ends this proxy, and so ssh: the
+  // stream's own 'close' waits for stdin too, which ssh keeps open.
+  ws.on('close', () => process.exit(0));
   s.on('error', () => process.exit(0));
 });
