@@ -164,7 +164,9 @@ async function main(): Promise<void> {
     args: [info.accounts.operator1.address as Address, N + LIVE + 10],
     chain: null,
   });
-  await chain.pub.waitForTransactionReceipt({ hash, pollingInterval: 10 });
+  const raised = await chain.pub.waitForTransactionReceipt({ hash, pollingInterval: 10 });
+  // Unchecked, a refused raise would leave the devnet's capacity and fail the burst past it.
+  if (raised.status !== 'success') throw new Error(`setOperatorCapacity reverted (${hash})`);
   const op = await run.startOperator('operator1', image, {
     SERVICE_ID: `${service}`,
     SANDBOX_DEFAULT_CPU_CORES: `${CPU}`,

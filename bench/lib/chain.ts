@@ -128,7 +128,13 @@ export class Chain {
       hashes.map((hash) => this.pub.waitForTransactionReceipt({ hash, pollingInterval: 10 })),
     );
     const failed = receipts.filter((r) => r.status !== 'success').length;
-    if (failed) throw new Error(`${failed} of ${inputs.length} submitJob txs in one block reverted`);
+    if (failed) {
+      // What the next run needs to tell out-of-gas from a contract refusal (scale's 90 of 100).
+      const bad = receipts.find((r) => r.status !== 'success')!;
+      throw new Error(
+        `${failed} of ${inputs.length} submitJob txs in one block reverted (first: ${bad.transactionHash}, gas used ${bad.gasUsed} of the limit ${gas})`,
+      );
+    }
     return {
       callIds: receipts.map((r) => this.callIdOf(r.logs)),
       block: receipts[0]!.blockNumber,
