@@ -145,15 +145,13 @@ describe('SSH into a real sandbox through the API tunnel', () => {
     return Number(String((r as { stdout?: string }).stdout ?? r).trim() || 0);
   };
 
-  beforeAll(async () => {
-    dir = await mkdtemp(join(tmpdir(), 'asbx-ssh-'));
-    for (const k of ['owner', 'tenant', 'second', 'third'])
-      await run('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-C', `${k}@test`, '-f', keyFile(k)]);
-    rig = await makeRig(image);
+  /** An operator API over the rig's sandboxes on a free port (extra: its options, e.g. ssh: false). */
+  const serveApi = async (extra: { ssh?: boolean }) => {
+    let url = '';
     const sessions = await SessionAuth.create({
       secret: rig.secret,
       store: rig.store,
-      siwe: { publicUrl: () => server.url, chainId: 31337 },
+      siwe: { publicUrl: () => url, chainId: 31337 },
     });
     const api = createOperatorApi(
       {
@@ -165,9 +163,19 @@ describe('SSH into a real sandbox through the API tunnel', () => {
         mode: 'cloud',
         capabilities: {},
       },
-      { rateLimits: { read: 10_000, write: 10_000, auth: 100 } },
+      { ...extra, rateLimits: { read: 10_000, write: 10_000, auth: 100 } },
     );
-    server = await serveOperatorApi(api, { port: 0 });
+    const served = await serveOperatorApi(api, { port: 0 });
+    url = served.url;
+    return served;
+  };
+
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'asbx-ssh-'));
+    for (const k of ['owner', 'tenant', 'second', 'third'])
+      await run('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-C', `${k}@test`, '-f', keyFile(k)]);
+    rig = await makeRig(image);
+    server = await serveApi({});
     const [a, b] = await Promise.all([
       rig.manager.create({ owner: owner.address, serviceId: 1, callId: 'ssh-int-1' }),
       rig.manager.create({
@@ -368,24 +376,7 @@ describe('SSH into a real sandbox through the API tunnel', () => {
 
   it('SANDBOX_SSH=false: the view says SSH is off though a key is stored, and the tunnel is refused', async () => {
     // The same sandboxes behind an operator API with SSH turned off: the tenant's has a key.
-    const sessions = await SessionAuth.create({
-      secret: rig.secret,
-      store: rig.store,
-      siwe: { publicUrl: () => off.url, chainId: 31337 },
-    });
-    const api = createOperatorApi(
-      {
-        sessions,
-        sandboxes: rig.manager,
-        store: rig.store,
-        metrics: new Registry(),
-        logger: pino({ level: 'silent' }),
-        mode: 'cloud',
-        capabilities: {},
-      },
-      { ssh: false, rateLimits: { read: 10_000, write: 10_000, auth: 100 } },
-    );
-    const off = await serveOperatorApi(api, { port: 0 });
+    const off = await serveApi({ ssh: false });
     try {
       const token = await signInOverHttp(off.url, tenant);
       const get = (path: string) =>
