@@ -9,9 +9,11 @@
 // client/dist), each exec pair also runs that bundle, so a change is measured before/after in one
 // interleaved run (fewer pairs: the write limit). --node PATH runs both bundles (not the floor's
 // `node -e 0`, nor this process) with another Node, e.g. one with module.enableCompileCache (>= 22.1).
-// Run: npx tsx bench/cli.bench.ts [--n 20] [--tsx] [--no-exec] [--before DIR] [--node PATH]
+// --prof DIR: one more exec run under `node --cpu-prof` (the profile kept in DIR) and its top
+// self time by module, to say where the CLI's own time goes.
+// Run: npx tsx bench/cli.bench.ts [--n 20] [--tsx] [--no-exec] [--before DIR] [--node PATH] [--prof DIR]
 import { spawnSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { join, resolve } from 'node:path';
 import { ensureSandboxImage } from '@agent-sandbox/sandbox-image';
@@ -48,6 +50,7 @@ const opt = (name: string) => {
 };
 const BEFORE = opt('before') ? join(resolve(opt('before')!), 'cli.mjs') : undefined;
 const NODE = opt('node') ? resolve(opt('node')!) : process.execPath;
+const PROF = opt('prof') ? resolve(opt('prof')!) : undefined;
 const LAUNCHER = join(ROOT, 'client', 'bin', 'agent-sandbox.mjs');
 const EXEC = !process.argv.includes('--no-exec');
 /** Exec pairs: at most 13 (the operator's write limit, 30 a minute per address); 8 with --before. */
@@ -197,6 +200,7 @@ async function execBench(run: BenchRun): Promise<void> {
   console.log(line('bundle agent-sandbox exec -- true', wallOf(ours), 'ms'));
   console.log(line('bundle agent-sandbox exec peak RSS', rssOf(ours), 'MiB'));
   console.log(line('in-process OperatorClient.exec', inProc, 'ms'));
+  if (PROF) profileOnce(execArgs, env);
   const m = median(wallOf(ours));
   figure({
     id: 'cli-exec',
@@ -207,11 +211,42 @@ async function execBench(run: BenchRun): Promise<void> {
     p99: quantile(wallOf(ours), 0.99),
     floor: { name: 'node -e 0 (paired)', median: median(wallOf(floor)), p99: quantile(wallOf(floor), 0.99) },
     target: {
-      text: 'exec round trip <= 400 ms median',
-      met: m <= 400,
-      ...(m <= 400 ? {} : { why: `${m.toFixed(0)} ms` }),
+      text: 'exec round trip <= 150 ms median',
+      met: m <= 150,
+      ...(m <= 150 ? {} : { why: `${m.toFixed(0)} ms` }),
     },
   });
+}
+
+/** One exec under --cpu-prof: the profile's self time summed by script (module), top 12. */
+function profileOnce(execArgs: string[], env: Record<string, string>): void {
+  mkdirSync(PROF!, { recursive: true });
+  const had = new Set(readdirSync(PROF!));
+  once(['--cpu-prof', '--cpu-prof-dir', PROF!, ...execArgs], env, NODE);
+  const file = readdirSync(PROF!).find((f) => f.endsWith('.cpuprofile') && !had.has(f));
+  if (!file) throw new Error(`no .cpuprofile was written in ${PROF}`);
+  const p = JSON.parse(readFileSync(join(PROF!, file), 'utf8')) as {
+    nodes: Array<{ id: number; callFrame: { url: string; functionName: string } }>;
+    samples: number[];
+    timeDeltas: number[];
+  };
+  const byId = new Map(p.nodes.map((n) => [n.id, n]));
+  const self = new Map<string, number>();
+  let total = 0;
+  for (const [k, id] of p.samples.entries()) {
+    const n = byId.get(id)!;
+    const d = (p.timeDeltas[k] ?? 0) / 1000;
+    total += d;
+    const where = n.callFrame.url
+      ? n.callFrame.url.replace(/^file:\/\/.*\/(client\/dist\/)/, '$1')
+      : `(${n.callFrame.functionName || 'native'})`;
+    self.set(where, (self.get(where) ?? 0) + d);
+  }
+  console.log(
+    `profile of one exec run: ${join(PROF!, file)} (${total.toFixed(0)} ms sampled), self time by script:`,
+  );
+  for (const [where, ms] of [...self].sort((a, b) => b[1] - a[1]).slice(0, 12))
+    console.log(`  ${ms.toFixed(1).padStart(7)} ms  ${where}`);
 }
 
 helpBench();

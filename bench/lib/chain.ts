@@ -103,7 +103,10 @@ export class Chain {
     inputs: Hex[],
   ): Promise<{ callIds: bigint[]; block: bigint; minedAt: number; blocks: number }> {
     const data = inputs.map((x) => this.callData(job, x));
-    const gas = await this.gasFor(data[0]!);
+    // One estimate (of the first input) for all, with half again on top: each tx of the block
+    // runs on the state the ones before it left, and what that costs is reported below.
+    const estimate = await this.gasFor(data[0]!);
+    const gas = (estimate * 3n) / 2n;
     const nonce = await this.pub.getTransactionCount({ address: this.user.address, blockTag: 'pending' });
     const hashes: Hex[] = [];
     await this.rpc('evm_setAutomine', [false]);
@@ -126,6 +129,10 @@ export class Chain {
     const minedAt = performance.now();
     const receipts = await Promise.all(
       hashes.map((hash) => this.pub.waitForTransactionReceipt({ hash, pollingInterval: 10 })),
+    );
+    const used = receipts.map((r) => r.gasUsed).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+    console.log(
+      `[chain] ${inputs.length} submitJob in one block: gas used min ${used[0]} median ${used[used.length >> 1]} max ${used.at(-1)} (estimate of the first ${estimate}, limit ${gas}); over the estimate: ${used.filter((u) => u > estimate).length}`,
     );
     const failed = receipts.filter((r) => r.status !== 'success').length;
     if (failed) {

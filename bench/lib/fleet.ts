@@ -12,7 +12,18 @@ import { promisify } from 'node:util';
 import { agentSandboxBlueprintAbi, iTangleAbi } from '@agent-sandbox/contracts';
 import { DEVNET_MNEMONIC, type StartedDevnet } from '@agent-sandbox/devnet';
 import { requestService, waitForServiceActivation } from '@agent-sandbox/sdk';
-import { type Address, type Hex, type PublicClient, toHex } from 'viem';
+import {
+  type Address,
+  createPublicClient,
+  createWalletClient,
+  erc20Abi,
+  type Hex,
+  http,
+  type PublicClient,
+  parseAbi,
+  parseEther,
+  toHex,
+} from 'viem';
 import { mnemonicToAccount, privateKeyToAccount } from 'viem/accounts';
 import { freePort, ROOT } from './operators.ts';
 
@@ -90,6 +101,7 @@ export async function setUpFleet(
       port: await freePort(),
     });
   }
+  await fundBond(info, out, log);
   // One after the other: on two shared cores four bundles starting at once only slow each other.
   for (const m of out) {
     await operatorCommand(info, work, m, ['stake', '--amount', '1', '--json']);
@@ -119,6 +131,40 @@ export async function setUpFleet(
   });
   log(`cloud service ${act.serviceId} active with ${out.length} operator(s) (requested, each approved)`);
   return { serviceId: act.serviceId, members: out };
+}
+
+/**
+ * Gives each member the stake it bonds: the staking contract bonds in an ERC20 (the devnet's
+ * LocalBondToken, as tnt-core's LocalTestnet bonds in TNT) and the devnet mints it only to its own
+ * two operators, so the deployer hands each fleet member 10 tokens, as a member on a real network
+ * would have bought or been sent its bond. Nothing when the staking contract bonds in the native coin.
+ */
+async function fundBond(info: StartedDevnet['info'], members: FleetMember[], log: (l: string) => void) {
+  const staking = info.contracts.staking;
+  if (!staking) return;
+  const pub = createPublicClient({ transport: http(info.rpcUrl) });
+  const token = await pub
+    .readContract({
+      address: staking,
+      abi: parseAbi(['function operatorBondToken() view returns (address)']),
+      functionName: 'operatorBondToken',
+    })
+    .catch(() => undefined);
+  if (!token || /^0x0+$/.test(token)) return;
+  const deployer = privateKeyToAccount(info.accounts.deployer.privateKey);
+  const wallet = createWalletClient({ account: deployer, transport: http(info.rpcUrl) });
+  for (const m of members) {
+    const hash = await wallet.writeContract({
+      address: token,
+      abi: erc20Abi,
+      functionName: 'transfer',
+      args: [m.address, parseEther('10')],
+      chain: null,
+    });
+    const r = await pub.waitForTransactionReceipt({ hash });
+    if (r.status !== 'success') throw new Error(`bond token transfer to ${m.name} reverted (tx ${hash})`);
+  }
+  log(`sent each fleet member 10 bond tokens (${token}) from the deployer`);
 }
 
 /** Per call of `serviceId` since `fromBlock`: its assigned operator, its results, ignored results. */
