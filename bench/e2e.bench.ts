@@ -193,6 +193,7 @@ async function main(): Promise<void> {
   const side = await sideService(chain);
   await chainFloorOnce(chain, side, createInputs(999, MEMORY_MB));
   const poolOurs: number[] = [];
+  const poolCalls: CallSeen[] = [];
   const chainFloor: number[] = [];
   for (let i = 0; i < POOL_N; i++) {
     await poolsFull();
@@ -200,6 +201,7 @@ async function main(): Promise<void> {
     const s = await chain.submit(JOB_SANDBOX_CREATE, createInputs(300 + i, MEMORY_MB));
     const r = (await chain.results([s.callId], s.block)).get(s.callId)!;
     poolOurs.push(r.seenAt - s.minedAt);
+    poolCalls.push({ callId: s.callId, minedWall: wall(s.minedAt), seenWall: wall(r.seenAt) });
     await chain.deleteAll([sandboxIdOf(r.output, `pool create ${i}`)]);
     process.stderr.write(
       `  pool ${i + 1}/${POOL_N}: ours ${fmt(poolOurs.at(-1)!)}, chain floor ${fmt(chainFloor.at(-1)!)}\n`,
@@ -221,6 +223,13 @@ async function main(): Promise<void> {
   for (const l of createTimeline(
     ops.map((o) => o.logFile),
     coldCalls,
+  ))
+    console.log(l);
+  // The same split for the warm-pool creates: what a claim on chain adds to the chain's own floor.
+  console.log('warm-pool creates on chain, the same split:');
+  for (const l of createTimeline(
+    ops.map((o) => o.logFile),
+    poolCalls,
   ))
     console.log(l);
   console.log(

@@ -11,8 +11,9 @@
 //     it leaks; the RSS low points (each window's minimum, what a GC leaves) are fitted too.
 // Sandboxes ask for MEMORY_MB (128, the smallest allowed): N of the default 1 GiB shape would pass
 // the host's memory budget, and the figure is the operator's cost per sandbox, not the limit's.
-// --n 0: the churn only.
-// Run: npx tsx bench/scale.bench.ts [--n 100] [--churn-minutes 15] [--live 10] [--sample-s 20]
+// --n 0: the churn only. --node-options "FLAGS": the operator program runs with NODE_OPTIONS=FLAGS
+// (e.g. a V8 heap flag, to see what it does to the RSS).
+// Run: npx tsx bench/scale.bench.ts [--n 100] [--churn-minutes 15] [--live 10] [--sample-s 20] [--node-options FLAGS]
 import { agentSandboxBlueprintAbi } from '@agent-sandbox/contracts';
 import { ensureSandboxImage } from '@agent-sandbox/sandbox-image';
 import type { Address } from 'viem';
@@ -39,6 +40,10 @@ const N = arg('n', 100);
 const CHURN_MIN = arg('churn-minutes', 15);
 const LIVE = arg('live', 10);
 const SAMPLE_S = arg('sample-s', 20);
+const NODE_OPTIONS = (() => {
+  const i = process.argv.indexOf('--node-options');
+  return i > 0 ? process.argv[i + 1] : undefined;
+})();
 const CPU = 1;
 const MEMORY_MB = 128;
 const RSS_TARGET = 150;
@@ -146,7 +151,9 @@ async function burst(chain: Chain, image: string, pid: number, idleRss: number):
 }
 
 async function main(): Promise<void> {
-  console.log(`scale bench: n=${N}, churn ${CHURN_MIN} min with ${LIVE} live; load at start ${loadNow()}`);
+  console.log(
+    `scale bench: n=${N}, churn ${CHURN_MIN} min with ${LIVE} live${NODE_OPTIONS ? `, operator NODE_OPTIONS=${NODE_OPTIONS}` : ''}; load at start ${loadNow()}`,
+  );
   buildBins('operator');
   const { tag: image } = await ensureSandboxImage({
     onProgress: (l) => process.stderr.write(`[image] ${l}\n`),
@@ -172,6 +179,7 @@ async function main(): Promise<void> {
     SANDBOX_DEFAULT_CPU_CORES: `${CPU}`,
     SANDBOX_DEFAULT_MEMORY_MB: `${MEMORY_MB}`,
     SANDBOX_DEFAULT_DISK_GB: '1',
+    ...(NODE_OPTIONS ? { NODE_OPTIONS } : {}),
   });
   const pid = op.child.pid!;
   // Warm-up (first container of the run, caches), not measured.
