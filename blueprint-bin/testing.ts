@@ -1,6 +1,7 @@
 // @agent-sandbox/blueprint-bin/testing: test-and-dev-tooling door (tests, benches, the demo) — start
 // the operator program as a process. Product code never imports it.
 export {
+  bundleNodeFlags,
   type DevnetOperatorEnv,
   devnetOperatorEnv,
   OPERATOR_BIN,

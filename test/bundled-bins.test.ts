@@ -6,6 +6,7 @@ import { readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { bundleNodeFlags } from '@agent-sandbox/blueprint-bin/testing';
 import { EncryptedStore } from '@agent-sandbox/runtime';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
@@ -35,9 +36,26 @@ describe('bundled bins', () => {
     expect(pkg('blueprint-bin').bin['agent-sandbox-operator']).toBe('./dist/main.mjs');
     for (const f of [CLI, OPERATOR]) {
       const text = readFileSync(f, 'utf8');
-      expect(text.startsWith('#!/usr/bin/env node\n')).toBe(true);
       expect(text).not.toMatch(/from\s*"[^"]*\.ts"/);
     }
+    expect(readFileSync(CLI, 'utf8').startsWith('#!/usr/bin/env node\n')).toBe(true);
+    // The operator's shebang carries its V8 flag (a small young generation: its idle RSS), and
+    // the test/bench spawner reads it from there, so `node main.mjs` runs as the bin does.
+    expect(
+      readFileSync(OPERATOR, 'utf8').startsWith('#!/usr/bin/env -S node --max-semi-space-size=2\n'),
+    ).toBe(true);
+    expect(bundleNodeFlags(OPERATOR)).toEqual(['--max-semi-space-size=2']);
+    expect(bundleNodeFlags(CLI)).toEqual([]);
+  });
+
+  it('agent-sandbox-operator runs as an executable (its shebang, with the flag, works here)', () => {
+    const help = spawnSync(OPERATOR, ['--help'], {
+      encoding: 'utf8',
+      env: { PATH: process.env['PATH'] ?? '', HOME: dir },
+      timeout: 60_000,
+    });
+    expect(help.status, help.stderr).toBe(0);
+    expect(help.stdout).toContain('agent-sandbox-operator');
   });
 
   it('agent-sandbox: --help, and a command that reaches (an absent) operator', () => {

@@ -1,7 +1,7 @@
 // Test-only: the one way tests, benches and the TEE demo start the operator program as a process —
 // the environment of a devnet operator, the spawn, and the wait for its "ready" line (API URL).
 import { type ChildProcess, spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { closeSync, existsSync, openSync, readSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
@@ -70,6 +70,23 @@ export interface SpawnOperatorOptions {
   args?: string[];
 }
 
+/**
+ * The Node flags a bundle's shebang names (`#!/usr/bin/env -S node FLAGS`, written by
+ * scripts/build-bins.mjs), so `node main.mjs` here runs as the installed bin does.
+ */
+export function bundleNodeFlags(file: string): string[] {
+  const fd = openSync(file, 'r');
+  try {
+    const buf = Buffer.alloc(256);
+    const n = readSync(fd, buf, 0, buf.length, 0);
+    const first = buf.subarray(0, n).toString('utf8').split('\n')[0]!;
+    const m = /^#!\/usr\/bin\/env -S node((?: --[a-z0-9-]+(?:=[^\s]+)?)*)\s*$/.exec(first);
+    return m?.[1] ? m[1].trim().split(/\s+/) : [];
+  } finally {
+    closeSync(fd);
+  }
+}
+
 /** Spawns `agent-sandbox-operator run` (or `args`); wait for it with `operatorReady`. */
 export function spawnOperator(o: SpawnOperatorOptions): ChildProcess {
   const args = o.args ?? ['run'];
@@ -81,7 +98,9 @@ export function spawnOperator(o: SpawnOperatorOptions): ChildProcess {
           OPERATOR_MAIN,
           ...args,
         ]
-      : [o.via === 'bundle' ? (o.bundle ?? OPERATOR_BUNDLE) : OPERATOR_BIN, ...args];
+      : o.via === 'bundle'
+        ? [...bundleNodeFlags(o.bundle ?? OPERATOR_BUNDLE), o.bundle ?? OPERATOR_BUNDLE, ...args]
+        : [OPERATOR_BIN, ...args];
   const setpriv = o.dieWithParent
     ? ['/usr/bin/setpriv', '/bin/setpriv'].find((p) => existsSync(p))
     : undefined;
