@@ -17,7 +17,9 @@
 //     ignored, and its containers exactly its assigned creates;
 // (3) the 1-operator run: one operator with the fleet's whole capacity on a service of its own,
 //     the same N creates, wall time: the fleet's floor in the same run.
-// Run: npx tsx bench/fleet.bench.ts [--creates 100] [--capacities 10,20,30,40] [--kill-creates 40] [--no-solo]
+// --health-timeout-ms MS: each operator's SANDBOX_HEALTH_TIMEOUT_MS (its default 30 s is short for
+// tens of containers starting at once on one 2-core engine; the fleet, not the engine, is measured).
+// Run: npx tsx bench/fleet.bench.ts [--creates 100] [--capacities 10,20,30,40] [--kill-creates 40] [--no-solo] [--health-timeout-ms MS]
 import { execFile } from 'node:child_process';
 import { loadavg } from 'node:os';
 import { promisify } from 'node:util';
@@ -45,6 +47,7 @@ const CREATES = Number(opt('creates') ?? 100);
 const CAPACITIES = (opt('capacities') ?? '10,20,30,40').split(',').map(Number);
 const KILL_CREATES = Number(opt('kill-creates') ?? 40);
 const SOLO = !process.argv.includes('--no-solo');
+const HEALTH_TIMEOUT_MS = opt('health-timeout-ms');
 const TOTAL = CAPACITIES.reduce((a, b) => a + b, 0);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const load = () =>
@@ -74,11 +77,20 @@ async function startFleet(image: string, names: string[], caps: number[], firstK
   );
   const ops = await Promise.all(
     members.map((m) =>
-      run.startOperator(m.name, image, { OPERATOR_MAX_CAPACITY: `${m.capacity}` }, 'bundle', {
-        privateKey: m.privateKey,
-        serviceId,
-        port: m.port,
-      }),
+      run.startOperator(
+        m.name,
+        image,
+        {
+          OPERATOR_MAX_CAPACITY: `${m.capacity}`,
+          ...(HEALTH_TIMEOUT_MS ? { SANDBOX_HEALTH_TIMEOUT_MS: HEALTH_TIMEOUT_MS } : {}),
+        },
+        'bundle',
+        {
+          privateKey: m.privateKey,
+          serviceId,
+          port: m.port,
+        },
+      ),
     ),
   );
   const chain = new Chain(info, privateKeyToAccount(info.accounts.user.privateKey), serviceId);
