@@ -100,6 +100,9 @@ try {
     pubkeyHex: pk.json.pubkey,
     ctx,
     owner,
+    // Relay as the operator API does: no copy of every byte (a test's wire capture tees the stream
+    // and keeps it, which grows the heap on the channel side only).
+    keepWire: false,
   });
   const agent = 'for i in 1 2 3 4 5 6 7 8 9 10; do echo line$i; done';
   await client.json('PUT', '/env', { env: { SANDBOX_AGENT_COMMAND: agent } });
