@@ -103,6 +103,28 @@ describe('owner channel (OHTTP-shaped, chunked responses)', () => {
     expect(() => decapsulateRequest(otherKey.secretKey, kp.publicKey, message)).toThrow();
   });
 
+  it('remembers a used request for its whole window: after newer ones, expired ones and a clock stepped back', async () => {
+    const ep = new ChannelEndpoint(kp.secretKey, kp.publicKey, ctx);
+    const t = Date.now();
+    const at = async (ts: number) => enc(await inner(ownerAcct, { ts })).message;
+    const first = await at(t);
+    await ep.accept(ep.decapsulate(first), t);
+    // The clock steps back a minute; the next request expires before the first one does.
+    const earlier = await at(t - 60_000);
+    await ep.accept(ep.decapsulate(earlier), t - 60_000);
+    for (let k = 1; k <= 5; k++) {
+      const m = await at(t + k * 1000);
+      await ep.accept(ep.decapsulate(m), t + k * 1000);
+    }
+    // 190 s on: `earlier` (kept until t+180 s) is expired, everything else is live. Each replay
+    // whose ts is still inside the window must be refused as a replay, not taken.
+    const now = t + 190_000;
+    await expect(ep.accept(ep.decapsulate(first), t + 100_000)).rejects.toThrow(/replay/);
+    await expect(ep.accept(ep.decapsulate(await at(now)), now)).resolves.toBeDefined();
+    await expect(ep.accept(ep.decapsulate(first), t + 110_000)).rejects.toThrow(/replay/);
+    await expect(ep.accept(ep.decapsulate(earlier), t + 50_000)).rejects.toThrow(/replay/);
+  });
+
   it('takes orders only from the owner the context names, for this key and context', async () => {
     const ep = new ChannelEndpoint(kp.secretKey, kp.publicKey, ctx);
     const run = async (o: Record<string, unknown>) => ep.accept(ep.decapsulate(enc(o).message));

@@ -5,7 +5,7 @@ import type { LocalAccount } from 'viem';
 
 export interface RelayedChannel {
   client: ChannelClient;
-  /** Every request and response byte the relay (the operator) handled, in order. */
+  /** Every request and response byte the relay (the operator) handled, in order (unless `keepWire: false`). */
   wire: Uint8Array[];
 }
 
@@ -15,7 +15,10 @@ export function ownerChannel(o: {
   pubkeyHex: string;
   ctx: string;
   owner: LocalAccount;
+  /** false: relay as the operator API does, without keeping a copy (benches: the copy grows the heap). */
+  keepWire?: boolean;
 }): RelayedChannel {
+  const keep = o.keepWire !== false;
   const wire: Uint8Array[] = [];
   const client = new ChannelClient({
     pubkey: fromHex(o.pubkeyHex),
@@ -23,13 +26,13 @@ export function ownerChannel(o: {
     address: o.owner.address,
     signMessage: (message) => o.owner.signMessage({ message }),
     relay: async (message, type) => {
-      wire.push(message);
+      if (keep) wire.push(message);
       const res = await fetch(`${o.url}/tee/channel`, {
         method: 'POST',
         headers: { authorization: `Bearer ${o.operatorToken}`, 'content-type': type },
         body: message,
       });
-      if (!res.body) return res;
+      if (!keep || !res.body) return res;
       // Tee the body so the test can inspect what the relay saw.
       const [a, b] = res.body.tee();
       void (async () => {
