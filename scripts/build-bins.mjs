@@ -76,8 +76,8 @@ const TARGETS = {
     plugins: [sourceUrls, workspaceOnly],
     // A small young generation: V8's default lets it grow to 3 × 16 MiB, which a long-running
     // operator fills and keeps resident. With 2 MiB semi-spaces the bundled operator idles at
-    // 133 MiB instead of 162 and holds 40 sandboxes at 130 instead of 171, creates no slower
-    // (bench/scale.bench.ts --n 40 --node-options, bench/RESULTS.md). In the shebang (env -S), so
+    // 133-142 MiB instead of 162-164 and holds 40 sandboxes at 130-148 instead of 166-171
+    // (bench/scale.bench.ts --n 40 --node-options, A B A B, bench/RESULTS.md). In the shebang (env -S), so
     // `agent-sandbox-operator` runs with it; spawnOperator reads it from there for `node main.mjs`.
     nodeFlags: ['--max-semi-space-size=2'],
   },
