@@ -55,6 +55,11 @@ export function createTimeline(logFiles: string[], calls: CallSeen[]): string[] 
       add(`  phase ${p.phase} (since previous)`, p.time - prev);
       prev = p.time;
     }
+    // The launch's own steps (runtime/src/sandbox/launch.ts): docker start (with its inspect),
+    // start -> first /health answer (and how many polls), the env delivery.
+    const steps = mine.find((l) => l.msg === 'sandbox launch steps');
+    for (const [k, v] of Object.entries(steps?.ms ?? {}))
+      add(k === 'polls' ? '    launch: /health polls (count)' : `    launch: ${k}`, v);
     add('provisioning starts -> sandbox running', running - start);
     add('sandbox running -> result mined (operator log)', result.time - running);
     for (const [k, v] of Object.entries(result.ms ?? {})) add(`  result tx: ${k}`, v);
@@ -63,8 +68,9 @@ export function createTimeline(logFiles: string[], calls: CallSeen[]): string[] 
   if (seg.size === 0) return [];
   return [
     `where a cold on-chain create's time goes (operator logs, n=${calls.length}; clocks: epoch ms):`,
-    ...[...seg.entries()].map(
-      ([k, xs]) => `  ${k.padEnd(52)} median ${median(xs).toFixed(1)} ms, p99 ${p99(xs).toFixed(1)} ms`,
-    ),
+    ...[...seg.entries()].map(([k, xs]) => {
+      const u = k.endsWith('(count)') ? '' : ' ms';
+      return `  ${k.padEnd(52)} median ${median(xs).toFixed(1)}${u}, p99 ${p99(xs).toFixed(1)}${u}`;
+    }),
   ];
 }

@@ -93,8 +93,11 @@ export async function launchContainer(
       });
     }
     await opts.onPhase?.('container_start');
+    // Where a launch's time goes, step by step (one log line; bench/lib/timeline.ts reads it).
+    const t = { t0: performance.now(), started: 0, healthy: 0, env: 0 };
     await beforeStart(ctx, rec);
     const started = await driver.start(containerId, noNetwork(ctx) ? undefined : cfg.sidecarPort);
+    t.started = performance.now();
     const at = startedAddress(ctx, rec.id, started.hostPort);
     await opts.onPhase?.('health_check');
     const health = await waitForHealth(at.addr, {
@@ -108,7 +111,22 @@ export async function launchContainer(
       const timedOut = health.reason.startsWith('sidecar did not answer');
       throw new RuntimeError(timedOut ? 'HEALTH_CHECK_TIMEOUT' : 'PROVISION_FAILED', health.reason);
     }
+    t.healthy = performance.now();
     await deliverUserEnv(at.addr, rec, cfg.healthTimeoutMs);
+    t.env = performance.now();
+    ctx.log.info(
+      {
+        sandboxId: rec.id,
+        callId: rec.callId,
+        ms: {
+          start: Math.round(t.started - t.t0),
+          health: Math.round(t.healthy - t.started),
+          env: Math.round(t.env - t.healthy),
+          polls: health.attempts,
+        },
+      },
+      'sandbox launch steps',
+    );
     return {
       containerId,
       hostPort: at.hostPort,
