@@ -2,10 +2,9 @@
 // its own config and storage, testing/local-registry.ts): pulls by tag and by digest, refusals before anything
 // is pulled (allow-list) or started (wrong digest, too large, what an image may not do), and a
 // hostile image that must neither get root nor break the sidecar mounted into it.
-import { readFile } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
 import { type LocalRegistry, runProgram as run, startLocalRegistry } from './testing/local-registry.ts';
-import { makeRig, sidecarExec, type TestRig } from './testing/rig.ts';
+import { currentSuiteRuntime, makeRig, sidecarExec, type TestRig } from './testing/rig.ts';
 
 vi.setConfig({ testTimeout: 300_000, hookTimeout: 600_000 });
 
@@ -68,6 +67,21 @@ const engineHas = (ref: string) =>
       () => true,
       () => false,
     );
+/**
+ * A /proc file of the sandbox's root sidecar (tini's child: pid 1 names sidecar.cjs too), read as
+ * root inside its container (docker exec with the image's bash and cat): under runsc its processes
+ * are gVisor's, not the host's. The pattern is split so this script's own command line misses it.
+ */
+const sidecarProc = (containerId: string, file: string) =>
+  run('docker', [
+    'exec',
+    '-u',
+    '0:0',
+    containerId,
+    '/bin/bash',
+    '-c',
+    `n=sidecar; n=$n.cjs; for p in /proc/[0-9]*; do [[ $p != /proc/1 && "$(cat $p/cmdline 2>/dev/null)" == *"$n"* ]] && exec cat $p/${file}; done; exit 1`,
+  ]);
 const progressOf = (callId: string) => rig.manager.getProvision(callId, 7).catch(() => undefined);
 
 describe('images from a registry', () => {
@@ -93,7 +107,8 @@ describe('images from a registry', () => {
       }).then((x) => x.json() as Promise<{ success: boolean; data: { content: string } }>);
     expect((await post('/files/write', { path: 'notes/a.txt', content: 'hello' })).success).toBe(true);
     expect((await post('/files/read', { path: 'notes/a.txt' })).data.content).toBe('hello');
-    expect((await exec(s.id, 'stat -c %u:%g /home/agent/notes/a.txt')).stdout.trim()).toBe('1000:1000');
+    // find -printf, not stat: gVisor refuses coreutils 9's statx (README, security).
+    expect((await exec(s.id, "find /home/agent/notes/a.txt -printf '%U:%G'")).stdout).toBe('1000:1000');
 
     // Stop and resume: the stopped container starts again with the kit; a warm round trip too.
     await rig.manager.stop(s.id);
@@ -168,12 +183,13 @@ describe('images from a registry', () => {
     ).toContain('absent');
     // Its ENTRYPOINT never ran, its NODE_OPTIONS never reached a root Node, its ENV reaches the
     // agent's processes only (and not the keys that configure the sidecar).
-    const seen = await exec(id, 'ls /tmp; echo "pre=$LD_PRELOAD opts=$NODE_OPTIONS home=$HOME"');
+    const seen = await exec(id, 'echo /tmp/*; echo "pre=$LD_PRELOAD opts=$NODE_OPTIONS home=$HOME"');
     expect(seen.stdout).not.toContain('entry-ran');
     expect(seen.stdout).not.toContain('node-options-0');
     expect(seen.stdout).toContain('pre=/nonexistent/evil.so opts=--require /evil.js home=/home/agent');
 
     const info = await rig.manager.driver.docker.getContainer(s.containerId!).inspect();
+    expect(info.HostConfig.Runtime).toBe(currentSuiteRuntime());
     expect(info.Config.User).toBe('0:0');
     expect(info.Config.Healthcheck?.Test).toEqual(['NONE']);
     expect(info.Config.Entrypoint).toEqual(['/.agent-sandbox/kit/bin/tini', '--']);
@@ -181,18 +197,15 @@ describe('images from a registry', () => {
     expect(info.HostConfig.SecurityOpt).toContain('no-new-privileges:true');
     // The root sidecar: every file it maps is the kit's (none of the image's libc, loader, NSS or
     // OpenSSL), and its env holds none of the image's values.
-    const pid1 = info.State.Pid;
-    const kids = (await readFile(`/proc/${pid1}/task/${pid1}/children`, 'utf8')).trim().split(/\s+/);
-    const sidecarPid = kids[0]!;
-    const status = await readFile(`/proc/${sidecarPid}/status`, 'utf8');
+    const status = await sidecarProc(s.containerId!, 'status');
     expect(status).toMatch(/^Uid:\s+0\s/m);
-    const maps = (await readFile(`/proc/${sidecarPid}/maps`, 'utf8'))
+    const maps = (await sidecarProc(s.containerId!, 'maps'))
       .split('\n')
       .map((l) => l.trim().split(/\s+/).slice(5).join(' '))
       .filter((f) => f.startsWith('/'));
     expect(maps.length).toBeGreaterThan(5);
     expect(maps.filter((f) => !f.startsWith('/.agent-sandbox/kit/'))).toEqual([]);
-    const environ = (await readFile(`/proc/${sidecarPid}/environ`, 'utf8')).split('\0');
+    const environ = (await sidecarProc(s.containerId!, 'environ')).split('\0');
     expect(environ).toContain('LD_PRELOAD=');
     expect(environ).toContain('NODE_OPTIONS=');
     // The image's ENV rides only as data for the agent's processes (SIDECAR_IMAGE_ENV, a JSON

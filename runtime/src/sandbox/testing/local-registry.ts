@@ -44,7 +44,7 @@ export function freePort(): Promise<number> {
 export const plainStage = (base: string) => `FROM ${base} AS src
 USER root
 RUN set -e; o=/out; mkdir -p $o/usr/bin $o/usr/lib/x86_64-linux-gnu $o/lib64 $o/etc $o/home $o/tmp; \
- for b in bash sh id cat ls stat touch test env sleep mkdir rm cp ln chmod echo printf; do cp -L "/usr/bin/$b" $o/usr/bin/; done; \
+ for b in bash sh id cat ls stat find touch test env sleep mkdir rm cp ln chmod echo printf; do cp -L "/usr/bin/$b" $o/usr/bin/; done; \
  for f in $(ldd $o/usr/bin/* 2>/dev/null | sed -n 's/.*=> \\(\\/[^ ]*\\).*/\\1/p' | sort -u); do cp -L "$f" $o/usr/lib/x86_64-linux-gnu/; done; \
  cp -L /lib64/ld-linux-x86-64.so.2 $o/lib64/; cp /etc/debian_version /etc/nsswitch.conf $o/etc/; \
  grep -v '^agent:' /etc/passwd > $o/etc/passwd; grep -v '^agent:' /etc/group > $o/etc/group; \
