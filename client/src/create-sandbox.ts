@@ -14,6 +14,7 @@ import {
 } from './job-io.ts';
 import { OperatorClient } from './operator-client.ts';
 import type { OperatorHttpOptions } from './operator-http.ts';
+import { sleep } from './sleep.ts';
 
 export type CreateProgress =
   | { stage: 'submitted'; callId: bigint; txHash: `0x${string}` }
@@ -93,19 +94,6 @@ export interface CreatedSandbox {
   /** Signed in as the owner, ready for exec/prompt. */
   client: OperatorClient;
 }
-
-const sleep = (ms: number, signal?: AbortSignal) =>
-  new Promise<void>((resolve) => {
-    const t = setTimeout(resolve, ms);
-    signal?.addEventListener(
-      'abort',
-      () => {
-        clearTimeout(t);
-        resolve();
-      },
-      { once: true },
-    );
-  });
 
 function provisionFailed(callId: bigint, phase: string, reason: string): ClientError {
   return new ClientError('PROVISION_FAILED', `sandbox provisioning failed at ${phase}: ${reason}`, {
