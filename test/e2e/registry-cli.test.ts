@@ -2,13 +2,13 @@
 // htpasswd (it answers 401 to anyone without the login), an `agent-sandbox-operator run` process
 // whose own config holds that login (SANDBOX_REGISTRY_AUTH_FILE, a docker config.json) and whose
 // allow-list names the repository, on a fresh cloud service of the shared devnet, driven by the
-// bundled `agent-sandbox` CLI. The create pulls through the operator's login and the CLI shows the
-// image_pull phase with the pull's progress; the password is in no log; a create that tries to
+// bundled `agent-sandbox` CLI. The create pulls through the operator's login (over a slow link, so
+// the pull takes seconds) and the CLI shows the image_pull phase with the pull's progress readings; the password is in no log; a create that tries to
 // bring credentials of its own is refused before anything is pulled.
 import { existsSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { type LocalRegistry, startLocalRegistry } from '@agent-sandbox/runtime/testing';
+import { type LocalRegistry, slowLink, startLocalRegistry } from '@agent-sandbox/runtime/testing';
 import Docker from 'dockerode';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { BUNDLED_CLI, type CloudOperator, startCloudOperator } from './fixture.ts';
@@ -20,6 +20,8 @@ const SUITE_LABEL = 'agent-sandbox.test.suite=e2e-registry-cli';
 const docker = new Docker();
 let op: CloudOperator | undefined;
 let registry: LocalRegistry | undefined;
+let link: Awaited<ReturnType<typeof slowLink>> | undefined;
+/** The image as the operator is told to pull it: through the slow link to the registry. */
 let plain = '';
 
 const engineHas = (ref: string) =>
@@ -37,16 +39,21 @@ beforeAll(async () => {
   registry = await startLocalRegistry({ base: image, auth: true });
   // Behind its htpasswd the registry serves no one without the login.
   expect((await fetch(`http://${registry.host}/v2/`)).status).toBe(401);
-  plain = await registry.push('library/plain:1');
+  const pushed = await registry.push('library/plain:1');
+  // The operator reaches the registry over a slow link (256 KiB/s): the pull of the image's few MB
+  // lasts seconds on any machine, so the CLI's 500 ms polls see it under way.
+  link = await slowLink(registry.host, 256 * 1024);
+  plain = pushed.replace(registry.host, link.host);
   const authFile = join(process.env.TMPDIR ?? '/tmp', `${RUN}-registry-auth.json`);
-  await writeFile(authFile, registry.dockerAuthJson(), { mode: 0o600 });
+  const auth = Buffer.from(`${registry.login!.username}:${registry.login!.password}`).toString('base64');
+  await writeFile(authFile, JSON.stringify({ auths: { [link.host]: { auth } } }), { mode: 0o600 });
   op = await startCloudOperator(devnet, {
     run: RUN,
     suiteLabel: SUITE_LABEL,
     image,
     cliBin: BUNDLED_CLI,
     extra: {
-      SANDBOX_IMAGE_ALLOWLIST: `${registry.host}/library/plain`,
+      SANDBOX_IMAGE_ALLOWLIST: `${link.host}/library/plain`,
       SANDBOX_REGISTRY_AUTH_FILE: authFile,
       // The most the operator writes: the password must be in none of it.
       LOG_LEVEL: 'debug',
@@ -56,13 +63,19 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await op?.close();
+  await link?.close();
   await registry?.close();
+  if (plain)
+    await docker
+      .getImage(plain)
+      .remove({ force: true })
+      .catch(() => {});
 }, 120_000);
 
 describe('a registry image through the CLI, pulled with the operator’s login', () => {
   it('attack: a create that names credentials of its own in the image is refused before any pull', async () => {
     // The user's guess at a login rides in the (public) job input; the operator must not use it.
-    const withUser = plain.replace(registry!.host, `someone:guess@${registry!.host}`);
+    const withUser = plain.replace(link!.host, `someone:guess@${link!.host}`);
     const r = await op!.cli(['create', '--json', '--image', withUser]);
     expect(r.code, r.stderr).not.toBe(0);
     expect(r.stderr).toMatch(/PROVISION_FAILED.*failed at validation: image is not an image reference/);
@@ -87,13 +100,21 @@ describe('a registry image through the CLI, pulled with the operator’s login',
     expect(pull, r.stderr).toBeGreaterThanOrEqual(0);
     expect(pulled, r.stderr).toBeGreaterThan(pull);
     expect(create, r.stderr).toBeGreaterThan(pulled);
-    // Any reading before the end is a well-formed `pulling …: done/all layers, MB/MB` line.
-    for (const l of lines.slice(pull + 1, pulled))
-      expect(l).toMatch(/^\s+pulling \S+: \d+\/\d+ layers, \d+\.\d\/\d+\.\d MB$/);
+    // The readings under way: more than one, each `pulling <ref>: done/all layers, MB/MB`, the
+    // bytes never going back.
+    const readings = lines.slice(pull + 1, pulled);
+    expect(readings.length, r.stderr).toBeGreaterThanOrEqual(2);
+    let last = -1;
+    for (const l of readings) {
+      const m = /^\s+pulling (\S+): \d+\/\d+ layers, (\d+\.\d)\/\d+\.\d MB$/.exec(l);
+      expect(m?.[1], l).toBe(plain);
+      expect(Number(m![2])).toBeGreaterThanOrEqual(last);
+      last = Number(m![2]);
+    }
 
     const id = (JSON.parse(r.stdout) as { sandbox: { id: string } }).sandbox.id;
     const got = JSON.parse(op!.ok(await op!.cli(['get', id, '--json'])).stdout) as { image: string };
-    expect(got.image).toMatch(new RegExp(`^${registry!.host}/library/plain@sha256:[0-9a-f]{64}$`));
+    expect(got.image).toMatch(new RegExp(`^${link!.host}/library/plain@sha256:[0-9a-f]{64}$`));
     expect(op!.ok(await op!.cli(['exec', id, '--', 'id -u; cat /etc/debian_version'])).stdout).toMatch(
       /^1000\n\d+/,
     );

@@ -6,7 +6,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdir, rm, writeFile } from 'node:fs/promises';
-import { createServer } from 'node:net';
+import { connect, createServer, type Socket } from 'node:net';
 import { join } from 'node:path';
 
 /** Runs a program; rejects with its stderr when it exits non-zero. */
@@ -162,5 +162,55 @@ export async function startLocalRegistry(o: { base: string; auth?: boolean }): P
       for (const ref of pushed) await docker('rmi', '-f', ref).catch(() => {});
       await rm(dir, { recursive: true, force: true });
     },
+  };
+}
+
+/**
+ * A slow link to `target` (host:port) on a port of its own: bytes from the target reach the
+ * client at about `bytesPerSecond` per connection (requests go through as they come). A pull
+ * through it lasts as long as its size says on any machine, so the progress readings in between
+ * can be seen. The registry behind it is the real one; only the wire is slower.
+ */
+export async function slowLink(
+  target: string,
+  bytesPerSecond: number,
+): Promise<{ host: string; close(): Promise<void> }> {
+  const [targetHost, targetPort] = [
+    target.slice(0, target.lastIndexOf(':')),
+    Number(target.split(':').pop()),
+  ];
+  const open = new Set<Socket>();
+  const server = createServer((client) => {
+    const upstream = connect(targetPort, targetHost);
+    open.add(client).add(upstream);
+    const end = () => {
+      client.destroy();
+      upstream.destroy();
+      open.delete(client);
+      open.delete(upstream);
+    };
+    // The client gone or either side broken: both go. The target done: the client gets the rest.
+    client.on('error', end).on('close', end);
+    upstream.on('error', end);
+    client.pipe(upstream);
+    upstream.on('data', (chunk: Buffer) => {
+      upstream.pause();
+      client.write(chunk);
+      setTimeout(() => upstream.resume(), (chunk.length / bytesPerSecond) * 1000);
+    });
+    upstream.on('end', () => client.end());
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => resolve());
+  });
+  const port = (server.address() as { port: number }).port;
+  return {
+    host: `127.0.0.1:${port}`,
+    close: () =>
+      new Promise<void>((resolve) => {
+        for (const s of open) s.destroy();
+        server.close(() => resolve());
+      }),
   };
 }
