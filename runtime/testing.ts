@@ -2,6 +2,12 @@
 
 export { type Harness, startHarness } from './src/api/testing/harness.ts';
 export {
+  type LocalRegistry,
+  plainStage,
+  slowLink,
+  startLocalRegistry,
+} from './src/sandbox/testing/local-registry.ts';
+export {
   makeRig,
   removeOperatorObjects,
   sidecarExec,

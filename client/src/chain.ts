@@ -27,6 +27,7 @@ import {
   JOB_SANDBOX_DELETE,
   type SandboxCreateRequest,
 } from './job-io.ts';
+import { sleep } from './sleep.ts';
 
 export interface SandboxChainOptions {
   rpcUrl: string;
@@ -101,19 +102,6 @@ export function chainError(e: unknown, what: string): ClientError {
   }
   return new ClientError('CHAIN', `${what} failed: ${(e as Error)?.message ?? String(e)}`, { cause: e });
 }
-
-const sleep = (ms: number, signal?: AbortSignal) =>
-  new Promise<void>((resolve) => {
-    const t = setTimeout(resolve, ms);
-    signal?.addEventListener(
-      'abort',
-      () => {
-        clearTimeout(t);
-        resolve();
-      },
-      { once: true },
-    );
-  });
 
 export class SandboxChain {
   readonly tangle: Address;

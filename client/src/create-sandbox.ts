@@ -14,6 +14,7 @@ import {
 } from './job-io.ts';
 import { OperatorClient } from './operator-client.ts';
 import type { OperatorHttpOptions } from './operator-http.ts';
+import { sleep } from './sleep.ts';
 
 export type CreateProgress =
   | { stage: 'submitted'; callId: bigint; txHash: `0x${string}` }
@@ -94,19 +95,6 @@ export interface CreatedSandbox {
   client: OperatorClient;
 }
 
-const sleep = (ms: number, signal?: AbortSignal) =>
-  new Promise<void>((resolve) => {
-    const t = setTimeout(resolve, ms);
-    signal?.addEventListener(
-      'abort',
-      () => {
-        clearTimeout(t);
-        resolve();
-      },
-      { once: true },
-    );
-  });
-
 function provisionFailed(callId: bigint, phase: string, reason: string): ClientError {
   return new ClientError('PROVISION_FAILED', `sandbox provisioning failed at ${phase}: ${reason}`, {
     details: { callId: callId.toString(), phase, reason },
@@ -153,11 +141,18 @@ export async function createSandbox(options: CreateSandboxOptions): Promise<Crea
       });
       // A phase shorter than the poll interval is still reported when the operator sends the
       // history it keeps (`phases`/`history`: [{phase, …}]); phases never repeat in one provision.
+      const reading = p ? pullOf(p) : undefined;
       for (const phase of p ? phasesOf(p) : []) {
         if (emitted.has(phase)) continue;
+        // The pull's last reading belongs under image_pull: out before any later phase (a poll
+        // can see the pull done and the next phase begun at once).
+        if (reading && emitted.has('image_pull') && JSON.stringify(reading) !== lastPull) {
+          lastPull = JSON.stringify(reading);
+          emit({ stage: 'pull', callId, pull: reading });
+        }
         emitted.add(phase);
         emit({ stage: 'phase', callId, phase, provision: p! });
-        const pull = phase === 'image_pull' ? pullOf(p!) : undefined;
+        const pull = phase === 'image_pull' ? reading : undefined;
         if (pull) {
           lastPull = JSON.stringify(pull);
           emit({ stage: 'pull', callId, pull });
@@ -174,10 +169,9 @@ export async function createSandbox(options: CreateSandboxOptions): Promise<Crea
         lastPhase = phase;
       }
       // A pull advances within its phase: each new reading is reported once.
-      const pull = p ? pullOf(p) : undefined;
-      if (pull && JSON.stringify(pull) !== lastPull) {
-        lastPull = JSON.stringify(pull);
-        emit({ stage: 'pull', callId, pull });
+      if (reading && JSON.stringify(reading) !== lastPull) {
+        lastPull = JSON.stringify(reading);
+        emit({ stage: 'pull', callId, pull: reading });
       }
     }
     const chosen = assigned ? { operator: assigned, blueprint: submitted.blueprint } : undefined;

@@ -23,6 +23,8 @@ import { expect } from 'vitest';
 
 export const ROOT = resolve(import.meta.dirname, '..', '..');
 export const CLI = join(ROOT, 'client', 'bin', 'agent-sandbox.mjs');
+/** The bundled CLI as published (`agent-sandbox`, made by `node scripts/build-bins.mjs`). */
+export const BUNDLED_CLI = join(ROOT, 'client', 'dist', 'cli.mjs');
 
 /** A port that was free a moment ago (the operator binds it next). */
 export function freePort(): Promise<number> {
@@ -116,6 +118,8 @@ export interface CloudOperatorOptions {
   extra?: Record<string, string>;
   /** The wallet that owns the service's sandboxes; fresh unless given. */
   ownerKey?: Hex;
+  /** The CLI program `cli()` runs: the tsx launcher (CLI) unless given, e.g. BUNDLED_CLI. */
+  cliBin?: string;
 }
 
 /** One operator on one fresh cloud service, and the owner's CLI against it. */
@@ -131,6 +135,8 @@ export interface CloudOperator {
   log(): string;
   /** The real CLI launcher as the owner runs it: this chain, key, operator, HOME and config dir. */
   cli(args: string[], env?: Record<string, string>): Promise<CliResult>;
+  /** The environment `cli()` runs the CLI with (for a program that runs it itself, e.g. ssh). */
+  readonly cliEnv: Record<string, string>;
   /** Expects exit 0, showing the CLI's and the operator's output when it is not. */
   ok(r: CliResult): CliResult;
   /** Stops the operator (TERM, then KILL of its group), removes its containers and the temp dir. */
@@ -164,21 +170,21 @@ export async function startCloudOperator(
   );
   const child = spawnOperator({ env, detached: true, stderr: openSync(join(dir, 'operator.log'), 'a') });
 
+  let url = '';
+  const cliEnv: Record<string, string> = {
+    PATH: process.env['PATH'] ?? '',
+    HOME: dir,
+    AGENT_SANDBOX_CONFIG_DIR: join(dir, 'cli-config'),
+    AGENT_SANDBOX_RPC: devnet.rpcUrl,
+    AGENT_SANDBOX_TANGLE: devnet.contracts.tangle,
+    AGENT_SANDBOX_SERVICE: `${serviceId}`,
+    AGENT_SANDBOX_PRIVATE_KEY: ownerKey,
+  };
   const cli = (args: string[], extra: Record<string, string> = {}): Promise<CliResult> => {
-    const c = spawn(process.execPath, [CLI, ...args], {
+    const c = spawn(process.execPath, [o.cliBin ?? CLI, ...args], {
       cwd: ROOT,
       stdio: ['ignore', 'pipe', 'pipe'],
-      env: {
-        PATH: process.env['PATH'] ?? '',
-        HOME: dir,
-        AGENT_SANDBOX_CONFIG_DIR: join(dir, 'cli-config'),
-        AGENT_SANDBOX_RPC: devnet.rpcUrl,
-        AGENT_SANDBOX_TANGLE: devnet.contracts.tangle,
-        AGENT_SANDBOX_SERVICE: `${serviceId}`,
-        AGENT_SANDBOX_PRIVATE_KEY: ownerKey,
-        AGENT_SANDBOX_OPERATOR: url,
-        ...extra,
-      },
+      env: { ...cliEnv, AGENT_SANDBOX_OPERATOR: url, ...extra },
     });
     let stdout = '';
     let stderr = '';
@@ -215,12 +221,12 @@ export async function startCloudOperator(
     await rm(dir, { recursive: true, force: true });
   };
 
-  let url: string;
   try {
     url = await operatorReady(child, { timeoutMs: 90_000, log });
+    cliEnv['AGENT_SANDBOX_OPERATOR'] = url;
   } catch (e) {
     await close();
     throw e;
   }
-  return { dir, serviceId, url, operatorId, child, ownerKey, owner, log, cli, ok, close };
+  return { dir, serviceId, url, operatorId, child, ownerKey, owner, log, cli, cliEnv, ok, close };
 }

@@ -44,6 +44,16 @@ describe('describeFailure', () => {
     expect(f.message).not.toMatch(/daemon|sk-live/);
   });
 
+  it('says a pull the registry refused as a matter for the operator, not only one of waiting (issue 25)', () => {
+    // The registry asked for a login the operator lacks or refused its login: waiting does not help.
+    const f = describeFailure(
+      new RuntimeError('IMAGE_PULL_FAILED', 'pulling r.example/app:1 failed: no basic auth credentials'),
+    );
+    expect(f.code).toBe('IMAGE_PULL_FAILED');
+    expect(f.message).toMatch(/refused the operator’s login or did not answer.*ask the operator/);
+    expect(f.message).not.toMatch(/r\.example|basic auth/);
+  });
+
   it('is the same text for the same code whatever the cause', () => {
     const a = describeFailure(new RuntimeError('DOCKER_ERROR', 'one engine message'));
     const b = describeFailure(new RuntimeError('DOCKER_ERROR', 'another engine message /tmp/x'));

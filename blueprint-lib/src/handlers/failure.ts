@@ -17,7 +17,8 @@ const RUNTIME_TEXT: Readonly<Record<string, string>> = {
   IMAGE_NOT_FOUND: 'the image is not available on this operator; ask which images it serves',
   IMAGE_DIGEST_MISMATCH: 'the image did not arrive with the digest it was named by; nothing was started',
   IMAGE_TOO_LARGE: 'the image is larger than this operator allows (SANDBOX_IMAGE_MAX_MB); pick a smaller one',
-  IMAGE_PULL_FAILED: 'the operator could not pull the image from its registry; try again later',
+  IMAGE_PULL_FAILED:
+    'the operator could not pull the image: its registry refused the operator’s login or did not answer; ask the operator, or try again later',
   IMAGE_REFUSED:
     'the image does something a sandbox cannot allow (a VOLUME, a symlink where the sandbox mounts, an /etc/ld.so.preload); use an image without it',
   CAPACITY_EXHAUSTED: 'this operator has no room for another sandbox now; try again later',

@@ -13,7 +13,7 @@ import { Registry } from 'prom-client';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { SessionAuth } from '../auth/index.ts';
-import { makeRig, sidecarExec, type TestRig } from '../sandbox/testing/rig.ts';
+import { currentSuiteRuntime, makeRig, sidecarExec, type TestRig } from '../sandbox/testing/rig.ts';
 import { createOperatorApi } from './app.ts';
 import { type OperatorApiServer, serveOperatorApi } from './serve.ts';
 import { signInOverHttp } from './testing/sign-in.ts';
@@ -254,6 +254,9 @@ describe('SSH into a real sandbox through the API tunnel', () => {
     expect(shell.stderr).not.toMatch(/refused/);
     expect(shell.stdout).toBe('agent\n/home/agent\nok\n');
     expect(shell.code).toBe(0);
+    // Under the suite's runtime (the runsc twin: gVisor's kernel answers this shell).
+    const info = await rig.manager.driver.docker.getContainer(rig.manager.get(id).containerId!).inspect();
+    expect(info.HostConfig.Runtime).toBe(currentSuiteRuntime());
   }, 120_000);
 
   it("scp works both ways with the owner's key", async () => {

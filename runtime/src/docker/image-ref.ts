@@ -18,6 +18,9 @@ const TAG = /^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$/;
 const DIGEST = /^sha256:[a-f0-9]{64}$/;
 const HOST = /^(?:localhost|[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*|\[[0-9A-Fa-f:]+\])(?::[0-9]{1,5})?$/;
 
+/** The grammar a reference follows, for the error that refuses one. */
+export const IMAGE_REF_FORM = '[registry[:port]/]repository[:tag][@sha256:<64 hex>], lowercase repository';
+
 /** Parses a reference; undefined when it is not one (the caller says what was wrong). */
 export function parseImageRef(input: string): ImageRef | undefined {
   const s = input.trim();

@@ -160,7 +160,8 @@ function pullFailed(name: string, e: unknown): RuntimeError {
       : ((e as PullEvent).errorDetail?.message ?? (e as PullEvent).error ?? String(e));
   // Docker's text for a digest (or tag) the registry does not have.
   const missing = dockerStatus(e) === 404 || /manifest unknown|not found|does not exist/i.test(raw);
-  const denied = /unauthorized|authentication required|denied/i.test(raw);
+  // 'no basic auth credentials': the registry asked for a login and the engine was given none.
+  const denied = /unauthorized|authentication required|denied|no basic auth credentials/i.test(raw);
   return new RuntimeError(
     missing ? 'IMAGE_NOT_FOUND' : 'IMAGE_PULL_FAILED',
     missing

@@ -3,6 +3,7 @@
 // timers above a cap are clamped).
 
 import { z } from 'zod';
+import { IMAGE_REF_FORM, parseImageRef } from '../docker/image-ref.ts';
 import { invalidField, RuntimeError } from '../errors.ts';
 import { type SandboxRuntimeConfig, shapeCatalog } from './config.ts';
 import { parseUserEnv } from './env.ts';
@@ -123,6 +124,15 @@ export function resolveCreate(input: unknown, cfg: SandboxRuntimeConfig): Resolv
   const baseEnv = parseUserEnv(p.env, 'env');
   const sshKeys = p.sshPublicKey ? [parseSshKey(p.sshPublicKey, Date.now())] : undefined;
   if (!p.agent) refuseAgentProgram(baseEnv, 'env');
+  // Not an image reference at all (e.g. `user:password@registry/…`, credentials of the user's own):
+  // refused without echoing it, before the engine is asked about it.
+  if (p.image && !parseImageRef(p.image)) {
+    throw invalidField(
+      'image',
+      `is not an image reference: ${IMAGE_REF_FORM}`,
+      `image is not an image reference: ${IMAGE_REF_FORM}`,
+    );
+  }
   // A registry image off the allow-list is refused here, before anything is admitted or pulled.
   if (p.image && isRegistryImage(p.image)) checkRegistryImage({ cfg }, p.image);
   if (cpuCores < 0.1)

@@ -16,7 +16,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
 import { isRuntimeError } from '../../errors.ts';
 import type { SandboxRecord } from '../record.ts';
-import { makeRig, sidecarExec, type TestRig } from '../testing/rig.ts';
+import { currentSuiteRuntime, makeRig, sidecarExec, type TestRig } from '../testing/rig.ts';
 import { deleteOperatorTable, sandboxMac, setElements, setName, tableName } from './rules.ts';
 
 vi.setConfig({ testTimeout: 240_000 });
@@ -180,6 +180,9 @@ describe('per-sandbox network policy, enforced outside the container', () => {
       network: strictPolicy,
     });
     expect(strict.network).toEqual({ ...strictPolicy, includeImplicitDomains: false });
+    // Under the suite's runtime (the runsc twin: gVisor's Sentry makes the sandbox's sockets).
+    const info = await rig.manager.driver.docker.getContainer(strict.containerId!).inspect();
+    expect(info.HostConfig.Runtime).toBe(currentSuiteRuntime());
     await expectStrictHolds(strict);
     // strict without includeImplicitDomains: the operator's implicit list is not reachable.
     expect(await lookup(strict, 'implicit.example')).toBe('ENOTFOUND');
