@@ -95,6 +95,8 @@ export class DockerDriver extends DockerImages {
     hostPort: number;
     /** Every container TCP port bound on 127.0.0.1 → its host port (the sidecar's included). */
     loopbackPorts: Record<number, number>;
+    /** The container's IPv4 address on each network it joined (network name → address). */
+    ips: Record<string, string>;
     exited: Promise<string>;
     cancel: () => void;
   }> {
@@ -121,7 +123,8 @@ export class DockerDriver extends DockerImages {
         if (dockerStatus(e) !== 304) throw e;
       });
       for (const v of disks) await this.disks!.detachWhenUnmounted(v);
-      if (port === undefined) return { hostPort: 0, loopbackPorts: {}, exited, cancel: () => ac.abort() };
+      if (port === undefined)
+        return { hostPort: 0, loopbackPorts: {}, ips: {}, exited, cancel: () => ac.abort() };
       const info = await c.inspect();
       const binding = info.NetworkSettings?.Ports?.[`${port}/tcp`]?.find((b) => b.HostIp === '127.0.0.1');
       const hostPort = Number(binding?.HostPort);
@@ -142,7 +145,11 @@ export class DockerDriver extends DockerImages {
         const b = bindings?.find((x) => x.HostIp === '127.0.0.1');
         if (key.endsWith('/tcp') && b) loopbackPorts[Number.parseInt(key, 10)] = Number(b.HostPort);
       }
-      return { hostPort, loopbackPorts, exited, cancel: () => ac.abort() };
+      const ips: Record<string, string> = {};
+      for (const [name, n] of Object.entries(info.NetworkSettings?.Networks ?? {})) {
+        if (n?.IPAddress) ips[name] = n.IPAddress;
+      }
+      return { hostPort, loopbackPorts, ips, exited, cancel: () => ac.abort() };
     } catch (e) {
       ac.abort();
       throw wrap('start container', e);

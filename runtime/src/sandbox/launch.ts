@@ -7,7 +7,7 @@ import { removeSocketDir } from '../docker/sidecar-socket.ts';
 import { restoreIntoVolume } from '../docker/workspace-restore.ts';
 import { RuntimeError } from '../errors.ts';
 import type { SandboxContext } from './context.ts';
-import { beforeStart, containerNetwork } from './egress-policy/hooks.ts';
+import { afterStart, beforeStart, containerNetwork } from './egress-policy/hooks.ts';
 import { deliverUserEnv } from './env-delivery.ts';
 import type { SandboxRecord } from './record.ts';
 import { mountedSidecarFor } from './registry-images.ts';
@@ -97,6 +97,7 @@ export async function launchContainer(
     const t = { t0: performance.now(), started: 0, healthy: 0, env: 0 };
     await beforeStart(ctx, rec);
     const started = await driver.start(containerId, noNetwork(ctx) ? undefined : cfg.sidecarPort);
+    await afterStart(ctx, rec, started.ips);
     t.started = performance.now();
     const at = startedAddress(ctx, rec.id, started.hostPort);
     await opts.onPhase?.('health_check');

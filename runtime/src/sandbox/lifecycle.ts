@@ -7,7 +7,7 @@ import { containerName } from '../docker/labels.ts';
 import { socketDir } from '../docker/sidecar-socket.ts';
 import { RuntimeError } from '../errors.ts';
 import { mustGet, type SandboxContext, transition } from './context.ts';
-import { beforeStart, containerNetwork } from './egress-policy/hooks.ts';
+import { afterStart, beforeStart, containerNetwork } from './egress-policy/hooks.ts';
 import { containerEnv } from './env.ts';
 import { deliverUserEnv } from './env-delivery.ts';
 import { launchContainer, pickExposed } from './launch.ts';
@@ -111,6 +111,7 @@ export async function resumeSandbox(ctx: SandboxContext, id: string): Promise<Sa
     await prepareSidecarSocket(ctx, id);
     await beforeStart(ctx, rec);
     const started = await ctx.driver.start(rec.containerId, noNetwork(ctx) ? undefined : ctx.cfg.sidecarPort);
+    await afterStart(ctx, rec, started.ips);
     const at = startedAddress(ctx, id, started.hostPort);
     const health = await waitForHealth(at.addr, {
       timeoutMs: ctx.cfg.healthTimeoutMs,

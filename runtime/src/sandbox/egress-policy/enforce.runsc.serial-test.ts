@@ -1,9 +1,7 @@
 // The network-policy enforcement suite with every sandbox under gVisor (runsc). In the serial
-// stage, not beside enforce.test.ts: run in parallel, a gVisor sandbox that is handed an IP the
-// other file's sandbox just gave up is unreachable from the host until the host's neighbour entry
-// (the old sandbox's MAC; policed sandboxes have MACs of their own) ages out, up to ~30 s — a
-// product bug found by running them side by side, still open (the README's network-policy
-// section says so).
+// stage, not beside enforce.test.ts: gVisor sandboxes start slower, and beside the runc file at
+// high load four cases hit the 20 s health bound; run side by side they also found the stale
+// neighbour entry bug (neighbour.serial-test.ts).
 import { useSuiteRuntime } from '../testing/rig.ts';
 
 useSuiteRuntime('runsc');

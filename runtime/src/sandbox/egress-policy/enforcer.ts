@@ -26,6 +26,7 @@ import {
   applyNft,
   listSets,
   operatorTableScript,
+  POLICY_BRIDGE,
   type PolicedSandbox,
   sandboxMac,
   setName,
@@ -43,6 +44,8 @@ export interface PolicyEnforcerOptions {
   log: Logger;
   nft?: string;
   dnsmasq?: string;
+  /** iproute2's `ip` (the host's neighbour entries of started sandboxes). */
+  ip?: string;
 }
 
 interface InForce {
@@ -131,6 +134,30 @@ export class PolicyEnforcer {
         throw e;
       }
     });
+  }
+
+  /**
+   * After sandbox `id`'s container started at `ip` on the policy bridge: the host's neighbour
+   * entry for `ip` names the sandbox's MAC. Policed sandboxes have MACs of their own, not Docker's
+   * IP-derived ones, so an IP handed on from a deleted sandbox still maps to the old MAC on the
+   * host until that entry ages out (~30 s): the new sandbox would be unreachable meanwhile (its
+   * health check fails) unless it happens to ARP first, which a gVisor sandbox does not.
+   */
+  started(id: string, ip: string): Promise<void> {
+    if (!/^\d{1,3}(\.\d{1,3}){3}$/.test(ip)) return Promise.resolve();
+    const args = ['neigh', 'replace', ip, 'lladdr', sandboxMac(id), 'dev', POLICY_BRIDGE, 'nud', 'reachable'];
+    return new Promise((resolve, reject) =>
+      execFile(this.#o.ip ?? 'ip', args, { timeout: 10_000 }, (e, _out, err) =>
+        e
+          ? reject(
+              new RuntimeError(
+                'EGRESS_RULES',
+                `could not set the host's neighbour entry of ${ip}: ${err || e.message}`,
+              ),
+            )
+          : resolve(),
+      ),
+    );
   }
 
   /** Takes sandbox `id` out of force: its resolver ends, its rules and set are removed. */

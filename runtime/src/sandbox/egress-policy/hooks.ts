@@ -28,6 +28,23 @@ export async function beforeStart(ctx: SandboxContext, rec: Pick<SandboxRecord, 
   await p.activate(rec.id, rec.network);
 }
 
+/** After each start of `rec`'s container (`ips`: its address per network): see PolicyEnforcer.started. */
+export async function afterStart(
+  ctx: SandboxContext,
+  rec: Pick<SandboxRecord, 'id' | 'network'>,
+  ips: Record<string, string> | undefined,
+): Promise<void> {
+  if (!rec.network || ctx.network.name === 'none' || !ctx.policy) return;
+  const ip = ips?.[ctx.policy.networkName];
+  if (!ip) return;
+  // Best effort: without it the sandbox is only unreachable until the old entry ages out.
+  await ctx.policy
+    .started(rec.id, ip)
+    .catch((err) =>
+      ctx.log.warn({ sandboxId: rec.id, err: String(err) }, 'could not set the neighbour entry'),
+    );
+}
+
 /** After a transition: a policed sandbox that is no longer running is taken out of force. */
 export async function afterTransition(ctx: SandboxContext, rec: SandboxRecord): Promise<void> {
   if (!rec.network || !ctx.policy || rec.state === 'running' || rec.state === 'provisioning') return;
