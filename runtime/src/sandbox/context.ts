@@ -18,7 +18,10 @@ import { assertTransition, type SandboxRecord, type SandboxState } from './recor
 /**
  * Records live in the encrypted store (the only place the token and secrets are persisted); the
  * store is single-process, so an in-memory copy of every record is exact and makes reads and
- * metric gauges free of disk and decryption.
+ * metric gauges free of disk and decryption. A `deleted` record (a tombstone: nothing of the
+ * sandbox is left) stays in the store only: kept in memory it would be one more record per
+ * create/delete for the life of the process (issue 24). get/all never show it (every caller treats
+ * a deleted sandbox as absent); `find` reads it from the store for whoever asks after one.
  */
 export class RecordBook {
   readonly #coll: StoreCollection<SandboxRecord>;
@@ -32,22 +35,33 @@ export class RecordBook {
 
   async load(): Promise<void> {
     this.#cache.clear();
-    for (const [id, r] of await this.#coll.entries()) this.#cache.set(id, r);
+    for (const [id, r] of await this.#coll.entries()) if (r.state !== 'deleted') this.#cache.set(id, r);
     this.#onChange();
   }
 
+  /** The record, unless there is none or it is deleted. */
   get(id: string): SandboxRecord | undefined {
     return this.#cache.get(id);
+  }
+
+  /** The record, a deleted one's tombstone included (read from the store). */
+  async find(id: string): Promise<SandboxRecord | undefined> {
+    return this.#cache.get(id) ?? (await this.#coll.get(id));
   }
 
   all(): SandboxRecord[] {
     return [...this.#cache.values()];
   }
 
+  /** How many records are held in memory. */
+  get size(): number {
+    return this.#cache.size;
+  }
+
   /** Writes the record, and with it `along` (other collections' writes), in one batch: all or none. */
   async put(r: SandboxRecord, ...along: StoreWrite[]): Promise<SandboxRecord> {
     await this.#coll.commit([this.#coll.putOp(r.id, r), ...along]);
-    this.#cache.set(r.id, r);
+    this.#hold(r);
     this.#onChange();
     return r;
   }
@@ -59,9 +73,14 @@ export class RecordBook {
       return fn(cur);
     });
     if (!out) throw new RuntimeError('NOT_FOUND', `sandbox ${id} does not exist`);
-    this.#cache.set(id, out);
+    this.#hold(out);
     this.#onChange();
     return out;
+  }
+
+  #hold(r: SandboxRecord): void {
+    if (r.state === 'deleted') this.#cache.delete(r.id);
+    else this.#cache.set(r.id, r);
   }
 }
 

@@ -218,7 +218,7 @@ async function recreate(ctx: SandboxContext, rec: SandboxRecord, _to: 'running')
 
 /** Deletes everything of the sandbox; the record stays as a `deleted` tombstone (idempotent). */
 export async function deleteSandbox(ctx: SandboxContext, id: string): Promise<SandboxRecord> {
-  const rec = ctx.records.get(id);
+  const rec = await ctx.records.find(id);
   if (!rec) throw new RuntimeError('NOT_FOUND', `sandbox ${id} does not exist`);
   if (rec.state === 'deleted') return rec;
   await purgeArtifacts(ctx, rec);

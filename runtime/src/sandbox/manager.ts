@@ -273,6 +273,11 @@ export class SandboxManager {
     return r;
   }
 
+  /** How many sandbox records the manager holds in memory (a deleted one's is not among them). */
+  get recordsHeld(): number {
+    return this.#ctx.records.size;
+  }
+
   /** The record (token and env included: internal use; the API shows publicView()). */
   get(id: string): SandboxRecord {
     return mustGet(this.#ctx, id);

@@ -41,7 +41,8 @@ export async function existingProvision(
 ): Promise<{ progress: ProvisionProgress; record: SandboxRecord | undefined } | undefined> {
   const progress = await ctx.provisions.get(provisionKey(serviceId, callId));
   if (!progress) return undefined;
-  return { progress, record: ctx.records.get(progress.sandboxId) };
+  // A deleted sandbox's tombstone too: a redelivered create of its call answers with it.
+  return { progress, record: await ctx.records.find(progress.sandboxId) };
 }
 
 /**
