@@ -14,8 +14,18 @@ const CLI = join(REPO_ROOT, 'devnet/main.ts');
 const NODE_TS = ['--import', 'tsx'];
 const dir = mkdtempSync(join(tmpdir(), 'devnet-cli-test-'));
 const started: ChildProcess[] = [];
+/** Every anvil a test saw start: killed at the end even if a test failed before stopping it. */
+const anvils = new Set<number>();
 afterAll(() => {
   for (const c of started) if (c.exitCode === null) c.kill('SIGKILL');
+  for (const pid of anvils) {
+    try {
+      // only if that pid is still an anvil (not a number the kernel has handed on)
+      if (readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('anvil')) process.kill(pid, 'SIGKILL');
+    } catch {
+      // already gone
+    }
+  }
   rmSync(dir, { recursive: true, force: true });
 });
 
@@ -76,6 +86,30 @@ async function gone(rpcUrl: string): Promise<boolean> {
   return false;
 }
 
+/** The anvil pid the CLI's progress names. */
+function anvilPid(out: string): number {
+  const m = /anvil \(pid (\d+)\) answers on/.exec(out);
+  if (!m) throw new Error(`no anvil pid in: ${out}`);
+  anvils.add(Number(m[1]));
+  return Number(m[1]);
+}
+
+/** Whether process `pid` has exited (a zombie counts as exited), waiting up to `ms`. */
+async function processGone(pid: number, ms: number): Promise<boolean> {
+  const deadline = Date.now() + ms;
+  while (Date.now() < deadline) {
+    let stat: string;
+    try {
+      stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    } catch {
+      return true;
+    }
+    if (stat.slice(stat.lastIndexOf(')') + 2).startsWith('Z')) return true;
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  return false;
+}
+
 describe('devnet CLI', () => {
   it('up runs in the foreground; a second up and status see it; SIGTERM stops anvil and cleans up', {
     timeout: 180_000,
@@ -112,21 +146,46 @@ describe('devnet CLI', () => {
   }, async () => {
     // Directly: the kernel's parent-death signal takes anvil down with the node process.
     const direct = await upForeground(join(dir, 'kill-direct', 'devnet.json'));
-    const directRpc = (
-      JSON.parse(readFileSync(join(dir, 'kill-direct', 'devnet.json'), 'utf8')) as DevnetInfo
-    ).rpcUrl;
     direct.child.kill('SIGKILL');
     await direct.exit.catch(() => {});
-    expect(await gone(directRpc)).toBe(true);
+    expect(await processGone(anvilPid(direct.out()), 15_000)).toBe(true);
 
     // Through the tsx wrapper (what `npm run demo` runs): the orphaned CLI notices and stops anvil.
     const wrapped = await upForeground(join(dir, 'kill-wrapper', 'devnet.json'), 'tsx-wrapper');
-    const wrappedRpc = (
-      JSON.parse(readFileSync(join(dir, 'kill-wrapper', 'devnet.json'), 'utf8')) as DevnetInfo
-    ).rpcUrl;
     wrapped.child.kill('SIGKILL');
     await wrapped.exit.catch(() => {});
-    expect(await gone(wrappedRpc)).toBe(true);
+    expect(await processGone(anvilPid(wrapped.out()), 15_000)).toBe(true);
+  });
+
+  it('leaves no anvil behind when the tsx wrapper is killed while `up` is still starting', {
+    timeout: 180_000,
+  }, async () => {
+    // The wrapper dies before the CLI has printed anything but its first progress line: the CLI
+    // must still notice it was orphaned (it once only looked at its parent after start-up, and
+    // so took the reaper for its parent and ran on for ever).
+    const stateFile = join(dir, 'kill-early', 'devnet.json');
+    const child = spawn(
+      join(REPO_ROOT, 'node_modules/.bin/tsx'),
+      [CLI, 'up', '--port', '0', '--state', stateFile],
+      {
+        cwd: REPO_ROOT,
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
+    started.push(child);
+    const pid = await new Promise<number>((resolve, reject) => {
+      let text = '';
+      child.stderr?.on('data', (d: Buffer) => {
+        text += d;
+        const m = /anvil \(pid (\d+)\) answers on/.exec(text);
+        if (m) resolve(anvilPid(m[0]));
+      });
+      child.on('exit', (code) => reject(new Error(`up exited early (${code}): ${text}`)));
+    });
+    child.kill('SIGKILL');
+    // It finishes setting the devnet up, then stops it: allow for a slow deploy on a busy machine.
+    // The process itself is watched (an RPC call timing out on a busy machine is no proof).
+    expect(await processGone(pid, 120_000)).toBe(true);
   });
 
   it('up --detach returns while anvil keeps running, and down stops it', { timeout: 120_000 }, async () => {

@@ -133,6 +133,10 @@ async function up(o: {
   out: (i: DevnetInfo) => void;
   tangle: Partial<RealTangleFiles>;
 }): Promise<number> {
+  // `tsx` runs this file in a child node; if that wrapper is killed hard we are re-parented and
+  // nobody would ever stop us (or anvil). The parent is taken now, before start-up prints
+  // anything: taken later, a wrapper killed in between leaves the reaper looking like the parent.
+  const parent = process.ppid;
   let started: Awaited<ReturnType<typeof startDevnet>>;
   try {
     started = await startDevnet({
@@ -183,11 +187,11 @@ async function up(o: {
     };
     process.on('SIGINT', () => void stop('SIGINT'));
     process.on('SIGTERM', () => void stop('SIGTERM'));
-    // `tsx` runs this file in a child node; if that wrapper is killed hard we are re-parented and
-    // nobody would ever stop us (or anvil). A foreground devnet ends with whoever started it.
-    const parent = process.ppid;
+    // A foreground devnet ends with whoever started it.
+    const orphaned = () => process.ppid !== parent;
+    if (orphaned()) void stop('parent exited');
     setInterval(() => {
-      if (process.ppid !== parent) void stop('parent exited');
+      if (orphaned()) void stop('parent exited');
     }, 1000).unref();
     void started.exited.then(() => {
       if (stopping) return;
