@@ -76,16 +76,6 @@ function upForeground(
   });
 }
 
-/** Whether nothing answers at `rpcUrl` any more, waiting up to 15 s for it to go. */
-async function gone(rpcUrl: string): Promise<boolean> {
-  const deadline = Date.now() + 15_000;
-  while (Date.now() < deadline) {
-    if ((await rpcChainId(rpcUrl, 300)) === undefined) return true;
-    await new Promise((r) => setTimeout(r, 200));
-  }
-  return false;
-}
-
 /** The anvil pid the CLI's progress names. */
 function anvilPid(out: string): number {
   const m = /anvil \(pid (\d+)\) answers on/.exec(out);
